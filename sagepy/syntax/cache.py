@@ -1,0 +1,97 @@
+"""The parsed-AST cache (SPEC §0.1).
+
+Like Python's bytecode cache: the AST of every source file is pickled under the user cache directory, keyed by
+the file's resolved path, a hash of its content, a hash of the grammar and of sagepy's own source files, and the
+Python version. A run of an unchanged program then never imports the parser (nor Lark). An unreadable entry is
+ignored and rewritten, never an error.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+from pathlib import Path
+
+_TOOL_HASH: str | None = None
+
+
+def cache_root() -> str | None:
+    if os.environ.get("SAGE_NO_CACHE"):
+        return None
+    explicit = os.environ.get("SAGE_CACHE_DIR")
+    if explicit:
+        return explicit
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return os.path.join(xdg, "sagepy")
+    return os.path.join(os.path.expanduser("~"), ".cache", "sagepy")
+
+
+def _tool_hash() -> str:
+    """Hash of the grammar and of sagepy's source files: a new sagepy never reads an old AST."""
+    global _TOOL_HASH
+    if _TOOL_HASH is None:
+        from .. import resources
+        package = Path(__file__).resolve().parent.parent
+        h = hashlib.sha256(sys.version.encode())
+        paths = [resources.grammar_file()] + sorted(package.rglob("*.py"))
+        for p in paths:
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            # size and mtime stand in for content: hashing every source file would cost more than parsing
+            h.update(f"{p}:{st.st_size}:{st.st_mtime_ns}".encode())
+        _TOOL_HASH = h.hexdigest()[:20]
+    return _TOOL_HASH
+
+
+def _entry_path(root: str, source_path: str, text: str) -> str:
+    key = hashlib.sha256()
+    key.update(os.path.realpath(source_path).encode())
+    key.update(b"\0")
+    key.update(text.encode("utf-8", "surrogatepass"))
+    key.update(_tool_hash().encode())
+    return os.path.join(root, "ast", key.hexdigest()[:32] + ".pickle")
+
+
+def load(source_path: str, text: str):
+    """The cached (items, diagnostics) of this file, or None."""
+    root = cache_root()
+    if root is None:
+        return None
+    try:
+        with open(_entry_path(root, source_path, text), "rb") as fh:
+            return pickle.load(fh)
+    except Exception:  # a missing, truncated or stale entry is simply rebuilt
+        return None
+
+
+def store(source_path: str, text: str, value) -> None:
+    root = cache_root()
+    if root is None:
+        return
+    target = _entry_path(root, source_path, text)
+    tmp = f"{target}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(tmp, "wb") as fh:
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, target)
+    except Exception:  # the cache is an optimisation: failing to write it must never fail a run
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def parse_file_cached(source_path: str, text: str):
+    """(items, diagnostics) for a file, from the cache when possible."""
+    cached = load(source_path, text)
+    if cached is not None:
+        return cached
+    from .parser import parse_source
+    result = parse_source(text, source_path)
+    store(source_path, text, result)
+    return result
