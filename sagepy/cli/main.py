@@ -1,0 +1,120 @@
+"""The `sage` command: argument parsing and dispatch (SPEC §10.2).
+
+Each subcommand imports what it needs only when it runs, so `sage version` and `sage run` stay fast.
+No Python traceback reaches the user: an unexpected exception prints `internal error: …` and exits 1.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+USAGE_EXIT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors exit 2 with the usage on stderr
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(USAGE_EXIT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="sage", description="Run, check and test Sage programs.")
+    parser.add_argument("--version", action="store_true", help="print the sagepy version and exit")
+    parser.add_argument("--no-color", action="store_true", help="plain output without styles (same as NO_COLOR)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    run = sub.add_parser("run", help="check and run a program", description="Load, check and run the entry "
+                         "file's `run` declaration. PATH is a .sg file or a project directory (default: .).")
+    run.add_argument("path", nargs="?", metavar="PATH")
+    run.add_argument("--trace", action="store_true", help="write trace events to stderr")
+    run.add_argument("--trace-file", metavar="F", help="append trace events to F")
+    run.add_argument("--resume", metavar="RUN_ID", help="resume a durable run (planned)")
+
+    check = sub.add_parser("check", help="check a program without running it",
+                           description="Report every error in the program and its test files.")
+    check.add_argument("path", nargs="?", metavar="PATH")
+    check.add_argument("--verify-tools", action="store_true", help="compare tool declarations with live servers")
+    check.add_argument("--format", choices=["text", "json"], default="text", help="diagnostic output format")
+
+    new = sub.add_parser("new", help="create a new project", description="Create a project skeleton in NAME/.")
+    new.add_argument("name", metavar="NAME")
+
+    sub.add_parser("version", help="print the sagepy version", description="Print the sagepy and Python versions.")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_list = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+        if args.no_color:
+            os.environ["NO_COLOR"] = "1"
+        if args.version or args.command == "version":
+            return _version()
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return USAGE_EXIT
+        handler = {"run": _run, "check": _check, "new": _new}[args.command]
+        return handler(args)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as exc:  # the one place a Python exception becomes a user-facing message
+        sys.stderr.write(f"internal error: {type(exc).__name__}: {exc}\n"
+                         "  = help: this is a bug in sagepy; please report it with the program that caused it\n")
+        if os.environ.get("SAGE_DEBUG"):
+            raise
+        return 1
+
+
+def _version() -> int:
+    import platform
+
+    from .. import __version__
+    print(f"sagepy {__version__} (Python {platform.python_version()})")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..project import ProjectError, find_project
+    if args.resume:
+        sys.stderr.write("error: durable runs are not available in this version\n")
+        return 1
+    try:
+        project, explicit = find_project(args.path)
+    except ProjectError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
+    entry = explicit or project.entry_file()
+    if not os.path.isfile(entry):
+        sys.stderr.write(f"error: no entry file found (looked for {_shown(entry)})\n")
+        return 1
+    from ..runtime.run import run_entry
+    return run_entry(entry, project, trace_file=args.trace_file, trace_stderr=args.trace)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from .check import run_check
+    return run_check(args)
+
+
+def _new(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .new import create_project
+    return create_project(args.name, Path.cwd())
+
+
+def _shown(path: str) -> str:
+    from ..diagnostics import display_path
+    return display_path(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""Loading a program: the entry file and every module it declares with `mod` (SPEC §3.1).
+
+Files are parsed through the AST cache; `mod m;` loads `m.sg` or `m/mod.sg` beside the declaring file.
+Every parse error of every file is collected before anything is compiled.
+"""
+from __future__ import annotations
+
+import os
+
+from .diagnostics import Diagnostic, remember_source
+from .syntax import ast as A
+from .syntax.cache import parse_file_cached
+
+
+class Program:
+    def __init__(self, root: A.Module, modules: list, diagnostics: list[Diagnostic]) -> None:
+        self.root = root
+        self.modules = modules
+        self.diagnostics = diagnostics
+
+
+def read_source(path: str) -> str:
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    remember_source(path, text)
+    return text
+
+
+def load_module_file(path: str, name: str, parent: A.Module | None, diags: list[Diagnostic],
+                     modules: list) -> A.Module:
+    text = read_source(path)
+    items, errors = parse_file_cached(path, text)
+    diags.extend(errors)
+    module = A.Module(path, items, text)
+    module.name = name
+    module.parent = parent
+    module.children = {}
+    modules.append(module)
+    for item in items:
+        if isinstance(item, A.ModDecl):
+            child_path = find_module_file(os.path.dirname(path), item.name)
+            if child_path is None:
+                diags.append(Diagnostic("E042", f"module file not found: `{item.name}` (looked for {item.name}.sg "
+                                        f"and {item.name}/mod.sg beside {os.path.basename(path)})", path, item.span))
+                continue
+            if any(os.path.realpath(m.path) == os.path.realpath(child_path) for m in modules):
+                diags.append(Diagnostic("E042", f"module `{item.name}` is loaded twice", path, item.span))
+                continue
+            child = load_module_file(child_path, item.name, module, diags, modules)
+            module.children[item.name] = child
+            item.module = child
+    return module
+
+
+def find_module_file(directory: str, name: str) -> str | None:
+    for candidate in (os.path.join(directory, f"{name}.sg"), os.path.join(directory, name, "mod.sg")):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def load_program(entry_path: str) -> Program:
+    diags: list[Diagnostic] = []
+    modules: list = []
+    root = load_module_file(entry_path, "", None, diags, modules)
+    return Program(root, modules, diags)

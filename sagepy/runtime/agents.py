@@ -1,0 +1,212 @@
+"""Live agents: threads, mailboxes, lifecycle (SPEC §4.5–4.6) and the per-run state they share.
+
+Each live agent runs in its own thread with a large stack. Agents stop cooperatively: `AgentInstance.check()`
+is called at loop iterations, calls and blocking points and raises `AgentCancelled` once a stop was requested.
+"""
+from __future__ import annotations
+
+import collections
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+from .errors import AgentCancelled, SageRaise, TestAbort
+from .values import UNIT, ErrorValue
+
+MAILBOX_CAPACITY = 32
+CALL_DEPTH_LIMIT = 10_000
+THREAD_STACK_BYTES = 512 * 1024 * 1024
+
+
+class YieldSignal(BaseException):
+    """`yield(v)`: fixes the agent's result and ends the handler."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+
+
+class MailboxClosed(Exception):
+    pass
+
+
+class Mailbox:
+    """A bounded FIFO of (message, sender). `put` blocks while full; both ends give up once closed."""
+
+    def __init__(self) -> None:
+        self.items: collections.deque = collections.deque()
+        self.closed = False
+        self.cond = threading.Condition()
+
+    def put(self, item: tuple, waiter: "AgentInstance | None") -> None:
+        with self.cond:
+            while len(self.items) >= MAILBOX_CAPACITY and not self.closed:
+                self.cond.wait(0.05)
+                if waiter is not None:
+                    waiter.check()
+            if self.closed:
+                raise MailboxClosed()
+            self.items.append(item)
+            self.cond.notify_all()
+
+    def get(self, waiter: "AgentInstance | None") -> tuple:
+        with self.cond:
+            while not self.items:
+                if self.closed:
+                    raise MailboxClosed()
+                self.cond.wait(0.05)
+                if waiter is not None and waiter.cancelled:
+                    raise AgentCancelled()
+            item = self.items.popleft()
+            self.cond.notify_all()
+            return item
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+
+class Runtime:
+    """State of one program run (or one test): output, agent numbering, live agents, shutdown."""
+
+    def __init__(self, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None) -> None:
+        self.write_out = out or _stdout_line
+        self.write_err = err or _stderr_line
+        self.counters: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.agents: list[AgentInstance] = []
+        self.shutting_down = False
+        self.effects: Any = None
+
+    def next_number(self, name: str) -> int:
+        with self.lock:
+            n = self.counters.get(name, 0) + 1
+            self.counters[name] = n
+            return n
+
+    def register(self, agent: "AgentInstance") -> None:
+        with self.lock:
+            self.agents.append(agent)
+
+    def shutdown(self, grace_seconds: float = 2.0) -> None:
+        """Close every mailbox; give agents idle in their message loop up to `grace_seconds` to run on stop."""
+        self.shutting_down = True
+        with self.lock:
+            agents = list(self.agents)
+        for a in agents:
+            a.mailbox.close()
+        deadline = time.monotonic() + grace_seconds
+        for a in agents:
+            if a.thread is not None and a.thread is not threading.current_thread():
+                a.thread.join(max(0.0, deadline - time.monotonic()))
+
+    def stop_all(self) -> None:
+        with self.lock:
+            agents = list(self.agents)
+        for a in agents:
+            a.request_stop()
+
+    def unawaited_failures(self) -> list["AgentInstance"]:
+        with self.lock:
+            agents = list(self.agents)
+        return [a for a in agents if a.done.is_set() and a.error is not None and not a.awaited
+                and not a.quiet_failure]
+
+
+_out_lock = threading.Lock()
+
+
+def _stdout_line(text: str) -> None:
+    with _out_lock:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+
+def _stderr_line(text: str) -> None:
+    with _out_lock:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+
+class AgentInstance:
+    """One live agent. It is also the activation context of every frame it runs (frame slot 0)."""
+
+    def __init__(self, runtime: Runtime, agent: Any, number: int, parent: "AgentInstance | None") -> None:
+        self.runtime = runtime
+        self.agent = agent            # the compiled agent (sagepy.runtime.compile.CompiledAgent) or None
+        self.name = agent.name if agent is not None else "test"
+        self.number = number
+        self.display_name = f"{self.name}#{number}"
+        self.parent = parent
+        self.fields: dict[str, Any] = {}
+        self.mailbox = Mailbox()
+        self.thread: threading.Thread | None = None
+        self.cancelled = False
+        self.cancel_event = threading.Event()
+        self.result_ready = threading.Event()   # result fixed (await may return)
+        self.done = threading.Event()           # whole lifecycle finished
+        self.result: Any = UNIT
+        self.error: ErrorValue | None = None
+        self.abort: TestAbort | None = None
+        self.awaited = False
+        self.quiet_failure = False
+        self.depth = 0
+        self.current_sender: AgentInstance | None = None
+        self.in_message = False
+
+    def __repr__(self) -> str:
+        return f"<agent {self.display_name}>"
+
+    # ---- cooperative stopping
+    def check(self) -> None:
+        if self.cancelled:
+            raise AgentCancelled()
+
+    def request_stop(self) -> None:
+        self.cancelled = True
+        self.cancel_event.set()
+        self.mailbox.close()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self.cancel_event.wait(seconds)
+        self.check()
+
+    # ---- results
+    def wait_result(self, waiter: "AgentInstance | None", timeout_s: float | None) -> bool:
+        """Block until the result is fixed; False on timeout. The waiter's own stop request interrupts."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            remaining = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+            if remaining <= 0:
+                return self.result_ready.is_set()
+            if self.result_ready.wait(remaining):
+                return True
+            if waiter is not None:
+                waiter.check()
+
+
+def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
+    """Start a daemon thread with a stack large enough for deep Sage recursion."""
+    previous = threading.stack_size()
+    try:
+        threading.stack_size(THREAD_STACK_BYTES)
+    except (ValueError, RuntimeError):
+        pass
+    try:
+        t = threading.Thread(target=target, name=name, daemon=True)
+        t.start()
+    finally:
+        try:
+            threading.stack_size(previous)
+        except (ValueError, RuntimeError):
+            pass
+    return t
+
+
+def error_of(exc: BaseException) -> ErrorValue:
+    if isinstance(exc, SageRaise):
+        return exc.error
+    return ErrorValue("Runtime", f"internal error: {type(exc).__name__}: {exc}")

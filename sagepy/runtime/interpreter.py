@@ -1,0 +1,443 @@
+"""The host of a compiled program: builtins, intrinsics, agents and their lifecycle, entry and exit.
+
+`Compiler` asks the host for everything that is not plain expression evaluation; this keeps the compiler free
+of threads and I/O. The host reaches the outside world (clock, stdin, LLM) only through `Effects`.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from .. import types as T
+from ..syntax import ast as A
+from .agents import AgentInstance, MailboxClosed, Runtime, YieldSignal, start_thread
+from .compile import CompiledAgent, Compiler, _raise_at, located
+from .effects import Effects
+from .errors import AgentCancelled, SageRaise, TestAbort
+from .scopes import BlockScope, Entity, ModuleEnv
+from .values import UNIT, ErrorValue, Function, display
+
+_thread_state = threading.local()
+
+# Builtins that need the interpreter: they are compiled specially, not looked up in the registry.
+INTRINSICS = {"print", "print_err", "map_set", "map_delete", "sleep_ms", "now_ms", "now_s", "read_line",
+              "read_all"}
+
+
+class Host:
+    def __init__(self, runtime: Runtime, effects: Effects) -> None:
+        from ..builtins import load_builtins, load_constants
+        self.runtime = runtime
+        self.effects = effects
+        self.builtins = load_builtins()
+        self.constants = load_constants()
+        self.builtin_values: dict[str, Function] = {}
+        self.tests: list = []
+
+    # ---------------------------------------------------------------- names
+    def current_context(self) -> Any:
+        return getattr(_thread_state, "ctx", None)
+
+    def builtin_names(self) -> list[str]:
+        return list(self.builtins) + list(self.constants) + list(INTRINSICS)
+
+    def builtin_impl(self, name: str) -> Callable | None:
+        return self.builtins.get(name)
+
+    def builtin_value(self, name: str) -> Any:
+        if name in self.constants:
+            return self.constants[name]
+        impl = self.builtins.get(name)
+        if impl is None:
+            return None
+        value = self.builtin_values.get(name)
+        if value is None:
+            value = self.builtin_values[name] = Function(name, impl)
+        return value
+
+    def prelude_entity(self, name: str) -> Entity | None:
+        return None
+
+    def prelude_type(self, name: str) -> Entity | None:
+        return None
+
+    def tool_exists(self, env: ModuleEnv, name: str) -> bool:
+        entity = env.lookup(name)
+        if entity is not None:
+            return entity.kind == "tool"
+        return name in ("Http", "Fs", "Shell", "Database")
+
+    def extern_impl(self, decl: Any) -> Callable | None:
+        return None
+
+    def add_test(self, decl: Any, body: Any, env: ModuleEnv) -> None:
+        self.tests.append((decl, body, env))
+
+    def trace(self, ctx: Any, kind: str, data: dict) -> None:
+        self.effects.trace(ctx, kind, data)
+
+    def checkpoint(self, ctx: Any) -> None:
+        return None
+
+    # ---------------------------------------------------------------- intrinsics
+    def compile_intrinsic(self, c: Compiler, name: str, node: Any, scope: BlockScope, expected: Any):
+        if name not in INTRINSICS:
+            return None
+        args = [c.expr(a, scope) for a in node.args]
+        arity = {"print": 1, "print_err": 1, "map_set": 3, "map_delete": 2, "sleep_ms": 1, "now_ms": 0,
+                 "now_s": 0, "read_line": 0, "read_all": 0}[name]
+        if len(args) != arity:
+            c.error("E020", f"`{name}` takes {arity} argument(s), {len(args)} given", node.span)
+            return lambda frame: UNIT
+        file, span = c.file, node.span
+        effects = self.effects
+        if name in ("print", "print_err"):
+            (arg,) = args
+            stream = "out" if name == "print" else "err"
+
+            def emit(frame: list) -> Any:
+                v = arg(frame)
+                effects.write(frame[0], stream, v if type(v) is str else display(v))
+                return UNIT
+            return emit
+        if name in ("map_set", "map_delete"):
+            target = node.args[0]
+            if not isinstance(target, A.Name) or scope.find_local(target.name) is None:
+                c.error("E047", f"the first argument of `{name}` must be a variable holding a map", target.span)
+                return lambda frame: UNIT
+            if scope.is_captured(target.name):
+                c.error("E047", f"a closure cannot update captured variable `{target.name}`", target.span)
+                return lambda frame: UNIT
+            slot = scope.find_local(target.name)
+            if name == "map_set":
+                _, key, value = args
+
+                def map_set(frame: list) -> Any:
+                    m = frame[slot]
+                    k = key(frame)
+                    v = value(frame)
+                    updated = dict(m)
+                    updated[k] = v
+                    frame[slot] = updated
+                    return UNIT
+                return map_set
+            _, key = args
+
+            def map_delete(frame: list) -> Any:
+                m = frame[slot]
+                k = key(frame)
+                if k in m:
+                    updated = dict(m)
+                    del updated[k]
+                    frame[slot] = updated
+                return UNIT
+            return map_delete
+        if name == "sleep_ms":
+            (ms,) = args
+
+            def sleep(frame: list) -> Any:
+                frame[0].sleep(max(0, ms(frame)) / 1000)
+                return UNIT
+            return sleep
+        if name in ("now_ms", "now_s"):
+            scale = 1 if name == "now_ms" else 1000
+            return lambda frame: effects.now_ms(frame[0]) // scale
+        reader = effects.read_line if name == "read_line" else effects.read_all
+
+        def read(frame: list) -> Any:
+            try:
+                return reader(frame[0])
+            except SageRaise as exc:
+                raise located(exc, file, span, frame[0])
+        return read
+
+    def compile_mock(self, c: Compiler, node: Any, scope: BlockScope):
+        c.error("E050", "`mock` is only allowed in test files (`*_test.sg`)", node.span)
+        return None
+
+    def persistent_field(self, agent: CompiledAgent, name: str):
+        def get(frame: list) -> Any:
+            raise _raise_at("Runtime", "@persistent fields are not available in this version", None, "", None)
+        return get
+
+    def persistent_method(self, c: Compiler, agent: CompiledAgent, field: str, method: str, node: Any,
+                          scope: BlockScope):
+        file, span = c.file, node.span
+
+        def run(frame: list) -> Any:
+            raise _raise_at("Runtime", "@persistent fields are not available in this version", None, file, span)
+        return run
+
+    def compile_tool_call(self, c: Compiler, tool: str, fn: str, node: Any, scope: BlockScope, expected: Any):
+        args = [c.expr(a, scope) for a in node.args]
+        effects = self.effects
+        file, span = c.file, node.span
+
+        def call(frame: list) -> Any:
+            values = [a(frame) for a in args]
+            try:
+                return effects.tool_call(frame[0], tool, fn, values)
+            except SageRaise as exc:
+                raise located(exc, file, span, frame[0])
+        return call
+
+    def compile_divine(self, c: Compiler, node: Any, scope: BlockScope):
+        prompt = c.expr(node.prompt, scope)
+        target = c.resolve_type(node.type, c.env) if node.type is not None else T.STRING
+        infer = node.infer
+        effects = self.effects
+        file, span = c.file, node.span
+
+        def divine(frame: list) -> Any:
+            p = prompt(frame)
+            try:
+                return effects.divine(frame[0], p, target, infer)
+            except SageRaise as exc:
+                raise located(exc, file, span, frame[0])
+        return divine
+
+    # ---------------------------------------------------------------- agents
+    def compile_summon(self, c: Compiler, node: Any, scope: BlockScope):
+        entity = c.lookup(node.agent)
+        if entity is None or entity.kind != "agent":
+            c.error("E011", f"unknown agent `{node.agent}`", node.span)
+            return lambda frame: UNIT
+        agent: CompiledAgent = entity.data
+        required = agent.field_names
+        persistent = {f.name for f in agent.persistent}
+        given = []
+        for fname, value, fspan in node.fields:
+            if fname in persistent:
+                c.error("E032", f"persistent field `{fname}` of `{agent.name}` cannot be initialised", fspan)
+            elif fname not in required:
+                c.error("E032", f"agent `{agent.name}` has no field `{fname}`", fspan)
+            elif fname in [g for g, _ in given]:
+                c.error("E032", f"field `{fname}` given twice", fspan)
+            given.append((fname, c.expr(value, scope)))
+        missing = [f for f in required if f not in [g for g, _ in given]]
+        if missing:
+            c.error("E032", f"summon `{agent.name}` is missing field(s) " + ", ".join(f"`{m}`" for m in missing),
+                    node.span)
+        host = self
+
+        def summon(frame: list) -> AgentInstance:
+            fields = {n: code(frame) for n, code in given}
+            parent = frame[0]
+            ctx_runtime = parent.runtime if parent is not None else host.runtime
+            return host.spawn(agent, fields, parent, ctx_runtime)
+        return summon
+
+    def spawn(self, agent: CompiledAgent, fields: dict, parent: Any, runtime: Runtime,
+              number: int | None = None) -> AgentInstance:
+        if number is None:
+            number = runtime.next_number(agent.name)
+        inst = AgentInstance(runtime, agent, number, parent)
+        inst.fields = fields
+        runtime.register(inst)
+        self.trace(inst, "agent.spawn", {"parent": parent.display_name if parent is not None else None})
+        inst.thread = start_thread(lambda: self.run_lifecycle(inst, entry=False), inst.display_name)
+        return inst
+
+    def run_lifecycle(self, inst: AgentInstance, entry: bool) -> None:
+        """SPEC §4.5: on waking, on start, on error, the message loop, on stop."""
+        _thread_state.ctx = inst
+        agent = inst.agent
+        handlers = agent.handlers
+        try:
+            fixed = False
+            try:
+                if "waking" in handlers:
+                    handlers["waking"].run(inst)
+                if "start" in handlers:
+                    handlers["start"].run(inst)
+            except YieldSignal as y:
+                inst.result = y.value
+                fixed = True
+            except SageRaise as exc:
+                fixed = self._handle_error(inst, exc.error)
+                fixed = True
+            except AgentCancelled:
+                inst.error = ErrorValue("Agent", "agent stopped", "E204")
+                inst.quiet_failure = True
+                fixed = True
+            except TestAbort as abort:
+                inst.abort = abort
+                inst.error = ErrorValue("Agent", "test aborted")
+                inst.quiet_failure = True
+                fixed = True
+            except RecursionError:
+                inst.error = ErrorValue("Runtime", "call depth exceeded", "E205")
+                fixed = True
+            self.trace(inst, "agent.result", {"ok": inst.error is None, **(
+                {"error": inst.error.display()} if inst.error is not None else {})})
+            del fixed
+            has_messages = bool(agent.message_handlers) and not entry
+            if has_messages:
+                inst.result_ready.set()
+                self._message_loop(inst)
+            self._run_stop(inst)
+        finally:
+            inst.result_ready.set()
+            inst.done.set()
+            self.trace(inst, "agent.stop", {})
+
+    def _handle_error(self, inst: AgentInstance, error: ErrorValue) -> bool:
+        handler = inst.agent.handlers.get("error")
+        if error.agent is None:
+            error.agent = inst.display_name
+        if handler is None:
+            inst.error = error
+            return True
+        try:
+            handler.run(inst, error)
+            inst.error = error
+        except YieldSignal as y:
+            inst.result = y.value
+        except SageRaise as exc:
+            inst.error = exc.error
+            if exc.error.agent is None:
+                exc.error.agent = inst.display_name
+        except AgentCancelled:
+            inst.error = ErrorValue("Agent", "agent stopped", "E204")
+            inst.quiet_failure = True
+        return True
+
+    def _message_loop(self, inst: AgentInstance) -> None:
+        while True:
+            try:
+                message, sender = inst.mailbox.get(inst)
+            except (MailboxClosed, AgentCancelled):
+                return
+            handler = None
+            for test, body in inst.agent.message_handlers:
+                if test(message):
+                    handler = body
+                    break
+            if handler is None:
+                self.trace(inst, "message.dropped", {"type": _runtime_type_name(message)})
+                continue
+            inst.current_sender = sender
+            inst.in_message = True
+            try:
+                handler.run(inst, message)
+            except YieldSignal:
+                pass
+            except SageRaise as exc:
+                error_handler = inst.agent.handlers.get("error")
+                if error_handler is not None:
+                    try:
+                        error_handler.run(inst, exc.error)
+                    except (YieldSignal, SageRaise):
+                        pass
+                else:
+                    inst.runtime.write_err(f"warning: agent {inst.display_name} failed handling a message: "
+                                           f"{exc.error.display()}")
+            except AgentCancelled:
+                return
+            finally:
+                inst.in_message = False
+                inst.current_sender = None
+
+    def _run_stop(self, inst: AgentInstance) -> None:
+        handler = inst.agent.handlers.get("stop")
+        if handler is None:
+            return
+        was_cancelled = inst.cancelled
+        inst.cancelled = False
+        try:
+            handler.run(inst)
+        except YieldSignal:
+            pass
+        except SageRaise as exc:
+            inst.runtime.write_err(f"warning: on stop of agent {inst.display_name} failed: {exc.error.display()}")
+        except AgentCancelled:
+            pass
+        finally:
+            inst.cancelled = was_cancelled or inst.cancelled
+
+    def compile_await(self, c: Compiler, node: Any, scope: BlockScope):
+        target = c.expr(node.expr, scope)
+        timeout = c.expr(node.timeout, scope) if node.timeout is not None else None
+        file, span = c.file, node.span
+
+        def await_(frame: list) -> Any:
+            h = target(frame)
+            if type(h) is not AgentInstance:
+                raise _raise_at("Runtime", f"cannot await {display(h)}: not an agent handle", None, file, span)
+            ms = timeout(frame) if timeout is not None else None
+            waiter = frame[0]
+            if not h.wait_result(waiter, None if ms is None else max(0, ms) / 1000):
+                raise _raise_at("Timeout", f"await timed out after {ms} ms", "E203", file, span)
+            if not h.agent.message_handlers:
+                h.done.wait()
+            h.awaited = True
+            if h.abort is not None:
+                raise h.abort
+            if h.error is not None:
+                raise SageRaise(h.error)
+            return h.result
+        return await_
+
+    def compile_send(self, c: Compiler, node: Any, scope: BlockScope):
+        target = c.expr(node.target, scope)
+        message = c.expr(node.message, scope)
+        file, span = c.file, node.span
+
+        def send(frame: list) -> Any:
+            h = target(frame)
+            m = message(frame)
+            if type(h) is not AgentInstance:
+                raise _raise_at("Runtime", f"cannot send to {display(h)}: not an agent handle", None, file, span)
+            sender = frame[0]
+            if h.done.is_set():
+                raise _raise_at("Agent", f"send to finished agent {h.display_name}", "E204", file, span)
+            try:
+                h.mailbox.put((m, sender if isinstance(sender, AgentInstance) and sender.agent else None), sender)
+            except MailboxClosed:
+                raise _raise_at("Agent", "mailbox closed", "E204", file, span)
+            return UNIT
+        return send
+
+    def compile_receive(self, c: Compiler, node: Any, scope: BlockScope):
+        if c.agent is None or c.agent.receives is None:
+            c.error("E035", "`receive()` is only allowed in agents declared with `receives T`", node.span)
+        file, span = c.file, node.span
+
+        def receive(frame: list) -> Any:
+            inst = frame[0]
+            try:
+                message, sender = inst.mailbox.get(inst)
+            except MailboxClosed:
+                inst.quiet_failure = inst.runtime.shutting_down
+                raise _raise_at("Agent", "mailbox closed", "E204", file, span)
+            inst.current_sender = sender
+            return message
+        return receive
+
+    def compile_reply(self, c: Compiler, node: Any, scope: BlockScope):
+        value = c.expr(node.value, scope)
+        file, span = c.file, node.span
+
+        def reply(frame: list) -> Any:
+            inst = frame[0]
+            v = value(frame)
+            target = inst.current_sender
+            if target is None or target.done.is_set():
+                raise _raise_at("Protocol", "reply target unavailable", None, file, span)
+            try:
+                target.mailbox.put((v, inst), inst)
+            except MailboxClosed:
+                raise _raise_at("Protocol", "reply target unavailable", None, file, span)
+            return UNIT
+        return reply
+
+
+def _runtime_type_name(v: Any) -> str:
+    from ..runtime.values import Record, Variant
+    t = type(v)
+    if t is Record:
+        return v.name
+    if t is Variant:
+        return v.enum
+    return {int: "Int", float: "Float", bool: "Bool", str: "String", list: "List", dict: "Map",
+            tuple: "Tuple"}.get(t, "Unit")

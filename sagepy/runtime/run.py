@@ -1,0 +1,143 @@
+"""`sage run`: load, compile and run a program's entry agent; exit codes of SPEC §4.9."""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from ..diagnostics import Diagnostic, format_diagnostics, format_location_block
+from ..loader import load_program
+from ..syntax import ast as A
+from .agents import AgentInstance, Runtime, start_thread
+from .compile import Compiler
+from .effects import Effects
+from .interpreter import Host
+from .values import UNIT
+
+
+def report_diagnostics(diags: list[Diagnostic]) -> None:
+    errors = [d for d in diags if d.severity == "error"]
+    if errors:
+        sys.stderr.write(format_diagnostics(errors) + "\n")
+        sys.stderr.flush()
+
+
+def compile_entry(entry_path: str, host: Host) -> tuple[Any, list[Diagnostic]]:
+    program = load_program(entry_path)
+    diags = list(program.diagnostics)
+    if any(d.severity == "error" for d in diags):
+        return program, diags
+    compiler = Compiler(host)
+    compiler.compile_program(program)
+    diags.extend(compiler.diagnostics)
+    program.compiler = compiler
+    return program, diags
+
+
+def run_entry(entry_path: str, project: Any, trace_file: str | None = None, trace_stderr: bool = False) -> int:
+    import os
+    runtime = Runtime()
+    llm = project.section("llm") if project is not None else {}
+    trace_path = trace_file or os.environ.get("SAGE_TRACE_FILE")
+    effects = Effects(runtime, llm, trace_path, trace_stderr or bool(os.environ.get("SAGE_TRACE")))
+    runtime.effects = effects
+    host = Host(runtime, effects)
+    program, diags = compile_entry(entry_path, host)
+    run_decl = None
+    for item in program.root.items:
+        if isinstance(item, A.RunDecl):
+            run_decl = item
+    compiler = getattr(program, "compiler", None)
+    if run_decl is None and not any(d.severity == "error" for d in diags):
+        diags.append(Diagnostic("E041", "the entry file has no `run` declaration", entry_path, None,
+                                hint="end the file with `run Main;` naming the entry agent"))
+    entity = None
+    if run_decl is not None and compiler is not None:
+        entity = compiler.root_env.lookup(run_decl.name)
+        if entity is None or entity.kind not in ("agent", "supervisor"):
+            diags.append(Diagnostic("E041", f"`run {run_decl.name}`: not an agent or supervisor", entry_path,
+                                    run_decl.span))
+        elif entity.kind == "agent":
+            agent = entity.data
+            plain = [f.name for f in agent.decl.fields if f.annotation != "persistent"]
+            if plain:
+                diags.append(Diagnostic("E041", f"entry agent `{agent.name}` cannot have fields "
+                                        f"({', '.join(plain)}): nothing initialises them", entry_path, run_decl.span))
+            if "start" not in agent.handlers:
+                diags.append(Diagnostic("E041", f"entry agent `{agent.name}` has no `on start` handler",
+                                        entry_path, run_decl.span))
+        else:
+            diags.append(Diagnostic("E041", "supervisors are not available in this version", entry_path,
+                                    run_decl.span))
+    if any(d.severity == "error" for d in diags):
+        report_diagnostics(diags)
+        return 1
+    started = time.monotonic()
+    effects.trace(None, "run.start", {"entry": run_decl.name})
+    code = _run_agent(host, runtime, entity.data)
+    effects.trace(None, "run.end", {"exit_code": code, "duration_ms": int((time.monotonic() - started) * 1000)})
+    effects.close()
+    return code
+
+
+def _run_agent(host: Host, runtime: Runtime, agent: Any) -> int:
+    inst = AgentInstance(runtime, agent, 0, None)
+    runtime.register(inst)
+    finished = threading.Event()
+
+    def body() -> None:
+        try:
+            host.run_lifecycle(inst, entry=True)
+        finally:
+            finished.set()
+
+    interrupted: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        interrupted.append(130 if signum == signal.SIGINT else 143)
+        finished.set()
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[sig] = signal.signal(sig, on_signal)
+        except ValueError:
+            pass
+    try:
+        inst.thread = start_thread(body, "Main#0")
+        while not finished.wait(0.1):
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if interrupted:
+        runtime.stop_all()
+        runtime.shutdown(grace_seconds=2.0)
+        return interrupted[0]
+    runtime.shutdown(grace_seconds=2.0)
+    for failed in runtime.unawaited_failures():
+        if failed is inst:
+            continue
+        runtime.write_err(f"warning: agent {failed.display_name} failed and was never awaited: "
+                          f"{failed.error.display()}")
+    if inst.error is not None:
+        report_unhandled(inst.display_name, inst.error)
+        return 1
+    result = inst.result
+    if type(result) is int:
+        return max(0, min(255, result))
+    return 0
+
+
+def report_unhandled(agent_name: str, error: Any) -> None:
+    code = error.code
+    head = f"error[{code}]" if code else "error"
+    head += f": unhandled error in agent {error.agent or agent_name}: {error.display()}"
+    file, span = (error.span if error.span else (None, None))
+    sys.stderr.write(format_location_block(file, span, head) + "\n")
+    sys.stderr.flush()
+
+
+__all__ = ["run_entry", "compile_entry", "report_diagnostics", "UNIT"]
