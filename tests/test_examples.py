@@ -1,0 +1,62 @@
+"""Every example runs and prints what its `// out:` comments say.
+
+Each example states its expected stdout as `// out: TEXT` lines (one per line of output, in order) and its
+exit code as `// exit: N` (default 0). Single-file examples are `examples/*.sg`; a project example is a
+directory with a grove.toml, run through the directory, whose comments sit in its entry file.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+
+
+def _examples() -> list[Path]:
+    files = sorted(EXAMPLES.glob("*.sg"))
+    projects = sorted(p.parent for p in EXAMPLES.glob("*/grove.toml"))
+    return files + projects
+
+
+def _entry_file(example: Path) -> Path:
+    if example.is_file():
+        return example
+    config = tomllib.loads((example / "grove.toml").read_text(encoding="utf-8"))
+    return example / config.get("project", {}).get("entry", "src/main.sg")
+
+
+def _expectations(source: str) -> tuple[str, int]:
+    out_lines = []
+    exit_code = 0
+    for line in source.splitlines():
+        text = line.strip()
+        if text.startswith("// out:"):
+            out_lines.append(text[len("// out:"):].removeprefix(" "))
+        elif text.startswith("// exit:"):
+            exit_code = int(text[len("// exit:"):])
+    stdout = "".join(line + "\n" for line in out_lines)
+    return stdout, exit_code
+
+
+def test_examples_exist() -> None:
+    names = {p.name for p in _examples()}
+    assert {"hello.sg", "parallel_agents.sg", "records_enums.sg", "errors.sg", "modules"} <= names
+
+
+@pytest.mark.parametrize("example", _examples(), ids=lambda p: p.name)
+def test_example(example: Path, tmp_path: Path) -> None:
+    expected_stdout, expected_exit = _expectations(_entry_file(example).read_text(encoding="utf-8"))
+    env = dict(os.environ, SAGE_CACHE_DIR=str(tmp_path / "cache"))
+    result = subprocess.run(
+        [sys.executable, "-m", "sagepy", "run", str(example.relative_to(REPO))],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+    detail = f"stderr:\n{result.stderr}"
+    assert result.stdout == expected_stdout, detail
+    assert result.returncode == expected_exit, detail
