@@ -118,16 +118,21 @@ class Runtime:
 _out_lock = threading.Lock()
 
 
-def _stdout_line(text: str) -> None:
+def _write_line(stream: Any, text: str) -> None:
     with _out_lock:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+        try:
+            stream.write(text + "\n")
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # the reader went away (`sage run … | head`): drop output
+            pass
+
+
+def _stdout_line(text: str) -> None:
+    _write_line(sys.stdout, text)
 
 
 def _stderr_line(text: str) -> None:
-    with _out_lock:
-        sys.stderr.write(text + "\n")
-        sys.stderr.flush()
+    _write_line(sys.stderr, text)
 
 
 class AgentInstance:

@@ -405,7 +405,7 @@ class Compiler:
         saved = (self.fn_context, self.handler_kind, self.agent)
         self.fn_context = "fails" if decl.fails else "plain"
         self.handler_kind = None
-        body = self.block_stmts(decl.body, scope)
+        body = self.function_body(decl.body, scope)
         self.fn_context, self.handler_kind, self.agent = saved
         rec.impl = _make_function(body, layout, len(slots), decl.name, self.file, decl.span)
         impl = rec.impl
@@ -463,6 +463,20 @@ class Compiler:
             last = _discard(value)
             stmts.append(last)
         stmts = [s for s in stmts if s is not None]
+        return _sequence(stmts)
+
+    def function_body(self, block: Any, scope: BlockScope) -> Callable[[list], Any]:
+        """A function body: statements, then the trailing value (a final match statement counts) as Return."""
+        inner = scope.child()
+        stmts_ast = list(block.stmts)
+        value_ast = block.value
+        if value_ast is None and stmts_ast and isinstance(stmts_ast[-1], A.MatchStmt):
+            value_ast = stmts_ast.pop().match
+        stmts = [self.stmt(s, inner) for s in stmts_ast]
+        stmts = [s for s in stmts if s is not None]
+        if value_ast is not None:
+            value = self.expr(value_ast, inner)
+            stmts.append(lambda frame: Return(value(frame)))
         return _sequence(stmts)
 
     def block_value(self, block: Any, scope: BlockScope, expected: Any = None) -> Callable[[list], Any]:

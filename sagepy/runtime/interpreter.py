@@ -268,6 +268,9 @@ class Host:
             except RecursionError:
                 inst.error = ErrorValue("Runtime", "call depth exceeded", "E205")
                 fixed = True
+            except Exception as exc:  # a bug in sagepy: reported as an internal error, never a traceback
+                inst.error = ErrorValue("Runtime", f"internal error: {type(exc).__name__}: {exc}")
+                fixed = True
             self.trace(inst, "agent.result", {"ok": inst.error is None, **(
                 {"error": inst.error.display()} if inst.error is not None else {})})
             del fixed

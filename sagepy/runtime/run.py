@@ -38,6 +38,8 @@ def compile_entry(entry_path: str, host: Host) -> tuple[Any, list[Diagnostic]]:
 
 def run_entry(entry_path: str, project: Any, trace_file: str | None = None, trace_stderr: bool = False) -> int:
     import os
+    # Sage calls nest several Python frames deep; agent threads have large stacks (agents.THREAD_STACK_BYTES)
+    sys.setrecursionlimit(400_000)
     runtime = Runtime()
     llm = project.section("llm") if project is not None else {}
     trace_path = trace_file or os.environ.get("SAGE_TRACE_FILE")

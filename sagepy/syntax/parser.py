@@ -643,7 +643,7 @@ class ASTBuilder(Transformer):
         return A.FailExpr(c[0], span=_meta_span(meta))
 
     def closure_expr(self, meta, c):
-        params = c[0] if len(c) == 2 else []
+        params = c[0] if len(c) == 2 and not isinstance(c[0], Token) else []
         body = c[-1]
         return A.Closure(params or [], body, span=_meta_span(meta))
 
