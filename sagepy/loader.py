@@ -60,7 +60,17 @@ def find_module_file(directory: str, name: str) -> str | None:
 
 
 def load_program(entry_path: str) -> Program:
+    """Load the entry file and its modules. A test file `X_test.sg` is loaded with its sibling `X.sg`: the
+    sibling (and its module tree) comes first, and the test file sees all of its items (SPEC §3.8)."""
     diags: list[Diagnostic] = []
     modules: list = []
+    sibling = None
+    if entry_path.endswith("_test.sg"):
+        sibling_path = entry_path[: -len("_test.sg")] + ".sg"
+        if os.path.isfile(sibling_path):
+            sibling = load_module_file(sibling_path, "", None, diags, modules)
     root = load_module_file(entry_path, "", None, diags, modules)
+    root.sibling = sibling
+    if sibling is not None:
+        root.children.update(sibling.children)
     return Program(root, modules, diags)

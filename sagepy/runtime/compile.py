@@ -136,7 +136,19 @@ class Compiler:
         self.root_env = self.envs[id(program.root)]
         for module in program.modules:
             self._declare_items(self.envs[id(module)])
-        for module in program.modules:
+        root = program.root
+        if getattr(root, "sibling", None) is not None:
+            sibling_env = self.envs[id(root.sibling)]
+            self.root_env.children.update(sibling_env.children)
+            for name, entity in sibling_env.items.items():
+                if name in self.root_env.items:
+                    self.file = self.root_env.path
+                    self.error("E012", f"duplicate definition of `{name}` (also in {root.sibling.path})",
+                               self.root_env.items[name].decl.span)
+                else:
+                    self.root_env.imports[name] = entity
+        # children before parents, so that a `pub use` re-export exists before anyone imports through it
+        for module in reversed(program.modules):
             self._resolve_uses(self.envs[id(module)])
         for module in program.modules:
             self._compile_items(self.envs[id(module)])
@@ -795,8 +807,8 @@ class Compiler:
                 return rec.value
             return fn_value
         if kind == "const":
-            evaluate = entity.data[2]
-            return lambda frame: evaluate()
+            cell = entity.data   # [value, evaluated, evaluate]; `evaluate` is added when its module compiles
+            return lambda frame: cell[2]()
         if kind == "builtin":
             value = entity.data
             return lambda frame: value

@@ -15,7 +15,7 @@ from .compile import CompiledAgent, Compiler, _raise_at, located
 from .effects import Effects
 from .errors import AgentCancelled, SageRaise, TestAbort
 from .scopes import BlockScope, Entity, ModuleEnv
-from .values import UNIT, ErrorValue, Function, display
+from .values import UNIT, ErrorValue, Function, Variant, display, quoted_display, values_equal
 
 _thread_state = threading.local()
 
@@ -33,6 +33,7 @@ class Host:
         self.constants = load_constants()
         self.builtin_values: dict[str, Function] = {}
         self.tests: list = []
+        self.test_file = False
 
     # ---------------------------------------------------------------- names
     def current_context(self) -> Any:
@@ -81,6 +82,8 @@ class Host:
 
     # ---------------------------------------------------------------- intrinsics
     def compile_intrinsic(self, c: Compiler, name: str, node: Any, scope: BlockScope, expected: Any):
+        if name.startswith("assert") and name in ASSERTIONS:
+            return self.compile_assertion(c, name, node, scope)
         if name not in INTRINSICS:
             return None
         args = [c.expr(a, scope) for a in node.args]
@@ -152,8 +155,52 @@ class Host:
         return read
 
     def compile_mock(self, c: Compiler, node: Any, scope: BlockScope):
-        c.error("E050", "`mock` is only allowed in test files (`*_test.sg`)", node.span)
-        return None
+        if not self.test_file:
+            c.error("E050", "`mock` is only allowed in test files (`*_test.sg`)", node.span)
+            return None
+        if c.fn_context != "test":
+            code = "E057" if node.kind == "tool" else "E056"
+            c.error(code, "`mock` statements are only allowed inside a test block", node.span)
+            return None
+        value = c.expr(node.value.expr if isinstance(node.value, A.FailExpr) else node.value, scope)
+        file, span = c.file, node.span
+
+        def run(frame: list) -> Any:
+            value(frame)
+            raise _raise_at("Runtime", "mocks are not available in this version", None, file, span)
+        return run
+
+    def compile_assertion(self, c: Compiler, name: str, node: Any, scope: BlockScope):
+        if not self.test_file:
+            c.error("E050", f"`{name}` is only allowed in test files (`*_test.sg`)", node.span)
+            return lambda frame: UNIT
+        arity = ASSERTIONS[name]
+        if len(node.args) != arity:
+            c.error("E020", f"`{name}` takes {arity} argument(s), {len(node.args)} given", node.span)
+            return lambda frame: UNIT
+        args = [c.expr(a, scope) for a in node.args]
+        check = _ASSERTION_CHECKS[name]
+        file, span = c.file, node.span
+        if name == "assert_fails":
+            (arg,) = args
+
+            def fails(frame: list) -> Any:
+                try:
+                    v = arg(frame)
+                except SageRaise:
+                    return UNIT
+                if type(v) is Variant and v.enum == "Result" and v.name == "Err":
+                    return UNIT
+                raise TestAbort(_assertion_detail(name, file, span, [("value", v)]))
+            return fails
+
+        def run(frame: list) -> Any:
+            values = [a(frame) for a in args]
+            if not check(*values):
+                labels = ["actual", "expected"] if arity == 2 else ["value"]
+                raise TestAbort(_assertion_detail(name, file, span, list(zip(labels, values))))
+            return UNIT
+        return run
 
     def persistent_field(self, agent: CompiledAgent, name: str):
         def get(frame: list) -> Any:
@@ -433,6 +480,39 @@ class Host:
                 raise _raise_at("Protocol", "reply target unavailable", None, file, span)
             return UNIT
         return reply
+
+
+def _contains(s: Any, x: Any) -> bool:
+    if type(s) is str:
+        return type(x) is str and x in s
+    return any(values_equal(e, x) for e in s)
+
+
+_ASSERTION_CHECKS: dict[str, Callable[..., bool]] = {
+    "assert": lambda b: b is True, "assert_true": lambda b: b is True, "assert_false": lambda b: b is False,
+    "assert_eq": values_equal, "assert_neq": lambda a, e: not values_equal(a, e),
+    "assert_gt": lambda a, e: a > e, "assert_lt": lambda a, e: a < e,
+    "assert_gte": lambda a, e: a >= e, "assert_lte": lambda a, e: a <= e,
+    "assert_contains": _contains, "assert_not_contains": lambda s, x: not _contains(s, x),
+    "assert_starts_with": lambda s, p: s.startswith(p), "assert_ends_with": lambda s, p: s.endswith(p),
+    "assert_empty": lambda x: len(x) == 0, "assert_not_empty": lambda x: len(x) != 0,
+    "assert_len": lambda l, n: len(l) == n, "assert_empty_list": lambda l: len(l) == 0,
+    "assert_not_empty_list": lambda l: len(l) != 0, "assert_fails": lambda v: True,
+}
+ASSERTIONS = {name: (1 if name in ("assert", "assert_true", "assert_false", "assert_empty", "assert_not_empty",
+                                   "assert_empty_list", "assert_not_empty_list", "assert_fails") else 2)
+              for name in _ASSERTION_CHECKS}
+
+
+def _assertion_detail(name: str, file: str, span: tuple, values: list) -> str:
+    from ..diagnostics import display_path, source_line
+    lines = [f"{name} failed at {display_path(file)}:{span[0]}:{span[1]}"]
+    for label, v in values:
+        lines.append(f"      {label + ':':<10}{quoted_display(v)}")
+    text = source_line(file, span[0])
+    if text is not None:
+        lines.append(f"      {span[0]} | {text}")
+    return "\n".join(lines)
 
 
 def _runtime_type_name(v: Any) -> str:
