@@ -92,15 +92,20 @@ def get_parser() -> Lark:
 
 
 def _cache_dir() -> str | None:
+    """Where Lark's serialised parser lives: beside the package like bytecode (`__pycache__`), so that an empty
+    AST cache does not also mean rebuilding the parser; else the user cache directory."""
     from .cache import cache_root
-    root = cache_root()
-    if root is None:
-        return None
-    try:
-        os.makedirs(root, exist_ok=True)
-    except OSError:
-        return None
-    return root
+    candidates = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__"), cache_root()]
+    for directory in candidates:
+        if directory is None:
+            continue
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(directory, os.W_OK):
+            return directory
+    return None
 
 
 # ---------------------------------------------------------------- strings

@@ -1,0 +1,188 @@
+"""The `sage` command as a user meets it: errors without tracebacks, help, exit codes, caching, concurrency."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def sage(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: int = 60) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(REPO))
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "sagepy", *args], cwd=cwd or REPO, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def write(tmp_path: Path, name: str, source: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+def test_unknown_file_is_one_line_error(tmp_path: Path) -> None:
+    r = sage("run", "does_not_exist.sg", cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stderr == "error: no such file or directory: does_not_exist.sg\n"
+
+
+def test_folder_without_entry_file(tmp_path: Path) -> None:
+    r = sage("run", ".", cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stderr.startswith("error: no entry file found (looked for src/main.sg)")
+
+
+def test_version() -> None:
+    r = sage("version")
+    assert r.returncode == 0
+    assert r.stdout.startswith("sagepy 0.1.0 (Python 3.")
+    assert sage("--version").stdout == r.stdout
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["check"], ["new"], ["version"]])
+def test_help_on_every_command(command: list[str]) -> None:
+    r = sage(*command, "--help")
+    assert r.returncode == 0
+    assert "usage: sage" in r.stdout
+
+
+def test_usage_error_exits_2() -> None:
+    r = sage("frobnicate")
+    assert r.returncode == 2
+    assert "usage: sage" in r.stderr
+    r = sage("run", "--no-such-option")
+    assert r.returncode == 2
+
+
+def test_syntax_error_reports_code_location_and_caret(tmp_path: Path) -> None:
+    write(tmp_path, "bad.sg", """\
+        agent Main {
+            on start {
+                let x = 1 +;
+            }
+        }
+        run Main;
+        """)
+    r = sage("run", "bad.sg", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr
+    assert r.stderr.startswith("error[E005]: unexpected `;`")
+    assert " --> bad.sg:3:20\n" in r.stderr
+    assert "3 |         let x = 1 +;\n  |                    ^" in r.stderr
+
+
+def test_several_lexical_errors_in_one_file(tmp_path: Path) -> None:
+    write(tmp_path, "lex.sg", """\
+        agent Main {
+            on start {
+                let a = "bad \\q escape";
+                let b = "{}";
+                let c = 99999999999999999999;
+                print(a ++ b);
+            }
+        }
+        run Main;
+        """)
+    r = sage("run", "lex.sg", cwd=tmp_path)
+    assert r.returncode == 1
+    codes = [line.split("]")[0] for line in r.stderr.splitlines() if line.startswith("error[")]
+    assert codes == ["error[E003", "error[E007", "error[E004"]
+
+
+def test_unknown_name_reported_before_running(tmp_path: Path) -> None:
+    write(tmp_path, "names.sg", """\
+        agent Main {
+            on start {
+                print("side effect");
+                print(lenght([1]));
+            }
+        }
+        run Main;
+        """)
+    r = sage("run", "names.sg", cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stdout == ""          # nothing ran
+    assert "error[E010]: undefined name `lenght`" in r.stderr
+    assert "did you mean `length`?" not in r.stderr
+
+
+def test_summoned_agents_run_concurrently(tmp_path: Path) -> None:
+    write(tmp_path, "par.sg", """\
+        agent Sleeper {
+            n: Int
+            on start { sleep_ms(300); yield(self.n); }
+        }
+        agent Main {
+            on start {
+                let started = now_ms();
+                let a = summon Sleeper { n: 1 };
+                let b = summon Sleeper { n: 2 };
+                let total = try await a + try await b;
+                print(total);
+                print(now_ms() - started);
+            }
+        }
+        run Main;
+        """)
+    r = sage("run", "par.sg", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    total, elapsed = r.stdout.split()
+    assert total == "3"
+    assert int(elapsed) < 1.8 * 300   # sequential sleeps would take at least 600 ms
+
+
+def test_warm_run_does_not_import_the_parser(tmp_path: Path) -> None:
+    program = write(tmp_path, "hello.sg", 'agent Main { on start { print("hi"); } }\nrun Main;\n')
+    cache = tmp_path / "cache"
+    probe = ("import sys, runpy; sys.argv = ['sage', 'run', %r]\n"
+             "from sagepy.cli.main import main\ncode = main()\n"
+             "print('lark' in sys.modules, 'mcp' in sys.modules, 'rich' in sys.modules)\n") % str(program)
+    env = dict(os.environ, SAGE_CACHE_DIR=str(cache), PYTHONPATH=str(REPO))
+    env.pop("SAGE_NO_CACHE", None)
+    first = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert first.stdout.splitlines() == ["hi", "True False False"], first.stderr
+    second = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert second.stdout.splitlines() == ["hi", "False False False"], second.stderr
+
+
+def test_corrupt_cache_entry_is_ignored(tmp_path: Path) -> None:
+    program = write(tmp_path, "hello.sg", 'agent Main { on start { print("hi"); } }\nrun Main;\n')
+    cache = tmp_path / "cache"
+    assert sage("run", str(program), env={"SAGE_CACHE_DIR": str(cache)}).stdout == "hi\n"
+    entries = list((cache / "ast").glob("*.pickle"))
+    assert entries
+    for entry in entries:
+        entry.write_bytes(b"not a pickle")
+    r = sage("run", str(program), env={"SAGE_CACHE_DIR": str(cache)})
+    assert (r.returncode, r.stdout) == (0, "hi\n")
+
+
+def test_changed_source_is_reparsed(tmp_path: Path) -> None:
+    cache = {"SAGE_CACHE_DIR": str(tmp_path / "cache")}
+    program = write(tmp_path, "p.sg", 'agent Main { on start { print("one"); } }\nrun Main;\n')
+    assert sage("run", str(program), env=cache).stdout == "one\n"
+    time.sleep(0.01)
+    program.write_text('agent Main { on start { print("two"); } }\nrun Main;\n', encoding="utf-8")
+    assert sage("run", str(program), env=cache).stdout == "two\n"
+
+
+def test_grammar_builds_in_strict_mode(tmp_path: Path) -> None:
+    """SPEC §0.1: no conflict left to Lark's defaults. interegular (which strict mode needs) is installed
+    into a private directory for this test only, never into the environment sagepy runs in."""
+    target = tmp_path / "interegular"
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target),
+                              "interegular"], capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr
+    code = ("from lark import Lark\n"
+            f"text = open({str(REPO / 'grammar' / 'sage.lark')!r}).read()\n"
+            "Lark(text, parser='lalr', lexer='contextual', start=['program', 'expr'], strict=True)\n"
+            "print('strict ok')\n")
+    env = dict(os.environ, PYTHONPATH=str(target))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.stdout == "strict ok\n", r.stderr
