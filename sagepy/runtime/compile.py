@@ -588,6 +588,8 @@ class Compiler:
 
     def condition(self, node: Any, scope: BlockScope) -> Callable[[list], bool]:
         code = self.expr(node, scope)
+        if (isinstance(node, A.Binary) and node.op in _BOOLEAN_OPS) or (isinstance(node, A.Unary) and node.op == "!"):
+            return code   # these always produce a Bool or raise
         file, span = self.file, node.span
 
         def cond(frame: list) -> bool:
@@ -1100,11 +1102,28 @@ class Compiler:
     # ---- operators
     def e_Binary(self, node: Any, scope: BlockScope, expected: Any):
         op = node.op
+        fast = self.slot_const_binary(node, scope)
+        if fast is not None:
+            return fast
         left = self.expr(node.left, scope)
         right = self.expr(node.right, scope)
         file, span = self.file, node.span
         maker = _BINARY.get(op)
         return maker(left, right, file, span)
+
+    def slot_const_binary(self, node: Any, scope: BlockScope):
+        """`n - 1`, `i < 10`: a local variable and an Int literal, the most common operands in loops and
+        recursion, read without two closure calls."""
+        left, right = node.left, node.right
+        if node.op not in _SLOT_CONST_OPS or not isinstance(left, A.Name) or not isinstance(right, A.Literal):
+            return None
+        const = right.value
+        if type(const) is not int:
+            return None
+        slot = scope.find_local(left.name)
+        if slot is None:
+            return None
+        return _SLOT_CONST_OPS[node.op](slot, const, self.file, node.span)
 
     def e_Unary(self, node: Any, scope: BlockScope, expected: Any):
         operand = self.expr(node.operand, scope)
@@ -1642,6 +1661,49 @@ def _or(left, right, file, span):
         raise _type_error("||", b, None, file, span)
     return run
 
+
+def _slot_add(slot, const, file, span):
+    def run(frame: list) -> Any:
+        a = frame[slot]
+        if type(a) is int:
+            r = a + const
+            if INT_MIN <= r <= INT_MAX:
+                return r
+            raise _raise_at("Runtime", "integer overflow", "E200", file, span)
+        raise _type_error("+", a, const, file, span)
+    return run
+
+
+def _slot_sub(slot, const, file, span):
+    def run(frame: list) -> Any:
+        a = frame[slot]
+        if type(a) is int:
+            r = a - const
+            if INT_MIN <= r <= INT_MAX:
+                return r
+            raise _raise_at("Runtime", "integer overflow", "E200", file, span)
+        raise _type_error("-", a, const, file, span)
+    return run
+
+
+def _slot_compare(op: str, pyop: Callable[[Any, Any], bool]):
+    def maker(slot, const, file, span):
+        def run(frame: list) -> bool:
+            a = frame[slot]
+            if type(a) is int:
+                return pyop(a, const)
+            raise _type_error(op, a, const, file, span)
+        return run
+    return maker
+
+
+_SLOT_CONST_OPS = {
+    "+": _slot_add, "-": _slot_sub,
+    "<": _slot_compare("<", lambda a, b: a < b), ">": _slot_compare(">", lambda a, b: a > b),
+    "<=": _slot_compare("<=", lambda a, b: a <= b), ">=": _slot_compare(">=", lambda a, b: a >= b),
+    "==": _slot_compare("==", lambda a, b: a == b), "!=": _slot_compare("!=", lambda a, b: a != b),
+}
+_BOOLEAN_OPS = {"<", ">", "<=", ">=", "==", "!=", "&&", "||"}
 
 _BINARY = {
     "+": _add, "-": _sub, "*": _arith("*", lambda a, b: a * b), "/": _div, "%": _mod, "++": _concat,
