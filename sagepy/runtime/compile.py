@@ -478,18 +478,41 @@ class Compiler:
         return _sequence(stmts)
 
     def function_body(self, block: Any, scope: BlockScope) -> Callable[[list], Any]:
-        """A function body: statements, then the trailing value (a final match statement counts) as Return."""
+        """A function body. It returns a signal from its statements (a `Return`), or else the raw value of its
+        tail: the trailing expression, a final match statement, or a final `return e;` (the common case,
+        which so needs no `Return` object)."""
         inner = scope.child()
         stmts_ast = list(block.stmts)
         value_ast = block.value
         if value_ast is None and stmts_ast and isinstance(stmts_ast[-1], A.MatchStmt):
             value_ast = stmts_ast.pop().match
+        elif value_ast is None and stmts_ast and isinstance(stmts_ast[-1], A.ReturnStmt) \
+                and stmts_ast[-1].value is not None and scope.layout.parent_scope is None:
+            value_ast = stmts_ast.pop().value
         stmts = [self.stmt(s, inner) for s in stmts_ast]
         stmts = [s for s in stmts if s is not None]
-        if value_ast is not None:
-            value = self.expr(value_ast, inner)
-            stmts.append(lambda frame: Return(value(frame)))
-        return _sequence(stmts)
+        if value_ast is None:
+            return _sequence(stmts)
+        tail = self.expr(value_ast, inner)
+        if not stmts:
+            return tail
+        if len(stmts) == 1:
+            first = stmts[0]
+
+            def one_then_tail(frame: list) -> Any:
+                sig = first(frame)
+                if sig is not None:
+                    return sig
+                return tail(frame)
+            return one_then_tail
+
+        def then_tail(frame: list) -> Any:
+            for st in stmts:
+                sig = st(frame)
+                if sig is not None:
+                    return sig
+            return tail(frame)
+        return then_tail
 
     def block_value(self, block: Any, scope: BlockScope, expected: Any = None) -> Callable[[list], Any]:
         """A block used for its value (catch fallbacks, closures, arms)."""
@@ -1447,11 +1470,11 @@ def _make_function(body: Callable, layout: FrameLayout, nparams: int, name: str 
             sig = cf.signal
         finally:
             ctx.depth -= 1
-        if sig is None:
-            return UNIT
         if type(sig) is Return:
             return sig.value
-        return UNIT
+        if sig is None or sig is BREAK or sig is CONTINUE:
+            return UNIT
+        return sig   # the raw tail value of a function body
     return impl
 
 
