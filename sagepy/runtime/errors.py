@@ -5,8 +5,6 @@ Builtins raise through the helpers below so every runtime fault has its kind, me
 """
 from __future__ import annotations
 
-from typing import Any
-
 from .values import ErrorValue
 
 
@@ -33,10 +31,6 @@ class TestAbort(BaseException):
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
-
-
-def raise_error(kind: str, message: str, code: str | None = None) -> "SageRaise":
-    raise SageRaise(ErrorValue(kind, message, code))
 
 
 def runtime_error(message: str, code: str | None = None) -> SageRaise:
@@ -66,6 +60,3 @@ def check_int(v: int) -> int:
         return v
     raise overflow()
 
-
-def error_from(exc: BaseException) -> Any:
-    return exc.error if isinstance(exc, SageRaise) else None
