@@ -60,3 +60,9 @@ def check_int(v: int) -> int:
         return v
     raise overflow()
 
+
+def raise_at(kind: str, message: str, code: str | None, file: str, span: tuple) -> SageRaise:
+    """Build (not raise) an error already located at `file`/`span`."""
+    err = ErrorValue(kind, message, code)
+    err.span = (file, span)
+    return SageRaise(err)

@@ -11,9 +11,9 @@ from typing import Any, Callable
 from .. import types as T
 from ..syntax import ast as A
 from .agents import AgentInstance, MailboxClosed, Runtime, YieldSignal, start_thread
-from .compile import CompiledAgent, Compiler, _raise_at, located
+from .compile import CompiledAgent, Compiler, located
 from .effects import Effects
-from .errors import AgentCancelled, SageRaise, TestAbort
+from .errors import AgentCancelled, SageRaise, TestAbort, raise_at as _raise_at
 from .scopes import BlockScope, Entity, ModuleEnv
 from .values import UNIT, ErrorValue, Function, Variant, display, quoted_display, values_equal
 
