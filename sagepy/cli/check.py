@@ -30,7 +30,8 @@ def check_files(entry: str | None, test_files: list[str]) -> tuple[list[Diagnost
     targets = ([entry] if entry else []) + test_files
     for path in targets:
         runtime = Runtime()
-        host = Host(runtime, Effects(runtime))
+        runtime.effects = Effects(runtime)
+        host = Host(runtime, runtime.effects)
         host.test_file = path.endswith("_test.sg")
         program, found = compile_entry(path, host)
         files.update(os.path.abspath(m.path) for m in program.modules)

@@ -38,6 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--verify-tools", action="store_true", help="compare tool declarations with live servers")
     check.add_argument("--format", choices=["text", "json"], default="text", help="diagnostic output format")
 
+    test = sub.add_parser("test", help="run the tests of *_test.sg files",
+                          description="Discover and run `test` blocks in *_test.sg files (SPEC §9).")
+    from .test import add_arguments
+    add_arguments(test)
+
     new = sub.add_parser("new", help="create a new project", description="Create a project skeleton in NAME/.")
     new.add_argument("name", metavar="NAME")
 
@@ -57,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return USAGE_EXIT
-        handler = {"run": _run, "check": _check, "new": _new}[args.command]
+        handler = {"run": _run, "check": _check, "test": _test, "new": _new}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -102,6 +107,11 @@ def _run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from .check import run_check
     return run_check(args)
+
+
+def _test(args: argparse.Namespace) -> int:
+    from .test import run_test_command
+    return run_test_command(args)
 
 
 def _new(args: argparse.Namespace) -> int:

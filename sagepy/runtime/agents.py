@@ -79,6 +79,7 @@ class Runtime:
         self.agents: list[AgentInstance] = []
         self.shutting_down = False
         self.effects: Any = None
+        self.test_failure: Any = None   # the first assertion or mock-conversion failure of a test
 
     def next_number(self, name: str) -> int:
         with self.lock:

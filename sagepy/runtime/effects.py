@@ -1,7 +1,11 @@
 """THE boundary between the interpreter and the world (DESIGN.md "The effects boundary").
 
-Output, the clock, stdin, LLM calls, tool calls and trace events all go through one `Effects` object, so that
-mocks (under `sage test`), journaling (durable runs) and tracing each live in one place.
+Output, the clock, stdin, LLM calls, tool calls (built-in and MCP), dynamic MCP and trace events all go through
+one `Effects` object per run (per test under `sage test`). Each call passes the layers in order:
+
+1. mocks (only under `sage test`): a queued answer returns or raises without touching anything;
+2. real: the LLM client (sagepy.llm), the built-in tools (sagepy.tools) or the MCP manager (sagepy.mcp),
+   each created on first use so that a program that never calls them never imports them.
 """
 from __future__ import annotations
 
@@ -16,15 +20,30 @@ from .. import types as T
 from .errors import SageRaise
 from .values import ErrorValue
 
-_NO_MODEL = ("no model configured; set SAGE_API_KEY (and SAGE_LLM_URL for a non-OpenAI endpoint) or [llm] in "
-             "grove.toml; use model \"echo\" to run offline")
+
+class ToolCallInfo:
+    """What a compiled `T.f(…)` call site knows about its target."""
+
+    __slots__ = ("tool", "fn", "remote", "params", "ret", "builtin")
+
+    def __init__(self, tool: str, fn: str, remote: str, params: list[str], ret: T.Type, builtin: bool) -> None:
+        self.tool = tool
+        self.fn = fn
+        self.remote = remote
+        self.params = params
+        self.ret = ret
+        self.builtin = builtin
+
+    @property
+    def label(self) -> str:
+        return f"{self.tool}.{self.fn}"
 
 
 class Effects:
-    def __init__(self, runtime: Any, llm_config: dict | None = None, trace_path: str | None = None,
+    def __init__(self, runtime: Any, project: Any = None, trace_path: str | None = None,
                  trace_stderr: bool = False) -> None:
         self.runtime = runtime
-        self.llm_config = llm_config or {}
+        self.project = project
         self.trace_lock = threading.Lock()
         self.trace_stream = None
         if trace_path:
@@ -32,6 +51,12 @@ class Effects:
         elif trace_stderr:
             self.trace_stream = sys.stderr
         self.stdin_lock = threading.Lock()
+        self.mocks: Any = None          # sagepy.testing.mocks.MockQueues under `sage test`
+        self.real_llm = False           # `sage test --real-llm`
+        self.ended = False              # the test this Effects belongs to has ended
+        self._llm: Any = None
+        self._mcp: Any = None
+        self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- output
     def write(self, ctx: Any, stream: str, text: str) -> None:
@@ -63,32 +88,186 @@ class Effects:
             raise SageRaise(ErrorValue("Agent", "end of input"))
         return data
 
-    # ---------------------------------------------------------------- LLM
-    def model(self) -> str:
-        return os.environ.get("SAGE_MODEL") or self.llm_config.get("model") or "gpt-4o-mini"
+    # ---------------------------------------------------------------- the test layer
+    def _check_live(self) -> None:
+        if self.ended:
+            raise SageRaise(ErrorValue("Agent", "test ended"))
 
-    def divine(self, ctx: Any, prompt: str, target: T.Type, infer: bool) -> Any:
-        typed = target != T.STRING
-        self.trace(ctx, "llm.request", {"model": self.model(), "prompt_chars": len(prompt), "typed": typed})
-        model = self.model()
-        if model == "echo":
-            if not typed:
-                return "echo: " + prompt[:200]
-            from ..convert import default_value
-            return default_value(target)
-        if os.environ.get("SAGE_API_KEY") == "mock":
-            if typed:
-                raise SageRaise(ErrorValue("Llm", "mock client cannot produce structured output"))
-            return f"[Mock LLM response for: {prompt}]"
-        configured = (os.environ.get("SAGE_LLM_URL") or os.environ.get(self.llm_config.get("api_key_env") or
-                      "SAGE_API_KEY") or self.llm_config)
-        if not configured:
-            raise SageRaise(ErrorValue("Llm", _NO_MODEL))
-        raise SageRaise(ErrorValue("Llm", "request failed: the HTTP LLM client is not available in this version"))
+    def _mock(self, key: str) -> Any:
+        if self.mocks is None:
+            from ..testing.mocks import EMPTY
+            return EMPTY
+        return self.mocks.take(key)
+
+    # ---------------------------------------------------------------- LLM
+    def llm(self) -> Any:
+        with self._lock:
+            if self._llm is None:
+                from ..llm import LlmClient, LlmConfig
+                section = self.project.section("llm") if self.project is not None else {}
+                config = LlmConfig.resolve(section, os.environ)
+                self._llm = LlmClient(config, trace=lambda kind, data: self.trace(None, kind, data))
+            return self._llm
+
+    def divine(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None = None) -> Any:
+        self._check_live()
+        if self.mocks is not None:
+            from ..testing.mocks import EMPTY, Failure, convert_mock
+            mock = self.mocks.take("llm")
+            name = "infer" if infer else "divine"
+            if mock is not EMPTY:
+                self.trace(ctx, "llm.request", {"model": "mock", "prompt_chars": len(prompt),
+                                                "typed": target != T.STRING})
+                self.trace(ctx, "llm.response", {"duration_ms": 0, "chars": 0, "attempts": 1, "mocked": True})
+                if isinstance(mock, Failure):
+                    raise SageRaise(ErrorValue("Llm", mock.message))
+                return convert_mock(name, mock, target)
+            if not self.real_llm:
+                raise SageRaise(ErrorValue("Llm", f"no mock left for {name} (E054)", "E054"))
+        return self.llm().divine(prompt, target, infer=infer, **(overrides or {}))
+
+    def sample(self, server: str, messages: list, system: str | None, max_tokens: int | None) -> str:
+        """An MCP server's sampling request (SPEC §8), answered like `divine`."""
+        self._check_live()
+        if self.mocks is not None:
+            from ..testing.mocks import EMPTY, Failure, convert_mock
+            mock = self.mocks.take("llm")
+            if mock is not EMPTY:
+                if isinstance(mock, Failure):
+                    raise SageRaise(ErrorValue("Llm", mock.message))
+                return convert_mock("divine", mock, T.STRING)
+            if not self.real_llm:
+                raise SageRaise(ErrorValue("Llm", "no mock left for divine (E054)", "E054"))
+        return self.llm().chat(messages, system=system, max_tokens=max_tokens)
 
     # ---------------------------------------------------------------- tools
-    def tool_call(self, ctx: Any, tool: str, fn: str, args: list) -> Any:
-        raise SageRaise(ErrorValue("Tool", f"{tool}.{fn}: tool calls are not available in this version"))
+    def tool_call(self, ctx: Any, info: ToolCallInfo, args: list) -> Any:
+        self._check_live()
+        self.trace(ctx, "tool.call", {"tool": info.tool, "fn": info.fn,
+                                      **({} if info.builtin else {"remote": info.remote}),
+                                      "safety": self.safety(info)})
+        started = time.monotonic()
+        outcome = {"mocked": False}
+        try:
+            value = self._tool_call(ctx, info, args, outcome)
+        except SageRaise as exc:
+            self.trace(ctx, "tool.result", {"tool": info.tool, "fn": info.fn, "ok": False,
+                                            "duration_ms": int((time.monotonic() - started) * 1000),
+                                            "error": exc.error.display(), "mocked": outcome["mocked"]})
+            raise
+        self.trace(ctx, "tool.result", {"tool": info.tool, "fn": info.fn, "ok": True,
+                                        "duration_ms": int((time.monotonic() - started) * 1000),
+                                        "mocked": outcome["mocked"]})
+        return value
+
+    def _tool_call(self, ctx: Any, info: ToolCallInfo, args: list, outcome: dict) -> Any:
+        if self.mocks is not None:
+            from ..testing.mocks import EMPTY, Failure, convert_mock
+            mock = self.mocks.take(info.label)
+            if mock is not EMPTY:
+                outcome["mocked"] = True
+                if isinstance(mock, Failure):
+                    if info.builtin:
+                        raise SageRaise(ErrorValue("Tool", mock.message))
+                    raise SageRaise(ErrorValue("Mcp", mock.message, display_text=f"MCP tool error: {mock.message}"))
+                return convert_mock(info.label, mock, info.ret)
+        if info.builtin:
+            from ..tools import call_builtin_tool
+            return call_builtin_tool(info.tool, info.fn, args, cancel=getattr(ctx, "cancel_event", None))
+        from ..convert import to_json
+        from .values import Variant
+        arguments = {}
+        for name, value in zip(info.params, args):
+            if type(value) is Variant and value.enum == "Option" and value.name == "None":
+                continue   # None arguments are omitted (SPEC §8.4)
+            arguments[name] = to_json(value)
+        return self.mcp().call_typed(info.tool, info.label, info.remote, arguments, info.ret)
+
+    def safety(self, info: ToolCallInfo) -> str:
+        if info.builtin:
+            from ..tools import SAFETY
+            return SAFETY.get((info.tool, info.fn), "destructive")
+        if self._mcp is None:
+            return "destructive"
+        return self._mcp.safety(info.tool, info.remote)
+
+    # ---------------------------------------------------------------- MCP
+    def mcp(self) -> Any:
+        with self._lock:
+            if self._mcp is None:
+                from ..mcp.config import McpSettings, parse_tools_config
+                from ..mcp.manager import McpManager
+                config = self.project.config if self.project is not None else {}
+                root = self.project.root if self.project is not None else os.getcwd()
+                path = self.project.config_path if self.project is not None else None
+                servers, _ = parse_tools_config(config, path)
+                settings = McpSettings.from_config(config)
+                self._mcp = McpManager(root, servers, settings, elicitation=self.elicit,
+                                       sampling=self.sample,
+                                       trace=lambda kind, data: self.trace(None, kind, data))
+            return self._mcp
+
+    def mcp_builtin(self, ctx: Any, name: str, args: list) -> Any:
+        """`mcp_connect`, `mcp_list_tools`, `mcp_tools`, `mcp_server_info`, `mcp_connection`, `mcp_call`,
+        `mcp_disconnect` (SPEC §8.5); mocks of §9.3 are consumed before any argument is looked at."""
+        self._check_live()
+        if self.mocks is not None:
+            answered, value = self._mcp_mock(name, args)
+            if answered:
+                return value
+        if name == "mcp_connection" and self._mcp is None:
+            from .values import NONE
+            return NONE
+        manager = self.mcp()
+        method = {"mcp_connect": manager.connect, "mcp_list_tools": manager.list_tools,
+                  "mcp_tools": manager.tools, "mcp_server_info": manager.server_info,
+                  "mcp_connection": manager.connection, "mcp_call": manager.call,
+                  "mcp_disconnect": manager.disconnect}[name]
+        return method(*args)
+
+    def _mcp_mock(self, name: str, args: list) -> tuple[bool, Any]:
+        from ..testing.mocks import EMPTY, Failure, convert_mock
+        from .values import NONE, UNIT, Record, some
+        mocks = self.mocks
+        if name == "mcp_connection":
+            handle = args[0]
+            if handle in mocks.issued_handles:
+                n = int(handle.split(":", 1)[1]) if handle.split(":", 1)[-1].isdigit() else 0
+                return True, some(Record("McpConnection", {"id": n}))
+            return (True, NONE) if self._mcp is None else (False, None)
+        key = {"mcp_connect": "mcp.connect", "mcp_list_tools": "mcp.list_tools", "mcp_tools": "mcp.list_tools",
+               "mcp_server_info": "mcp.server_info", "mcp_call": "mcp.call",
+               "mcp_disconnect": "mcp.disconnect"}[name]
+        mock = mocks.take(key)
+        if mock is EMPTY:
+            return False, None
+        if isinstance(mock, Failure):
+            message = mock.message
+            if name == "mcp_call":
+                message = f"mcp_call '{args[1]}' failed: MCP tool error: {mock.message}"
+            raise SageRaise(ErrorValue("Mcp", message, display_text=message))
+        if name == "mcp_connect":
+            value = convert_mock("mcp.connect", mock, T.STRING)
+            mocks.issued_handles.add(value)
+            return True, value
+        if name == "mcp_disconnect":
+            return True, UNIT
+        if name == "mcp_server_info":
+            from .interpreter import prelude_record_type
+            return True, convert_mock("mcp.server_info", mock, prelude_record_type("McpServerInfo"))
+        if name == "mcp_tools":
+            text = convert_mock("mcp.list_tools", mock, T.STRING)
+            from ..convert import parse_json
+            return True, [_mcp_tool_record(t) for t in parse_json(text)]
+        return True, convert_mock(key, mock, T.STRING)
+
+    def elicit(self, server: str, request: Any) -> Any:
+        """Answer a server's elicitation: the test's `mock elicit` queue, else the configured mode."""
+        if self.mocks is not None:
+            from ..testing.mocks import EMPTY
+            mock = self.mocks.take("elicit")
+            return "decline" if mock is EMPTY else mock
+        return "decline"
 
     # ---------------------------------------------------------------- tracing
     def trace(self, ctx: Any, kind: str, data: dict) -> None:
@@ -104,5 +283,19 @@ class Effects:
             stream.flush()
 
     def close(self) -> None:
+        if self._mcp is not None:
+            self._mcp.close_all()
         if self.trace_stream is not None and self.trace_stream is not sys.stderr:
             self.trace_stream.close()
+            self.trace_stream = None
+
+
+def _mcp_tool_record(listing: dict) -> Any:
+    from ..convert import compact_json
+    from .values import Record
+    return Record("McpTool", {
+        "name": listing.get("name", ""),
+        "description": listing.get("description", "") or "",
+        "input_schema": compact_json(listing["inputSchema"]) if "inputSchema" in listing else "{}",
+        "safety": listing.get("safety", "destructive"),
+    })

@@ -12,7 +12,7 @@ from .. import types as T
 from ..syntax import ast as A
 from .agents import AgentInstance, MailboxClosed, Runtime, YieldSignal, start_thread
 from .compile import CompiledAgent, Compiler, located
-from .effects import Effects
+from .effects import Effects, ToolCallInfo
 from .errors import AgentCancelled, SageRaise, TestAbort, raise_at as _raise_at
 from .scopes import BlockScope, Entity, ModuleEnv
 from .values import UNIT, ErrorValue, Function, Variant, display, quoted_display, values_equal
@@ -20,8 +20,10 @@ from .values import UNIT, ErrorValue, Function, Variant, display, quoted_display
 _thread_state = threading.local()
 
 # Builtins that need the interpreter: they are compiled specially, not looked up in the registry.
+MCP_BUILTINS = {"mcp_connect": 1, "mcp_list_tools": 1, "mcp_tools": 1, "mcp_server_info": 1, "mcp_connection": 1,
+                "mcp_call": 3, "mcp_disconnect": 1}
 INTRINSICS = {"print", "print_err", "map_set", "map_delete", "sleep_ms", "now_ms", "now_s", "read_line",
-              "read_all"}
+              "read_all", *MCP_BUILTINS}
 
 
 class Host:
@@ -57,16 +59,14 @@ class Host:
         return value
 
     def prelude_entity(self, name: str) -> Entity | None:
-        return None
+        return prelude_env(self).items.get(name)
 
     def prelude_type(self, name: str) -> Entity | None:
-        return None
+        entity = prelude_env(self).items.get(name)
+        return entity if entity is not None and entity.kind == "record" else None
 
     def tool_exists(self, env: ModuleEnv, name: str) -> bool:
-        entity = env.lookup(name)
-        if entity is not None:
-            return entity.kind == "tool"
-        return name in ("Http", "Fs", "Shell", "Database")
+        return self.tool_decl(env, name) is not None
 
     def extern_impl(self, decl: Any) -> Callable | None:
         return None
@@ -75,7 +75,8 @@ class Host:
         self.tests.append((decl, body, env))
 
     def trace(self, ctx: Any, kind: str, data: dict) -> None:
-        self.effects.trace(ctx, kind, data)
+        effects = ctx.runtime.effects if ctx is not None and ctx.runtime.effects is not None else self.effects
+        effects.trace(ctx, kind, data)
 
     def checkpoint(self, ctx: Any) -> None:
         return None
@@ -88,19 +89,24 @@ class Host:
             return None
         args = [c.expr(a, scope) for a in node.args]
         arity = {"print": 1, "print_err": 1, "map_set": 3, "map_delete": 2, "sleep_ms": 1, "now_ms": 0,
-                 "now_s": 0, "read_line": 0, "read_all": 0}[name]
+                 "now_s": 0, "read_line": 0, "read_all": 0, **MCP_BUILTINS}[name]
         if len(args) != arity:
             c.error("E020", f"`{name}` takes {arity} argument(s), {len(args)} given", node.span)
             return lambda frame: UNIT
         file, span = c.file, node.span
-        effects = self.effects
+        if name.startswith("mcp_"):
+            return self.compile_mcp_builtin(name, args, file, span)
         if name in ("print", "print_err"):
             (arg,) = args
             stream = "out" if name == "print" else "err"
 
             def emit(frame: list) -> Any:
                 v = arg(frame)
-                effects.write(frame[0], stream, v if type(v) is str else display(v))
+                text = v if type(v) is str else display(v)
+                if stream == "out":
+                    frame[0].runtime.write_out(text)
+                else:
+                    frame[0].runtime.write_err(text)
                 return UNIT
             return emit
         if name in ("map_set", "map_delete"):
@@ -144,15 +150,24 @@ class Host:
             return sleep
         if name in ("now_ms", "now_s"):
             scale = 1 if name == "now_ms" else 1000
-            return lambda frame: effects.now_ms(frame[0]) // scale
-        reader = effects.read_line if name == "read_line" else effects.read_all
+            return lambda frame: frame[0].runtime.effects.now_ms(frame[0]) // scale
+        method = name
 
         def read(frame: list) -> Any:
             try:
-                return reader(frame[0])
+                return getattr(frame[0].runtime.effects, method)(frame[0])
             except SageRaise as exc:
                 raise located(exc, file, span, frame[0])
         return read
+
+    def compile_mcp_builtin(self, name: str, args: list, file: str, span: tuple):
+        def call(frame: list) -> Any:
+            values = [a(frame) for a in args]
+            try:
+                return frame[0].runtime.effects.mcp_builtin(frame[0], name, values)
+            except SageRaise as exc:
+                raise located(exc, file, span, frame[0])
+        return call
 
     def compile_mock(self, c: Compiler, node: Any, scope: BlockScope):
         if not self.test_file:
@@ -162,13 +177,39 @@ class Host:
             code = "E057" if node.kind == "tool" else "E056"
             c.error(code, "`mock` statements are only allowed inside a test block", node.span)
             return None
-        value = c.expr(node.value.expr if isinstance(node.value, A.FailExpr) else node.value, scope)
-        file, span = c.file, node.span
+        key = self.mock_key(c, node)
+        failure = isinstance(node.value, A.FailExpr)
+        value_node = node.value.expr if failure else node.value
+        if node.kind == "elicit" and isinstance(value_node, A.Name) and value_node.name in ("decline", "cancel"):
+            action = value_node.name
+            value = lambda frame: action
+        else:
+            value = c.expr(value_node, scope)
 
         def run(frame: list) -> Any:
-            value(frame)
-            raise _raise_at("Runtime", "mocks are not available in this version", None, file, span)
+            from ..testing.mocks import Failure
+            v = value(frame)
+            mocks = frame[0].runtime.effects.mocks
+            mocks.push(key, Failure(v if type(v) is str else display(v)) if failure else v)
+            return None
         return run
+
+    def mock_key(self, c: Compiler, node: Any) -> str:
+        if node.kind in ("divine", "infer"):
+            return "llm"
+        if node.kind == "elicit":
+            return "elicit"
+        if node.tool == "mcp":
+            if node.fn not in ("connect", "list_tools", "call", "disconnect", "server_info"):
+                c.error("E036", f"unknown mock key `mcp.{node.fn}` (expected mcp.connect, mcp.list_tools, "
+                        "mcp.call, mcp.disconnect or mcp.server_info)", node.span)
+            return f"mcp.{node.fn}"
+        decl = self.tool_decl(c.env, node.tool)
+        if decl is None:
+            c.error("E037", f"unknown tool `{node.tool}`", node.span)
+        elif not any(f.name == node.fn for f in decl[0].fns):
+            c.error("E036", f"tool `{node.tool}` has no function `{node.fn}`", node.span)
+        return f"{node.tool}.{node.fn}"
 
     def compile_assertion(self, c: Compiler, name: str, node: Any, scope: BlockScope):
         if not self.test_file:
@@ -215,15 +256,41 @@ class Host:
             raise _raise_at("Runtime", "@persistent fields are not available in this version", None, file, span)
         return run
 
+    def tool_decl(self, env: ModuleEnv, name: str) -> tuple | None:
+        """(ToolDecl, its module env, built-in?) for a tool visible in env."""
+        entity = env.lookup(name)
+        if entity is not None:
+            return (entity.decl, entity.module, False) if entity.kind == "tool" else None
+        entity = self.prelude_entity(name)
+        if entity is not None and entity.kind == "tool":
+            return (entity.decl, entity.module, True)
+        return None
+
     def compile_tool_call(self, c: Compiler, tool: str, fn: str, node: Any, scope: BlockScope, expected: Any):
+        found = self.tool_decl(c.env, tool)
         args = [c.expr(a, scope) for a in node.args]
-        effects = self.effects
+        if found is None:
+            c.error("E037", f"unknown tool `{tool}`", node.span)
+            return lambda frame: UNIT
+        decl, env, builtin = found
+        tool_fn = next((f for f in decl.fns if f.name == fn), None)
+        if tool_fn is None:
+            from .compile import did_you_mean
+            c.error("E036", f"tool `{tool}` has no function `{fn}`", node.span,
+                    hint=did_you_mean(fn, [f.name for f in decl.fns]))
+            return lambda frame: UNIT
+        if len(args) != len(tool_fn.params):
+            c.error("E039", f"`{tool}.{fn}` takes {len(tool_fn.params)} argument(s), {len(args)} given", node.span)
+            return lambda frame: UNIT
+        remote = next((a.value for a in tool_fn.attrs if a.name == "mcp_name"), fn)
+        info = ToolCallInfo(tool, fn, remote, [p.name for p in tool_fn.params], c.resolve_type(tool_fn.ret, env),
+                            builtin)
         file, span = c.file, node.span
 
         def call(frame: list) -> Any:
             values = [a(frame) for a in args]
             try:
-                return effects.tool_call(frame[0], tool, fn, values)
+                return frame[0].runtime.effects.tool_call(frame[0], info, values)
             except SageRaise as exc:
                 raise located(exc, file, span, frame[0])
         return call
@@ -232,13 +299,12 @@ class Host:
         prompt = c.expr(node.prompt, scope)
         target = c.resolve_type(node.type, c.env) if node.type is not None else T.STRING
         infer = node.infer
-        effects = self.effects
         file, span = c.file, node.span
 
         def divine(frame: list) -> Any:
             p = prompt(frame)
             try:
-                return effects.divine(frame[0], p, target, infer)
+                return frame[0].runtime.effects.divine(frame[0], p, target, infer)
             except SageRaise as exc:
                 raise located(exc, file, span, frame[0])
         return divine
@@ -309,6 +375,8 @@ class Host:
                 fixed = True
             except TestAbort as abort:
                 inst.abort = abort
+                if inst.runtime.test_failure is None:
+                    inst.runtime.test_failure = abort
                 inst.error = ErrorValue("Agent", "test aborted")
                 inst.quiet_failure = True
                 fixed = True
@@ -480,6 +548,39 @@ class Host:
                 raise _raise_at("Protocol", "reply target unavailable", None, file, span)
             return UNIT
         return reply
+
+
+_PRELUDE: ModuleEnv | None = None
+_PRELUDE_LOCK = threading.Lock()
+
+
+def prelude_env(host: Any) -> ModuleEnv:
+    """The prelude (stdlib/prelude.sg): records such as HttpResponse and McpTool, and the built-in tools."""
+    global _PRELUDE
+    with _PRELUDE_LOCK:
+        if _PRELUDE is None:
+            import os
+
+            from .. import resources
+            from ..loader import read_source
+            from ..syntax.cache import parse_file_cached
+            path = os.path.join(str(resources.stdlib_dir()), "prelude.sg")
+            text = read_source(path)
+            items, _ = parse_file_cached(path, text)
+            module = A.Module(path, items, text)
+            module.name = "prelude"
+            module.children = {}
+            env = ModuleEnv(module, None)
+            Compiler(host)._declare_items(env)
+            _PRELUDE = env
+        return _PRELUDE
+
+
+def prelude_record_type(name: str) -> T.Type:
+    entity = _PRELUDE.items[name] if _PRELUDE is not None else None
+    if entity is None:
+        raise KeyError(name)
+    return T.RecordT(entity.data)
 
 
 def _contains(s: Any, x: Any) -> bool:

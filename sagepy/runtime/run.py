@@ -24,7 +24,8 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
         sys.stderr.flush()
 
 
-def compile_entry(entry_path: str, host: Host) -> tuple[Any, list[Diagnostic]]:
+def compile_entry(entry_path: str, host: Host, project: Any = None,
+                  test_file: bool = False) -> tuple[Any, list[Diagnostic]]:
     program = load_program(entry_path)
     diags = list(program.diagnostics)
     if any(d.severity == "error" for d in diags):
@@ -41,12 +42,11 @@ def run_entry(entry_path: str, project: Any, trace_file: str | None = None, trac
     # Sage calls nest several Python frames deep; agent threads have large stacks (agents.THREAD_STACK_BYTES)
     sys.setrecursionlimit(400_000)
     runtime = Runtime()
-    llm = project.section("llm") if project is not None else {}
     trace_path = trace_file or os.environ.get("SAGE_TRACE_FILE")
-    effects = Effects(runtime, llm, trace_path, trace_stderr or bool(os.environ.get("SAGE_TRACE")))
+    effects = Effects(runtime, project, trace_path, trace_stderr or bool(os.environ.get("SAGE_TRACE")))
     runtime.effects = effects
     host = Host(runtime, effects)
-    program, diags = compile_entry(entry_path, host)
+    program, diags = compile_entry(entry_path, host, project=project)
     run_decl = None
     for item in program.root.items:
         if isinstance(item, A.RunDecl):
@@ -78,9 +78,12 @@ def run_entry(entry_path: str, project: Any, trace_file: str | None = None, trac
         return 1
     started = time.monotonic()
     effects.trace(None, "run.start", {"entry": run_decl.name})
-    code = _run_agent(host, runtime, entity.data)
-    effects.trace(None, "run.end", {"exit_code": code, "duration_ms": int((time.monotonic() - started) * 1000)})
-    effects.close()
+    code = 1
+    try:
+        code = _run_agent(host, runtime, entity.data)
+    finally:
+        effects.trace(None, "run.end", {"exit_code": code, "duration_ms": int((time.monotonic() - started) * 1000)})
+        effects.close()
     return code
 
 

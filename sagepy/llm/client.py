@@ -1,0 +1,273 @@
+"""`divine`/`infer` and MCP sampling against an OpenAI-compatible chat-completions API (SPEC §4.10).
+
+A call resolves its model (the effect handler's override, else the configuration), then answers offline when
+the model is `echo` or the key is `mock`, fails with the no-model message when nothing is configured, and
+otherwise sends requests through `ChatTransport`. Typed calls ask for JSON matching the target type's
+schema, read the reply leniently, convert it (§5) and, on a failure, ask again quoting the error.
+
+Every call is traced as `llm.request` followed by `llm.response` or `llm.error`. The key appears in no
+trace event and no error message: the transport redacts it from everything a server sends back.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from typing import Any, Callable
+
+from .. import types as T
+from ..convert import ConversionError, compact_json, from_json, json_schema
+from ..runtime.errors import SageRaise
+from ..runtime.values import ErrorValue
+from .config import ECHO_MODEL, LlmConfig
+from .offline import OfflineError, echo_answer, mock_answer
+from .parse import extract_json
+from .transport import ChatTransport, TransportError
+
+NO_MODEL = ("no model configured; set SAGE_API_KEY (and SAGE_LLM_URL for a non-OpenAI endpoint) or [llm] in "
+            "grove.toml; use model \"echo\" to run offline")
+REPLY_LIMIT = 200
+"""How much of the last raw reply the structured-parse failure quotes."""
+
+_SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+# Endpoints that rejected `response_format`: SPEC leaves it out for the rest of the process once a server
+# has said it does not support it, whichever client (one per run, one per test) made the request.
+_WITHOUT_FORMAT: set[str] = set()
+_WITHOUT_FORMAT_LOCK = threading.Lock()
+
+Trace = Callable[[str, dict], None]
+
+
+def schema_name(t: T.Type) -> str:
+    """The `json_schema.name` of a type: OpenAI accepts 1-64 characters of `[A-Za-z0-9_-]`."""
+    return _SCHEMA_NAME.sub("_", T.type_name(t)).strip("_")[:64] or "value"
+
+
+def _llm_error(message: str) -> SageRaise:
+    return SageRaise(ErrorValue("Llm", message))
+
+
+def _typed_instructions(schema: dict) -> str:
+    return ("Reply with JSON only: a single JSON value that matches the JSON Schema below. Do not add "
+            "explanations, comments or code fences.\n\nJSON Schema:\n" + compact_json(schema))
+
+
+def _retry_instructions(error: str) -> str:
+    return (f"Your previous reply could not be used: {error}\nReply again with only the JSON value, "
+            "matching the JSON Schema.")
+
+
+class _Tally:
+    """What one `divine`/`chat` call cost, for its `llm.response` event."""
+
+    __slots__ = ("started", "attempts", "prompt_tokens", "completion_tokens")
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.attempts = 0
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+
+    def add_usage(self, data: Any) -> None:
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if not isinstance(usage, dict):
+            return
+        for field in ("prompt_tokens", "completion_tokens"):
+            count = usage.get(field)
+            if isinstance(count, int) and not isinstance(count, bool):
+                setattr(self, field, (getattr(self, field) or 0) + count)
+
+    def event(self, chars: int, mocked: bool) -> dict:
+        data: dict[str, Any] = {"duration_ms": int((time.monotonic() - self.started) * 1000), "chars": chars,
+                                "attempts": self.attempts, "mocked": mocked}
+        if self.prompt_tokens is not None:
+            data["prompt_tokens"] = self.prompt_tokens
+        if self.completion_tokens is not None:
+            data["completion_tokens"] = self.completion_tokens
+        return data
+
+
+def _content(data: Any) -> str:
+    """`choices[0].message.content`, `""` when absent; servers that answer with content parts get their
+    text parts joined."""
+    try:
+        content = data["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part["text"] for part in content
+                       if isinstance(part, dict) and isinstance(part.get("text"), str))
+    return ""
+
+
+class LlmClient:
+    """The real LLM layer of `Effects`. Safe to share between agent threads."""
+
+    def __init__(self, config: LlmConfig, trace: Trace | None = None) -> None:
+        self.config = config
+        self._trace = trace
+        self._transport = ChatTransport(config)
+
+    # ---------------------------------------------------------------- public API
+    def divine(self, prompt: str, target: T.Type, *, infer: bool = False, model: str | None = None,
+               temperature: float | None = None, max_tokens: int | None = None) -> Any:
+        """Answer `divine(prompt)` (a `str`) or `divine(prompt -> target)` (a Sage value of `target`).
+
+        `infer` names the call form only (`infer` is an alias of `divine`); model, temperature and max_tokens
+        are an effect handler's overrides.
+        """
+        model = model or self.config.model
+        typed = target != T.STRING
+        self._emit("llm.request", {"model": model, "prompt_chars": len(prompt), "typed": typed})
+        tally = _Tally()
+        try:
+            offline = self._offline(model)
+            if offline is not None:
+                value = offline(prompt, target)
+                self._emit("llm.response", tally.event(len(value) if isinstance(value, str) else 0, True))
+                return value
+            self._check_ready(model)
+            body = self._body(model, [{"role": "user", "content": prompt}], temperature, max_tokens)
+            if typed:
+                value, reply = self._typed(body, target, tally)
+            else:
+                value = reply = self._complete(body, None, tally)
+        except SageRaise as exc:
+            self._emit("llm.error", {"error": exc.error.display()})
+            raise
+        self._emit("llm.response", tally.event(len(reply), False))
+        return value
+
+    def chat(self, messages: list[dict], *, system: str | None = None, max_tokens: int | None = None,
+             server: str | None = None) -> str:
+        """Answer an MCP server's sampling request: its messages (OpenAI chat form) and system prompt, sent
+        to the configured model; `server` names the requesting server in the trace."""
+        model = self.config.model
+        prompt_chars = sum(len(m["content"]) for m in messages if isinstance(m.get("content"), str))
+        request: dict[str, Any] = {"model": model, "prompt_chars": prompt_chars, "typed": False,
+                                   "source": "sampling"}
+        if server is not None:
+            request["server"] = server
+        self._emit("llm.request", request)
+        tally = _Tally()
+        try:
+            offline = self._offline(model)
+            if offline is not None:
+                reply = offline(_last_user_text(messages), T.STRING)
+                self._emit("llm.response", tally.event(len(reply), True))
+                return reply
+            self._check_ready(model)
+            full = ([{"role": "system", "content": system}] if system else []) + list(messages)
+            reply = self._complete(self._body(model, full, None, max_tokens), None, tally)
+        except SageRaise as exc:
+            self._emit("llm.error", {"error": exc.error.display()})
+            raise
+        self._emit("llm.response", tally.event(len(reply), False))
+        return reply
+
+    def close(self) -> None:
+        """Close pooled connections; the client stays usable and reconnects on its next request."""
+        self._transport.close()
+
+    # ---------------------------------------------------------------- steps
+    def _offline(self, model: str) -> Callable[[str, T.Type], Any] | None:
+        """The offline answerer for this call, wrapped so its failures are Llm errors; None to go online."""
+        if model == ECHO_MODEL:
+            answer = echo_answer
+        elif self.config.mock:
+            answer = mock_answer
+        else:
+            return None
+
+        def run(prompt: str, target: T.Type) -> Any:
+            try:
+                return answer(prompt, target)
+            except OfflineError as exc:
+                raise _llm_error(str(exc)) from None
+        return run
+
+    def _check_ready(self, model: str) -> None:
+        if not (self.config.configured or model == ECHO_MODEL):
+            raise _llm_error(NO_MODEL)
+        if self.config.error is not None:
+            raise _llm_error(self.config.error)
+
+    def _body(self, model: str, messages: list[dict], temperature: float | None,
+              max_tokens: int | None) -> dict:
+        body: dict[str, Any] = {"model": model, "messages": messages}
+        temperature = temperature if temperature is not None else self.config.temperature
+        if temperature is not None:
+            body["temperature"] = temperature
+        max_tokens = max_tokens if max_tokens is not None else self.config.max_tokens
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        return body
+
+    def _typed(self, body: dict, target: T.Type, tally: _Tally) -> tuple[Any, str]:
+        """(value, last raw reply) for a typed call, asking again after each unusable reply."""
+        try:
+            schema = json_schema(target)
+        except ConversionError as exc:
+            raise _llm_error(f"cannot ask for a value of type {T.type_name(target)}: {exc}") from None
+        response_format = {"type": "json_schema",
+                           "json_schema": {"name": schema_name(target), "schema": schema, "strict": False}}
+        messages = [{"role": "system", "content": _typed_instructions(schema)}] + body["messages"]
+        attempts = max(1, self.config.infer_retries)
+        reply = ""
+        error = ""
+        for _ in range(attempts):
+            reply = self._complete(dict(body, messages=messages), response_format, tally)
+            try:
+                return from_json(extract_json(reply), target), reply
+            except (ValueError, ConversionError) as exc:
+                error = str(exc)
+            messages = messages + [{"role": "assistant", "content": reply},
+                                   {"role": "user", "content": _retry_instructions(error)}]
+        last = self._transport.redact(reply)[:REPLY_LIMIT]
+        raise _llm_error(f"failed to parse structured response after {attempts} attempts: {error}; "
+                         f"last reply: {last}")
+
+    def _complete(self, body: dict, response_format: dict | None, tally: _Tally) -> str:
+        """Send one request (with the transport's retries) and return the reply text."""
+        endpoint = self._transport.endpoint
+        with _WITHOUT_FORMAT_LOCK:
+            with_format = response_format is not None and endpoint not in _WITHOUT_FORMAT
+        if with_format:
+            body = dict(body, response_format=response_format)
+        try:
+            answer = self._post(body, tally)
+        except TransportError as exc:
+            if not (with_format and exc.status in (400, 422) and "response_format" in exc.body):
+                raise _llm_error(exc.message) from None
+            with _WITHOUT_FORMAT_LOCK:
+                _WITHOUT_FORMAT.add(endpoint)
+            body = {k: v for k, v in body.items() if k != "response_format"}
+            try:
+                answer = self._post(body, tally)
+            except TransportError as retry_exc:
+                raise _llm_error(retry_exc.message) from None
+        return _content(answer.data)
+
+    def _post(self, body: dict, tally: _Tally) -> Any:
+        try:
+            answer = self._transport.post(body)
+        except TransportError as exc:
+            tally.attempts += exc.attempts
+            raise
+        tally.attempts += answer.attempts
+        tally.add_usage(answer.data)
+        return answer
+
+    def _emit(self, kind: str, data: dict) -> None:
+        if self._trace is not None:
+            self._trace(kind, data)
+
+
+def _last_user_text(messages: list[dict]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user" and isinstance(message.get("content"), str):
+            return message["content"]
+    return ""

@@ -1,0 +1,137 @@
+"""Where the LLM client's settings come from (SPEC §4.10, §11, §12).
+
+Precedence, highest first: the per-call overrides of an effect handler (given to `LlmClient.divine`, not
+resolved here), the environment, grove.toml's `[llm]` section, the defaults. The key is read from the
+variable that `[llm] api_key_env` names; grove.toml never holds the key itself.
+
+Resolving never fails: a malformed value (`SAGE_TEMPERATURE=hot`) is kept as `error` and raised as an Llm
+error by the first call that needs the network, so that a program that never calls `divine`, or that runs
+on the offline `echo` model, is not stopped by a setting it does not use.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+DEFAULT_URL = "https://api.openai.com/v1"
+DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_KEY_ENV = "SAGE_API_KEY"
+DEFAULT_TIMEOUT_MS = 120_000
+DEFAULT_RETRIES = 2
+DEFAULT_INFER_RETRIES = 3
+
+ECHO_MODEL = "echo"
+MOCK_KEY = "mock"
+
+
+class _Invalid(Exception):
+    """One setting that does not parse; its message names the setting and the expected form."""
+
+
+def _text(value: Any, name: str) -> str:
+    if isinstance(value, str) and value:
+        return value
+    raise _Invalid(f"invalid {name}: expected a non-empty string")
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            raise _Invalid(f"invalid {name} '{value}': expected a number") from None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise _Invalid(f"invalid {name}: expected a number")
+
+
+def _integer(minimum: int) -> Callable[[Any, str], int]:
+    def parse(value: Any, name: str) -> int:
+        if isinstance(value, str):
+            try:
+                number = int(value.strip())
+            except ValueError:
+                raise _Invalid(f"invalid {name} '{value}': expected an integer >= {minimum}") from None
+        elif isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            raise _Invalid(f"invalid {name}: expected an integer >= {minimum}")
+        if number < minimum:
+            raise _Invalid(f"invalid {name} '{value}': expected an integer >= {minimum}")
+        return number
+    return parse
+
+
+# field -> (environment variable, [llm] key, parser, default)
+_SETTINGS: list[tuple[str, str, str, Callable[[Any, str], Any], Any]] = [
+    ("url", "SAGE_LLM_URL", "url", _text, DEFAULT_URL),
+    ("model", "SAGE_MODEL", "model", _text, DEFAULT_MODEL),
+    ("temperature", "SAGE_TEMPERATURE", "temperature", _number, None),
+    ("max_tokens", "SAGE_MAX_TOKENS", "max_tokens", _integer(1), None),
+    ("timeout_ms", "SAGE_LLM_TIMEOUT_MS", "timeout_ms", _integer(1), DEFAULT_TIMEOUT_MS),
+    ("retries", "SAGE_LLM_RETRIES", "retries", _integer(0), DEFAULT_RETRIES),
+    ("infer_retries", "SAGE_INFER_RETRIES", "infer_retries", _integer(1), DEFAULT_INFER_RETRIES),
+]
+
+
+class LlmConfig:
+    """Resolved LLM settings. `configured` is False when nothing points at a model (SPEC's no-model rule);
+    `error` holds the first malformed setting, if any."""
+
+    __slots__ = ("url", "model", "api_key", "temperature", "max_tokens", "timeout_ms", "retries",
+                 "infer_retries", "configured", "error")
+
+    def __init__(self, url: str = DEFAULT_URL, model: str = DEFAULT_MODEL, api_key: str | None = None,
+                 temperature: float | None = None, max_tokens: int | None = None,
+                 timeout_ms: int = DEFAULT_TIMEOUT_MS, retries: int = DEFAULT_RETRIES,
+                 infer_retries: int = DEFAULT_INFER_RETRIES, configured: bool = False,
+                 error: str | None = None) -> None:
+        self.url = url
+        self.model = model
+        self.api_key = api_key
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout_ms = timeout_ms
+        self.retries = retries
+        self.infer_retries = infer_retries
+        self.configured = configured
+        self.error = error
+
+    def __repr__(self) -> str:
+        # The key stays out of every rendering of the configuration.
+        key = "set" if self.api_key else "unset"
+        return (f"LlmConfig(url={self.url!r}, model={self.model!r}, api_key=<{key}>, "
+                f"temperature={self.temperature!r}, max_tokens={self.max_tokens!r}, "
+                f"timeout_ms={self.timeout_ms!r}, retries={self.retries!r}, "
+                f"infer_retries={self.infer_retries!r}, configured={self.configured!r})")
+
+    @property
+    def mock(self) -> bool:
+        """The key `mock` selects the offline mock answers (§4.10)."""
+        return self.api_key == MOCK_KEY
+
+    @classmethod
+    def resolve(cls, section: Mapping[str, Any], environ: Mapping[str, str]) -> "LlmConfig":
+        """Settings from grove.toml's `[llm]` table (may be empty) and the environment."""
+        values: dict[str, Any] = {}
+        errors: list[str] = []
+        for field, env_name, key, parse, default in _SETTINGS:
+            raw_env = environ.get(env_name)
+            if raw_env:
+                source, raw = env_name, raw_env
+            elif key in section:
+                source, raw = f"[llm] {key}", section[key]
+            else:
+                values[field] = default
+                continue
+            try:
+                values[field] = parse(raw, source)
+            except _Invalid as exc:
+                errors.append(str(exc))
+                values[field] = default
+        key_env = section.get("api_key_env", DEFAULT_KEY_ENV)
+        if not isinstance(key_env, str) or not key_env:
+            errors.append("invalid [llm] api_key_env: expected the name of an environment variable")
+            key_env = DEFAULT_KEY_ENV
+        api_key = environ.get(key_env) or None
+        configured = bool(environ.get("SAGE_LLM_URL") or api_key or section or values["model"] == ECHO_MODEL)
+        return cls(api_key=api_key, configured=configured, error=errors[0] if errors else None, **values)

@@ -1,0 +1,156 @@
+"""One chat-completions request over HTTP, with retries of transient failures (SPEC §4.10).
+
+HTTP 429 (after `Retry-After` seconds when the server sends them), HTTP 5xx and connection errors are
+retried with exponential backoff, up to `retries` extra attempts. A request timeout is not retried: the
+server may still be working on it, and a second wait of the same length rarely ends differently. Other 4xx
+answers are final.
+
+httpx is imported on the first request, never at import time: most programs never call an LLM, and
+start-up time matters.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from ..convert import parse_json
+from .config import LlmConfig
+
+BODY_LIMIT = 500
+"""How much of a failed answer's body an `API error` message quotes."""
+
+BACKOFF_BASE_S = 0.5
+BACKOFF_MAX_S = 8.0
+RETRY_AFTER_MAX_S = 60.0
+"""A `Retry-After` longer than this is cut short: a program should fail in minutes, not hang for hours."""
+
+
+class TransportError(Exception):
+    """A request that did not produce a usable answer. `message` is the Llm error's message (already
+    redacted), `status` the HTTP status when there was one, `body` the answer's redacted body, `attempts`
+    the number of requests sent."""
+
+    def __init__(self, message: str, status: int | None = None, body: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.body = body
+        self.attempts = 1
+
+
+class _Retry(Exception):
+    """A transient failure worth another attempt, after `delay` seconds (None: the backoff's choice)."""
+
+    def __init__(self, delay: float | None) -> None:
+        super().__init__()
+        self.delay = delay
+
+
+class Answer:
+    """A successful answer: its decoded JSON and the number of HTTP requests it took."""
+
+    __slots__ = ("data", "attempts")
+
+    def __init__(self, data: Any, attempts: int) -> None:
+        self.data = data
+        self.attempts = attempts
+
+
+class ChatTransport:
+    """POSTs request bodies to `{url}/chat/completions` on one pooled httpx client (thread-safe)."""
+
+    def __init__(self, config: LlmConfig) -> None:
+        self.config = config
+        self.endpoint = config.url.rstrip("/") + "/chat/completions"
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def redact(self, text: str) -> str:
+        """Text with every occurrence of the key replaced: servers do quote a rejected key back."""
+        key = self.config.api_key
+        return text.replace(key, "[redacted]") if key else text
+
+    def post(self, body: dict) -> Answer:
+        client = self._http()
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return Answer(self._once(client, body, headers, attempt > self.config.retries), attempt)
+            except _Retry as retry:
+                self._sleep(self._backoff(attempt) if retry.delay is None else retry.delay)
+            except TransportError as exc:
+                exc.attempts = attempt
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    # ---------------------------------------------------------------- helpers
+    def _once(self, client: Any, body: dict, headers: dict, final: bool) -> Any:
+        """The decoded answer of one request; raises _Retry for a transient failure unless `final`."""
+        import httpx
+
+        try:
+            response = client.post(self.endpoint, json=body, headers=headers)
+        except httpx.TimeoutException:
+            raise TransportError(f"request failed: timed out after {self.config.timeout_ms} ms") from None
+        except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            if final:
+                raise TransportError("request failed: " + self._reason(exc)) from None
+            raise _Retry(None) from None
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise TransportError("request failed: " + self._reason(exc)) from None
+        status = response.status_code
+        if 200 <= status < 300:
+            return self._decode(response)
+        text = self.redact(response.text)
+        if final or not (status == 429 or status >= 500):
+            raise TransportError(f"API error {status}: {text[:BODY_LIMIT]}", status, text)
+        raise _Retry(self._retry_after(response) if status == 429 else None)
+
+    def _http(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                import httpx
+                self._client = httpx.Client(timeout=httpx.Timeout(self.config.timeout_ms / 1000))
+            return self._client
+
+    def _decode(self, response: Any) -> Any:
+        try:
+            return parse_json(response.text)
+        except ValueError as exc:
+            raise TransportError(f"request failed: the answer is not JSON ({exc})") from None
+
+    def _reason(self, exc: Exception) -> str:
+        return self.redact(str(exc) or type(exc).__name__)
+
+    @staticmethod
+    def _backoff(attempt: int) -> float:
+        return min(BACKOFF_BASE_S * 2 ** (attempt - 1), BACKOFF_MAX_S)
+
+    @staticmethod
+    def _retry_after(response: Any) -> float | None:
+        """The `Retry-After` delay in seconds; None when absent or not a number of seconds."""
+        value = response.headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            seconds = float(value.strip())
+        except ValueError:
+            return None
+        if not seconds >= 0:
+            return None
+        return min(seconds, RETRY_AFTER_MAX_S)
+
+    @staticmethod
+    def _sleep(seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)

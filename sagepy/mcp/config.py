@@ -1,0 +1,427 @@
+"""MCP server configuration: `[tools.<Name>]` and `[mcp]` of grove.toml (SPEC §8.2, §11), and the same keys
+as a JSON object for `mcp_connect` (§8.5).
+
+Validation collects every problem as an E090 diagnostic naming the file, the table and the key, with a
+did-you-mean hint for a misspelt key; a table with errors is left out of the result. The `$` references
+of `env` and `headers` are kept as written here and resolved only when a connection opens
+(`resolve_env`), so an unset variable fails the connection that needs it, never the whole program.
+Secret values (env and header values, tokens) never appear in a message.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from typing import Any, Mapping
+
+from ..diagnostics import Diagnostic
+from .failures import McpFailure
+
+TRANSPORTS = ("stdio", "http", "inprocess")
+AUTH_MODES = ("none", "bearer", "oauth")
+PROTOCOLS = ("auto", "legacy", "2026-07-28")
+SAFETY_CLASSES = ("read_only", "idempotent", "destructive")
+ELICITATION_MODES = ("prompt", "decline", "auto")
+BUILTIN_TOOLS = ("Http", "Fs", "Shell", "Database")
+
+_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class ServerConfig:
+    """One validated `[tools.<Name>]` entry (or `mcp_connect` object). Defaults follow SPEC §8.2."""
+
+    __slots__ = (
+        "name", "transport", "command", "args", "env", "inherit_env", "cwd", "url", "headers", "auth",
+        "token_env", "client_id_env", "authorization_url", "token_url", "scopes", "redirect_port", "module",
+        "object", "timeout_ms", "connect_timeout_ms", "max_result_bytes", "protocol", "trust_annotations",
+        "safety", "elicitation", "sampling", "table",
+    )
+
+    def __init__(self, name: str, table: str) -> None:
+        self.name = name
+        # How messages refer to this entry: "[tools.Calendar]", or the handle of a dynamic connection.
+        self.table = table
+        self.transport = "stdio"
+        self.command: str | None = None
+        self.args: list[str] = []
+        self.env: dict[str, str] = {}
+        self.inherit_env = False
+        self.cwd: str | None = None
+        self.url: str | None = None
+        self.headers: dict[str, str] = {}
+        self.auth = "none"
+        self.token_env: str | None = None
+        self.client_id_env: str | None = None
+        self.authorization_url: str | None = None
+        self.token_url: str | None = None
+        self.scopes: list[str] = []
+        self.redirect_port = 0
+        self.module: str | None = None
+        self.object = "server"
+        self.timeout_ms = 30000
+        self.connect_timeout_ms = 15000
+        self.max_result_bytes = 1048576
+        self.protocol = "auto"
+        self.trust_annotations = True
+        self.safety: dict[str, str] = {}
+        self.elicitation: str | None = None
+        self.sampling = False
+
+    def __repr__(self) -> str:
+        return f"ServerConfig({self.name!r}, {self.transport})"
+
+
+class McpSettings:
+    """The `[mcp]` table: client identity and the default elicitation mode (§8.7, §8.9)."""
+
+    __slots__ = ("client_name", "client_version", "elicitation")
+
+    def __init__(self, client_name: str | None = None, client_version: str | None = None,
+                 elicitation: str = "auto") -> None:
+        from .. import __version__
+        self.client_name = client_name or "sagepy"
+        self.client_version = client_version or __version__
+        self.elicitation = elicitation
+
+
+class AmbiguousBinding(Exception):
+    """A tool block whose name matches several `[tools.X]` keys case-insensitively (E090)."""
+
+
+# ---------------------------------------------------------------- key table
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _string_list(value: Any) -> list[str] | None:
+    if isinstance(value, list) and all(isinstance(x, str) for x in value):
+        return list(value)
+    return None
+
+
+def _string_table(value: Any) -> dict[str, str] | None:
+    if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return dict(value)
+    return None
+
+
+def _boolean(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def _port(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 65535:
+        return value
+    return None
+
+
+def _one_of(choices: tuple[str, ...]):
+    def parse(value: Any) -> str | None:
+        return value if isinstance(value, str) and value in choices else None
+    parse.choices = choices  # type: ignore[attr-defined]
+    return parse
+
+
+def _safety_table(value: Any) -> dict[str, str] | None:
+    table = _string_table(value)
+    if table is None or any(v not in SAFETY_CLASSES for v in table.values()):
+        return None
+    return table
+
+
+# key -> (parser returning None on a bad value, description of the expected value)
+_SERVER_KEYS: dict[str, tuple[Any, str]] = {
+    "transport": (_one_of(TRANSPORTS), 'one of "stdio", "http", "inprocess"'),
+    "command": (_string, "a string"),
+    "args": (_string_list, "an array of strings"),
+    "env": (_string_table, "a table of strings"),
+    "inherit_env": (_boolean, "true or false"),
+    "cwd": (_string, "a string"),
+    "url": (_string, "a string"),
+    "headers": (_string_table, "a table of strings"),
+    "auth": (_one_of(AUTH_MODES), 'one of "none", "bearer", "oauth"'),
+    "token_env": (_string, "a string"),
+    "client_id_env": (_string, "a string"),
+    "authorization_url": (_string, "a string"),
+    "token_url": (_string, "a string"),
+    "scopes": (_string_list, "an array of strings"),
+    "redirect_port": (_port, "an integer from 0 to 65535"),
+    "module": (_string, "a string"),
+    "object": (_string, "a string"),
+    "timeout_ms": (_positive_int, "a positive integer"),
+    "connect_timeout_ms": (_positive_int, "a positive integer"),
+    "max_result_bytes": (_positive_int, "a positive integer"),
+    "protocol": (_one_of(PROTOCOLS), 'one of "auto", "legacy", "2026-07-28"'),
+    "trust_annotations": (_boolean, "true or false"),
+    "safety": (_safety_table, 'a table of "read_only", "idempotent" or "destructive"'),
+    "elicitation": (_one_of(ELICITATION_MODES), 'one of "prompt", "decline", "auto"'),
+    "sampling": (_boolean, "true or false"),
+}
+
+_MCP_KEYS: dict[str, tuple[Any, str]] = {
+    "client_name": (_string, "a string"),
+    "client_version": (_string, "a string"),
+    "elicitation": (_one_of(ELICITATION_MODES), 'one of "prompt", "decline", "auto"'),
+}
+
+
+def _did_you_mean(key: str, known: Any) -> str | None:
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f"did you mean `{close[0]}`?" if close else None
+
+
+def _toml_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return "a date or time"
+
+
+# ---------------------------------------------------------------- grove.toml positions
+
+class _Locator:
+    """Finds the line of a table header or key in grove.toml, so that diagnostics can point at it.
+
+    tomllib reports no positions; a line scan is enough for the plain `[tools.X]` / `key = …` layout that
+    grove.toml files use, and when it finds nothing the diagnostic simply carries no span.
+    """
+
+    def __init__(self, path: str | None) -> None:
+        self.lines: list[str] = []
+        if path:
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    self.lines = fh.read().split("\n")
+            except OSError:
+                pass
+
+    def _header_line(self, table: str) -> int | None:
+        pattern = re.compile(r"\s*\[\s*" + r"\s*\.\s*".join(map(_key_pattern, table.split("."))) + r"\s*\]")
+        for i, line in enumerate(self.lines):
+            if pattern.match(line):
+                return i
+        return None
+
+    def span(self, table: str, key: str | None = None) -> tuple | None:
+        header = self._header_line(table)
+        if key is None or header is None:
+            if header is None:
+                return None
+            text = self.lines[header]
+            col = len(text) - len(text.lstrip()) + 1
+            return (header + 1, col, header + 1, len(text.rstrip()) + 1)
+        key_re = re.compile(r"(\s*)(" + _key_pattern(key) + r")\s*=")
+        for i in range(header + 1, len(self.lines)):
+            line = self.lines[i]
+            if line.lstrip().startswith("["):
+                break
+            m = key_re.match(line)
+            if m:
+                col = len(m.group(1)) + 1
+                return (i + 1, col, i + 1, col + len(m.group(2)))
+        return self.span(table)
+
+
+def _key_pattern(key: str) -> str:
+    return "(?:" + re.escape(key) + '|"' + re.escape(key) + '"' + ")"
+
+
+# ---------------------------------------------------------------- validation
+
+class _Collector:
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.file = os.path.basename(path) if path else "grove.toml"
+        self.locator = _Locator(path)
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, message: str, table: str, key: str | None = None, hint: str | None = None) -> None:
+        span = self.locator.span(table, key)
+        self.diagnostics.append(Diagnostic("E090", message, self.path, span, hint=hint))
+
+
+def _apply_keys(data: Mapping[str, Any], keys: dict[str, tuple[Any, str]], table: str, report: Any,
+                target: Any) -> bool:
+    """Copy every valid key onto target; report each unknown key or bad value. True when all were valid."""
+    clean = True
+    for key, value in data.items():
+        spec = keys.get(key)
+        if spec is None:
+            report(f"unknown key `{key}` in [{table}]", key, _did_you_mean(key, keys))
+            clean = False
+            continue
+        parse, expected = spec
+        parsed = parse(value)
+        if parsed is None:
+            report(f"[{table}] {key} must be {expected}, found {_describe(value, parse)}", key, None)
+            clean = False
+            continue
+        setattr(target, key, parsed)
+    return clean
+
+
+def _describe(value: Any, parse: Any) -> str:
+    if isinstance(value, str) and hasattr(parse, "choices"):
+        return f'"{value}"'
+    if isinstance(value, dict):
+        bad = [k for k, v in value.items()
+               if not isinstance(v, str) or (parse is _safety_table and v not in SAFETY_CLASSES)]
+        if bad:
+            return f"an invalid entry `{bad[0]}`"
+    if isinstance(value, list) and value:
+        return "an array with a non-string element"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return _toml_type(value)
+
+
+def _finish(config: ServerConfig, data: Mapping[str, Any], table: str, report: Any) -> bool:
+    """Transport inference and the cross-key rules of §8.2 / §11."""
+    if "transport" not in data:
+        if config.command is not None:
+            config.transport = "stdio"
+        elif config.url is not None:
+            config.transport = "http"
+        elif config.module is not None:
+            config.transport = "inprocess"
+        else:
+            report(f"[{table}] needs `command` (stdio), `url` (http) or `module` (inprocess)", None, None)
+            return False
+    required = {"stdio": "command", "http": "url", "inprocess": "module"}[config.transport]
+    if getattr(config, required) is None:
+        report(f'[{table}] with transport "{config.transport}" needs `{required}`', "transport", None)
+        return False
+    if config.auth == "bearer" and config.token_env is None:
+        report(f'[{table}] with auth = "bearer" needs `token_env`', "auth", None)
+        return False
+    return True
+
+
+def parse_server(name: str, data: Any, table: str, report: Any) -> ServerConfig | None:
+    """Validate one server table (or mcp_connect object). `report(message, key, hint)` receives each problem."""
+    if not isinstance(data, dict):
+        report(f"[{table}] must be a table, found {_toml_type(data)}", None, None)
+        return None
+    config = ServerConfig(name, f"[{table}]")
+    clean = _apply_keys(data, _SERVER_KEYS, table, report, config)
+    if not clean:
+        return None
+    return config if _finish(config, data, table, report) else None
+
+
+def parse_tools_config(config: dict, grove_path: str | None) -> tuple[dict[str, ServerConfig], list[Diagnostic]]:
+    """Every `[tools.<Name>]` entry of a grove.toml document, validated (E090 diagnostics for the rest)."""
+    out = _Collector(grove_path)
+    servers: dict[str, ServerConfig] = {}
+    tools = config.get("tools")
+    if tools is None:
+        return servers, out.diagnostics
+    if not isinstance(tools, dict):
+        out.error(f"{out.file}: [tools] must be a table of MCP servers, found {_toml_type(tools)}", "tools")
+        return servers, out.diagnostics
+    for name, data in tools.items():
+        table = f"tools.{name}"
+
+        def report(message: str, key: str | None, hint: str | None, table: str = table) -> None:
+            out.error(f"{out.file}: {message}", table, key, hint)
+
+        server = parse_server(name, data, table, report)
+        if server is not None:
+            servers[name] = server
+    return servers, out.diagnostics
+
+
+def parse_mcp_settings(config: dict, grove_path: str | None) -> tuple[McpSettings, list[Diagnostic]]:
+    """The `[mcp]` table (client identity, elicitation default), validated like `[tools.X]`."""
+    out = _Collector(grove_path)
+    settings = McpSettings()
+    data = config.get("mcp")
+    if data is None:
+        return settings, out.diagnostics
+    if not isinstance(data, dict):
+        out.error(f"{out.file}: [mcp] must be a table, found {_toml_type(data)}", "mcp")
+        return settings, out.diagnostics
+
+    def report(message: str, key: str | None, hint: str | None) -> None:
+        out.error(f"{out.file}: {message}", "mcp", key, hint)
+
+    _apply_keys(data, _MCP_KEYS, "mcp", report, settings)
+    return settings, out.diagnostics
+
+
+def bind_tool_block(name: str, servers: Mapping[str, ServerConfig]) -> ServerConfig | None:
+    """The server a tool block binds to (§8.1): the exact key, else the one key equal ignoring case.
+
+    The built-in tool names bind by exact key only. Raises AmbiguousBinding when two keys match.
+    """
+    if name in servers:
+        return servers[name]
+    if name in BUILTIN_TOOLS:
+        return None
+    matches = [key for key in servers if key.lower() == name.lower()]
+    if len(matches) > 1:
+        tables = ", ".join(f"[tools.{key}]" for key in sorted(matches))
+        raise AmbiguousBinding(f"tool block {name} matches several tables in grove.toml: {tables}")
+    return servers[matches[0]] if matches else None
+
+
+# ---------------------------------------------------------------- `$` references
+
+def resolve_env(values: Mapping[str, str], table: str, environ: Mapping[str, str] | None = None,
+                sub_kind: str = "config error") -> dict[str, str]:
+    """Resolve the `$VAR` references of an `env` or `headers` table (§8.2).
+
+    `table` names the table in messages (`[tools.Calendar.env]`). A value `$NAME` is the host variable
+    NAME; `$$…` is a literal `$…`; anything else is literal. An unset variable raises McpFailure
+    (`MCP config error: [tools.Calendar.env] CAL_TOKEN refers to unset environment variable 'CAL_TOKEN'`);
+    it never becomes an empty string.
+    """
+    env = os.environ if environ is None else environ
+    out: dict[str, str] = {}
+    for key, value in values.items():
+        out[key] = resolve_value(value, f"{table} {key}", env, sub_kind)
+    return out
+
+
+def resolve_value(value: str, where: str, environ: Mapping[str, str], sub_kind: str = "config error") -> str:
+    if value.startswith("$$"):
+        return value[1:]
+    if not value.startswith("$"):
+        return value
+    name = value[1:]
+    if not _VAR_NAME.match(name):
+        raise McpFailure(sub_kind, f"{where} has an invalid variable reference (write $NAME, or $$ for a literal $)")
+    if name not in environ:
+        raise McpFailure(sub_kind, f"{where} refers to unset environment variable '{name}'")
+    return environ[name]
+
+
+def unset_references(config: ServerConfig, environ: Mapping[str, str] | None = None) -> list[str]:
+    """Messages for every unset `$` variable of a server (E091 in verification), without connecting."""
+    env = os.environ if environ is None else environ
+    problems = []
+    for table, values in ((f"[tools.{config.name}.env]", config.env), (f"[tools.{config.name}.headers]", config.headers)):
+        for key, value in values.items():
+            try:
+                resolve_value(value, f"{table} {key}", env)
+            except McpFailure as failure:
+                problems.append(failure.message)
+    if config.auth == "bearer" and config.token_env and config.token_env not in env:
+        problems.append(f"[tools.{config.name}] token_env refers to unset environment variable '{config.token_env}'")
+    return problems

@@ -1,0 +1,81 @@
+"""The built-in tools Http, Fs, Shell and Database (SPEC §7), implemented natively.
+
+The effects layer routes every built-in tool call here through `call_builtin_tool`. Arguments and results
+are Sage values (see runtime/values.py); a failure raises a `Tool` error whose message names the tool
+function and the reason (`Fs.read: path '../x' leaves the root`). Each tool lives in its own module, which
+is imported on the first call only: a program that never calls Http never imports httpx.
+"""
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import Any
+
+from ..runtime.errors import AgentCancelled, SageRaise
+from ..runtime.values import ErrorValue
+
+BUILTIN_TOOLS = ("Http", "Fs", "Shell", "Database")
+
+# Safety classes from SPEC §7's table (used by trace events, tool listings and durable resume).
+SAFETY: dict[tuple[str, str], str] = {
+    ("Http", "get"): "read_only",
+    ("Http", "delete"): "idempotent",
+    ("Http", "post"): "destructive",
+    ("Http", "put"): "idempotent",
+    ("Fs", "read"): "read_only",
+    ("Fs", "write"): "idempotent",
+    ("Fs", "exists"): "read_only",
+    ("Fs", "list"): "read_only",
+    ("Fs", "delete"): "idempotent",
+    ("Shell", "run"): "destructive",
+    ("Database", "query"): "read_only",
+    ("Database", "execute"): "destructive",
+}
+
+# Parameter names as declared in stdlib/prelude.sg; every parameter of a built-in tool is a String.
+_PARAMS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("Http", "get"): ("url",),
+    ("Http", "delete"): ("url",),
+    ("Http", "post"): ("url", "body"),
+    ("Http", "put"): ("url", "body"),
+    ("Fs", "read"): ("path",),
+    ("Fs", "write"): ("path", "content"),
+    ("Fs", "exists"): ("path",),
+    ("Fs", "list"): ("path",),
+    ("Fs", "delete"): ("path",),
+    ("Shell", "run"): ("cmd",),
+    ("Database", "query"): ("sql",),
+    ("Database", "execute"): ("sql",),
+}
+
+_MODULES = {"Http": "http", "Fs": "fs", "Shell": "shell", "Database": "database"}
+
+
+def tool_error(where: str, reason: str) -> SageRaise:
+    """Build (not raise) the Tool error `<where>: <reason>`, where `where` is `Fs.read` or `Database`."""
+    return SageRaise(ErrorValue("Tool", f"{where}: {reason}"))
+
+
+def call_builtin_tool(tool: str, fn: str, args: list, *, cancel: threading.Event | None = None) -> Any:
+    """Run `tool.fn(*args)` and return its Sage value.
+
+    Raises a Tool error on failure, and `AgentCancelled` when `cancel` is already set or becomes set while
+    a long call (a Shell command, an HTTP request, a database statement) is running.
+    """
+    where = f"{tool}.{fn}"
+    if tool not in _MODULES:
+        raise tool_error(where, f"unknown built-in tool '{tool}'")
+    params = _PARAMS.get((tool, fn))
+    if params is None:
+        known = ", ".join(name for owner, name in _PARAMS if owner == tool)
+        raise tool_error(where, f"{tool} has no function '{fn}' (it has {known})")
+    if len(args) != len(params):
+        plural = "" if len(params) == 1 else "s"
+        raise tool_error(where, f"expected {len(params)} argument{plural}, got {len(args)}")
+    for name, value in zip(params, args):
+        if not isinstance(value, str):
+            raise tool_error(where, f"argument '{name}' must be a String")
+    if cancel is not None and cancel.is_set():
+        raise AgentCancelled()
+    module = importlib.import_module(f"{__name__}.{_MODULES[tool]}")
+    return module.FUNCTIONS[fn](*args, cancel=cancel)

@@ -1,0 +1,116 @@
+"""The `Database` tool (SPEC §7) on the standard library's sqlite3.
+
+`SAGE_DATABASE_URL` is read on every call:
+- `sqlite::memory:` is one in-memory database per process, shared by every call and every agent through a
+  single connection guarded by a lock;
+- `sqlite:<path>` is a database file, relative to the working directory (`sqlite://<path>` is accepted too,
+  so `sqlite:///abs/x.db` names an absolute path as in other SQLite URL dialects). The file is created if it
+  does not exist. Each call opens its own connection and closes it afterwards.
+Any other scheme is an error.
+
+Connections are in autocommit mode: every statement is committed when it completes, so `execute` never
+leaves an open transaction behind (an explicit `BEGIN` lasts until `COMMIT` on the shared in-memory
+connection, but ends with its call's connection for a file).
+
+`query` returns every value as a string: text as is, integers and reals via `str()` (`42`, `1.5`), NULL as
+`"null"`, and blobs as upper-case hexadecimal, the same text as SQLite's own `hex()` function.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from ..runtime.errors import AgentCancelled
+from ..runtime.values import Record
+from . import tool_error
+
+_MEMORY_LOCK = threading.Lock()
+_memory: sqlite3.Connection | None = None
+# SQLite virtual-machine steps between two looks at the cancel flag during a statement.
+_CANCEL_CHECK_STEPS = 10_000
+
+
+def _database_path() -> str | None:
+    """The database file named by SAGE_DATABASE_URL, or None for the in-memory database."""
+    url = os.environ.get("SAGE_DATABASE_URL", "")
+    if not url:
+        raise tool_error("Database", "SAGE_DATABASE_URL is not set")
+    scheme, colon, rest = url.partition(":")
+    if not colon:
+        raise tool_error("Database", f"invalid SAGE_DATABASE_URL '{url}' (expected sqlite:<path> or sqlite::memory:)")
+    if scheme != "sqlite":
+        raise tool_error("Database", f"unsupported URL scheme '{scheme}'")
+    if rest.startswith("//"):
+        rest = rest[2:]
+    if rest == ":memory:":
+        return None
+    if not rest:
+        raise tool_error("Database", f"SAGE_DATABASE_URL '{url}' names no database file")
+    return rest
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+
+@contextmanager
+def _connection(where: str) -> Iterator[sqlite3.Connection]:
+    global _memory
+    path = _database_path()
+    if path is None:
+        with _MEMORY_LOCK:
+            if _memory is None:
+                _memory = _connect(":memory:")
+            yield _memory
+        return
+    try:
+        conn = _connect(path)
+    except sqlite3.Error as exc:
+        raise tool_error(where, f"cannot open '{path}': {exc}") from None
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bytes):
+        return value.hex().upper()
+    return str(value)
+
+
+def _run(where: str, sql: str, cancel: threading.Event | None, fetch: bool) -> Any:
+    with _connection(where) as conn:
+        if cancel is not None:
+            conn.set_progress_handler(cancel.is_set, _CANCEL_CHECK_STEPS)
+        try:
+            cursor = conn.execute(sql)
+            if fetch:
+                rows = cursor.fetchall()
+                columns = [d[0] for d in cursor.description or ()]
+                return [Record("DbRow", {"columns": list(columns), "values": [_text(v) for v in row]})
+                        for row in rows]
+            return max(cursor.rowcount, 0)
+        except sqlite3.Error as exc:
+            if cancel is not None and cancel.is_set():
+                raise AgentCancelled() from None
+            raise tool_error(where, str(exc)) from None
+        finally:
+            if cancel is not None:
+                conn.set_progress_handler(None, 0)
+
+
+def query(sql: str, *, cancel: threading.Event | None = None) -> list:
+    return _run("Database.query", sql, cancel, fetch=True)
+
+
+def execute(sql: str, *, cancel: threading.Event | None = None) -> int:
+    return _run("Database.execute", sql, cancel, fetch=False)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {"query": query, "execute": execute}
