@@ -47,7 +47,11 @@ def _seconds_text(seconds: float) -> str:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    """Kill every process in the command's group, then reap the shell and release its pipes."""
+    """Kill every process in the command's group, then reap the shell and release its pipes.
+
+    SIGKILL cannot be caught or ignored, so the other members die too; being orphans, they are reaped by
+    init (only the shell is our child), which is why only the shell is waited for.
+    """
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:

@@ -1,0 +1,113 @@
+"""The state of checking one body, and its local variables.
+
+A `Body` describes the code being checked: which module it belongs to, what kind of body it is (function,
+handler, test, constant, supervisor child), what it may do (`try`/`fail`, tool calls, `yield`, `return`), and
+where it stands inside an expression (under a `try` or the left operand of a `catch`, §3.4). Closures get a
+child `Body` that inherits the context they are written in but not the coverage of an outer `try`.
+
+`Locals` is a chain of lexical scopes. Each variable remembers the body (closure level) that declared it, so
+that assigning to a captured variable can be refused (E047).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..types import Type
+from .env import ModuleScope
+from .symbols import AgentInfo
+
+
+class Var:
+    __slots__ = ("type", "owner")
+
+    def __init__(self, type_: Type, owner: "Body") -> None:
+        self.type = type_
+        self.owner = owner
+
+
+class Locals:
+    __slots__ = ("parent", "vars")
+
+    def __init__(self, parent: "Locals | None" = None) -> None:
+        self.parent = parent
+        self.vars: dict[str, Var] = {}
+
+    def child(self) -> "Locals":
+        return Locals(self)
+
+    def find(self, name: str) -> Var | None:
+        scope: Locals | None = self
+        while scope is not None:
+            var = scope.vars.get(name)
+            if var is not None:
+                return var
+            scope = scope.parent
+        return None
+
+    def names(self) -> set[str]:
+        out: set[str] = set()
+        scope: Locals | None = self
+        while scope is not None:
+            out.update(scope.vars)
+            scope = scope.parent
+        return out
+
+
+class Loop:
+    __slots__ = ("has_break",)
+
+    def __init__(self) -> None:
+        self.has_break = False
+
+
+class Body:
+    """kind: fn, handler, test, const, child (a supervisor child's field initialisers)."""
+
+    __slots__ = ("scope", "kind", "fallible", "stop", "agent", "handler", "ret", "returns", "loops", "covered",
+                 "in_catch", "parent", "in_test_block", "assert_depth")
+
+    def __init__(self, scope: ModuleScope, kind: str, fallible: bool = False, agent: AgentInfo | None = None,
+                 handler: str | None = None, ret: Type | None = None) -> None:
+        self.scope = scope
+        self.kind = kind
+        self.fallible = fallible
+        self.stop = handler in ("stop", "resting")
+        self.agent = agent
+        self.handler = handler
+        self.ret = ret                      # the declared return type where `return` is allowed
+        self.returns: list[Type] | None = None   # collected `return` types of a closure without expected type
+        self.loops: list[Loop] = []
+        self.covered = False                # under a `try` operand, a `catch` left operand or `assert_fails`
+        self.in_catch = 0                   # inside the left operand of a `catch`: `try` is allowed anywhere
+        self.parent: Body | None = None
+        self.in_test_block = kind == "test"
+        self.assert_depth = 0
+
+    @property
+    def file(self) -> str:
+        return self.scope.path
+
+    def closure(self, ret: Type | None) -> "Body":
+        """The body of a closure written here: same context, own loops and returns, no outer coverage."""
+        inner = Body(self.scope, self.kind, self.fallible, self.agent, self.handler, ret)
+        inner.stop = self.stop
+        inner.parent = self
+        inner.in_test_block = self.in_test_block
+        if ret is None:
+            inner.returns = []
+        return inner
+
+    @property
+    def in_closure(self) -> bool:
+        return self.parent is not None
+
+    def allows_try(self) -> bool:
+        return self.fallible or self.in_catch > 0
+
+    def tool_context(self) -> Any:
+        """`"any"` in test blocks, the agent's `use` list in handlers, else None (tool calls are E038)."""
+        if self.kind == "test":
+            return "any"
+        if self.agent is not None and self.handler is not None:
+            return {name for name, _ in self.agent.decl.uses}
+        return None

@@ -1,0 +1,82 @@
+"""What names denote: module-level entities and the signatures the checker keeps for them.
+
+An `Entity` is one named item (function, constant, record, enum, agent, supervisor, tool, protocol, effect
+handler, module, or a prelude builtin). Its `info` holds what the checker derived from the declaration: a
+`FnSig`, a `RecordInfo`/`EnumInfo`, an `AgentInfo`, a `ToolInfo`, a constant's type, a `ModuleScope`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..types import Type
+
+
+class Entity:
+    __slots__ = ("kind", "name", "decl", "scope", "pub", "info")
+
+    def __init__(self, kind: str, name: str, decl: Any, scope: Any, pub: bool, info: Any = None) -> None:
+        self.kind = kind
+        self.name = name
+        self.decl = decl
+        self.scope = scope
+        self.pub = pub
+        self.info = info
+
+
+class FnSig:
+    """A function's signature; type parameters appear as `TypeVar`s in params and ret."""
+
+    __slots__ = ("name", "tparams", "params", "ret", "fails", "span")
+
+    def __init__(self, name: str, tparams: list[str], params: list[tuple[str, Type]], ret: Type, fails: bool,
+                 span: tuple | None) -> None:
+        self.name = name
+        self.tparams = tparams
+        self.params = params
+        self.ret = ret
+        self.fails = fails
+        self.span = span
+
+
+class ToolInfo:
+    """A tool block (or built-in tool): its functions by Sage name."""
+
+    __slots__ = ("name", "fns", "builtin")
+
+    def __init__(self, name: str, fns: dict[str, FnSig], builtin: bool) -> None:
+        self.name = name
+        self.fns = fns
+        self.builtin = builtin
+
+
+class FieldInfo:
+    __slots__ = ("name", "type", "persistent", "decl")
+
+    def __init__(self, name: str, type_: Type, persistent: bool, decl: Any) -> None:
+        self.name = name
+        self.type = type_
+        self.persistent = persistent
+        self.decl = decl
+
+
+class AgentInfo:
+    """An agent: its fields, what it receives, and its result type (the type of its `yield`s, §3.5).
+
+    The result type is known only after its handlers are checked; `await` may need it earlier (an agent
+    declared later, or one whose handlers were not reached yet), so handlers are checked on demand and
+    `state` guards against cycles: new -> checking -> done."""
+
+    __slots__ = ("name", "decl", "scope", "fields", "receives", "message_types", "result", "state", "reads",
+                 "result_span")
+
+    def __init__(self, name: str, decl: Any, scope: Any) -> None:
+        self.name = name
+        self.decl = decl
+        self.scope = scope
+        self.fields: dict[str, FieldInfo] = {}
+        self.receives: Type | None = None
+        self.message_types: list[Type] = []
+        self.result: Type | None = None
+        self.state = "new"
+        self.reads: set[str] = set()
+        self.result_span: tuple | None = None

@@ -1,0 +1,226 @@
+"""Elicitation: what a server asks during a call, the answers, and the terminal form (SPEC §8.7).
+
+The manager hands every request to one synchronous resolver `resolver(server_name, request) -> answer`
+supplied by the runtime: under `sage run` a `TerminalElicitation`, under `sage test` the `mock elicit`
+queue. The request carries the server's effective mode setting (`prompt`/`decline`/`auto`) so that the
+terminal resolver can honour it while a test resolver answers from mocks whatever the setting says.
+A resolver may raise `ElicitationRefused` to answer the server with an error (a `fail("m")` mock).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Any, TextIO
+
+
+class ElicitationRequest:
+    """One request: `mode` is "form" (a message plus a flat JSON schema) or "url" (a URL to visit)."""
+
+    __slots__ = ("server", "mode", "message", "schema", "url", "setting")
+
+    def __init__(self, server: str, mode: str, message: str, schema: dict | None, url: str | None,
+                 setting: str) -> None:
+        self.server = server
+        self.mode = mode
+        self.message = message
+        self.schema = schema
+        self.url = url
+        self.setting = setting
+
+    def __repr__(self) -> str:
+        return f"ElicitationRequest({self.server!r}, {self.mode!r}, {self.message!r})"
+
+
+class ElicitationAnswer:
+    """`accept` (with the content, a dict of property values), `decline` or `cancel`."""
+
+    __slots__ = ("action", "content")
+
+    def __init__(self, action: str, content: dict | None = None) -> None:
+        if action not in ("accept", "decline", "cancel"):
+            raise ValueError(f"unknown elicitation action {action!r}")
+        self.action = action
+        self.content = content if action == "accept" else None
+
+    def __repr__(self) -> str:
+        return f"ElicitationAnswer({self.action!r}, {self.content!r})"
+
+
+DECLINE = ElicitationAnswer("decline")
+CANCEL = ElicitationAnswer("cancel")
+
+
+class ElicitationRefused(Exception):
+    """Raised by a resolver to answer the server with an error carrying this message."""
+
+
+# ---------------------------------------------------------------- the terminal form
+
+_FORM_LOCK = threading.Lock()  # only one form at a time across all agents (§8.7)
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class TerminalElicitation:
+    """Asks the user on the terminal; declines when the setting (or `auto` without a terminal) says so.
+
+    Runs on a worker thread of the event loop, never on the loop itself. The streams can be replaced
+    (tests drive the form through them).
+    """
+
+    def __init__(self, stdin: TextIO | None = None, stderr: TextIO | None = None,
+                 interactive: bool | None = None) -> None:
+        self.stdin = stdin
+        self.stderr = stderr
+        self.interactive = interactive
+
+    def __call__(self, server: str, request: ElicitationRequest) -> ElicitationAnswer:
+        if not self._should_prompt(request.setting):
+            return DECLINE
+        with _FORM_LOCK:
+            try:
+                if request.mode == "url":
+                    return self._url(request)
+                return self._form(request)
+            except (_Cancelled, KeyboardInterrupt, EOFError):
+                return CANCEL
+
+    def _in(self) -> TextIO:
+        return self.stdin if self.stdin is not None else sys.stdin
+
+    def _err(self) -> TextIO:
+        return self.stderr if self.stderr is not None else sys.stderr
+
+    def _should_prompt(self, setting: str) -> bool:
+        if setting == "decline":
+            return False
+        if setting == "prompt":
+            return True
+        if self.interactive is not None:
+            return self.interactive
+        return _isatty(self._in()) and _isatty(self._err())
+
+    def _say(self, text: str) -> None:
+        err = self._err()
+        err.write(text)
+        err.flush()
+
+    def _ask(self, prompt: str) -> str:
+        self._say(prompt)
+        line = self._in().readline()
+        if line == "":
+            raise _Cancelled()
+        return line.rstrip("\r\n")
+
+    def _url(self, request: ElicitationRequest) -> ElicitationAnswer:
+        self._say(f"MCP server '{request.server}' asks you to open a URL: {request.message}\n  {request.url}\n")
+        while True:
+            answer = self._ask("Did you complete it? [y/n] ").strip().lower()
+            if answer in ("y", "yes"):
+                return ElicitationAnswer("accept", {})
+            if answer in ("n", "no"):
+                return DECLINE
+
+    def _form(self, request: ElicitationRequest) -> ElicitationAnswer:
+        self._say(f"MCP server '{request.server}' asks: {request.message}\n")
+        while True:
+            choice = self._ask("accept / decline / cancel? [a/d/c] ").strip().lower()
+            if choice in ("d", "decline"):
+                return DECLINE
+            if choice in ("c", "cancel"):
+                return CANCEL
+            if choice in ("a", "accept"):
+                break
+        schema = request.schema or {}
+        properties = schema.get("properties") or {}
+        required = set(schema.get("required") or [])
+        content: dict[str, Any] = {}
+        for name, prop in properties.items():
+            value = self._property(name, prop if isinstance(prop, dict) else {}, name in required)
+            if value is not _SKIP:
+                content[name] = value
+        return ElicitationAnswer("accept", content)
+
+    def _property(self, name: str, prop: dict, required: bool) -> Any:
+        title = prop.get("title") or name
+        choices = _choices(prop)
+        lines = [f"{title}{' (required)' if required else ''}"]
+        if prop.get("description"):
+            lines.append(f"  {prop['description']}")
+        if choices is not None:
+            lines.append("  one of: " + ", ".join(f"{i + 1}) {label}" for i, (_, label) in enumerate(choices)))
+        if prop.get("format"):
+            lines.append(f"  format: {prop['format']}")
+        if "default" in prop:
+            lines.append(f"  default: {json.dumps(prop['default'], ensure_ascii=False)}")
+        self._say("\n".join(lines) + "\n")
+        while True:
+            text = self._ask(f"{name}: ").strip()
+            if text == "":
+                if "default" in prop:
+                    return prop["default"]
+                if not required:
+                    return _SKIP
+                self._say("  a value is required\n")
+                continue
+            try:
+                return _parse_value(text, prop, choices)
+            except ValueError as exc:
+                self._say(f"  {exc}\n")
+
+
+_SKIP = object()
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _choices(prop: dict) -> list[tuple[Any, str]] | None:
+    """(value, label) pairs of an enum property: `enum` (+ `enumNames`) or `oneOf` of `const`/`title`."""
+    if isinstance(prop.get("enum"), list):
+        names = prop.get("enumNames")
+        values = prop["enum"]
+        labels = names if isinstance(names, list) and len(names) == len(values) else values
+        return [(v, str(label)) for v, label in zip(values, labels)]
+    options = prop.get("oneOf") or prop.get("anyOf")
+    if isinstance(options, list) and options and all(isinstance(o, dict) and "const" in o for o in options):
+        return [(o["const"], str(o.get("title", o["const"]))) for o in options]
+    return None
+
+
+def _parse_value(text: str, prop: dict, choices: list[tuple[Any, str]] | None) -> Any:
+    kind = prop.get("type")
+    if choices is not None:
+        if text.isdigit() and 1 <= int(text) <= len(choices):
+            return choices[int(text) - 1][0]
+        for value, label in choices:
+            if text == str(value) or text == label:
+                return value
+        raise ValueError("choose one of the listed values")
+    if kind == "boolean":
+        lowered = text.lower()
+        if lowered in ("y", "yes", "true"):
+            return True
+        if lowered in ("n", "no", "false"):
+            return False
+        raise ValueError("answer yes or no")
+    if kind == "integer":
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError("enter a whole number") from None
+    if kind == "number":
+        try:
+            return float(text) if any(c in text for c in ".eE") else int(text)
+        except ValueError:
+            raise ValueError("enter a number") from None
+    if kind == "array":
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return text

@@ -1,0 +1,137 @@
+"""How a connection reaches its server: a child process (stdio), Streamable HTTP, or an SDK server object
+loaded from a Python file (inprocess). Each opener enters its resources on the connection's exit stack and
+returns what the SDK's `Client` takes as its `server` argument.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any, AsyncIterator
+
+from .config import ServerConfig, resolve_env
+from .failures import McpFailure
+from .stdio import ChildProcess, stdio_transport
+
+# The variables a stdio server gets when `inherit_env` is false (§8.2).
+BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+
+
+class HttpStatus:
+    """The status of the last failed HTTP answer, captured by a response hook: the SDK turns a 401 into a
+    generic JSON-RPC error, and §8.10 needs the number for `MCP auth error` / `MCP HTTP error`."""
+
+    def __init__(self) -> None:
+        self.code: int | None = None
+
+    def failure(self) -> McpFailure | None:
+        if self.code is None:
+            return None
+        if self.code in (401, 403):
+            return McpFailure("auth error", f"server returned HTTP {self.code}")
+        return McpFailure("HTTP error", f"server returned HTTP {self.code}")
+
+
+def child_env(config: ServerConfig) -> dict[str, str]:
+    """The environment of a stdio server: the allow-list (or everything with inherit_env) plus `env`."""
+    extra = resolve_env(config.env, config.table[:-1] + ".env]")
+    if config.inherit_env:
+        base = dict(os.environ)
+    else:
+        base = {k: os.environ[k] for k in BASE_ENV if k in os.environ}
+    base.update(extra)
+    return base
+
+
+def write_log_header(log: Any, what: str) -> None:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    log.write(f"=== {stamp} start: {what}\n")
+    log.flush()
+
+
+async def open_stdio(stack: AsyncExitStack, config: ServerConfig, root: str, log_path: str,
+                     child: ChildProcess) -> Any:
+    env = child_env(config)
+    cwd = os.path.join(root, config.cwd) if config.cwd else root
+    command = config.command or ""
+    log = stack.enter_context(open(log_path, "a", encoding="utf-8"))
+    write_log_header(log, " ".join([command, *config.args]))
+    try:
+        return await stack.enter_async_context(stdio_transport(command, config.args, env, cwd, log, child))
+    except FileNotFoundError:
+        where = "" if os.path.isdir(cwd) else f" (working directory {cwd} does not exist)"
+        raise McpFailure("connection failed", f"cannot start '{command}': command not found{where}") from None
+    except OSError as exc:
+        raise McpFailure("connection failed", f"cannot start '{command}': {exc.strerror or exc}") from None
+
+
+def http_headers(config: ServerConfig) -> dict[str, str]:
+    headers = resolve_env(config.headers, config.table[:-1] + ".headers]")
+    if config.auth == "bearer":
+        token = os.environ.get(config.token_env or "")
+        if token is None:
+            raise McpFailure("auth error",
+                             f"{config.table} token_env refers to unset environment variable '{config.token_env}'")
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
+@asynccontextmanager
+async def _http(url: str, headers: dict[str, str], connect_s: float, status: HttpStatus,
+                auth: Any) -> AsyncIterator[Any]:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def on_response(response: Any) -> None:
+        if response.status_code >= 400:
+            status.code = response.status_code
+
+    # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request.
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(connect_s, read=None), auth=auth,
+                                  event_hooks={"response": [on_response]}) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            yield streams
+
+
+async def open_http(stack: AsyncExitStack, config: ServerConfig, root: str, log_path: str,
+                    status: HttpStatus) -> Any:
+    headers = http_headers(config)
+    auth = None
+    if config.auth == "oauth":
+        from .oauth import oauth_provider
+        auth = await oauth_provider(config, root)
+    with open(log_path, "a", encoding="utf-8") as log:
+        write_log_header(log, config.url or "")
+    return await stack.enter_async_context(_http(config.url or "", headers, config.connect_timeout_ms / 1000,
+                                                  status, auth))
+
+
+_INPROCESS_CACHE: dict[str, Any] = {}
+
+
+def open_inprocess(config: ServerConfig, root: str) -> Any:
+    """The SDK server object named by `module`/`object`; a file is loaded once per process."""
+    path = os.path.abspath(os.path.join(root, config.module or ""))
+    module = _INPROCESS_CACHE.get(path)
+    if module is None:
+        if not os.path.isfile(path):
+            raise McpFailure("connection failed", f"module {config.module} not found")
+        name = "sage_mcp_inprocess_" + str(len(_INPROCESS_CACHE))
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise McpFailure("connection failed", f"cannot load module {config.module}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[name]
+            raise McpFailure("connection failed",
+                             f"loading {config.module} raised {type(exc).__name__}: {exc}") from None
+        _INPROCESS_CACHE[path] = module
+    server = getattr(module, config.object, None)
+    if server is None:
+        raise McpFailure("connection failed", f"{config.module} has no object '{config.object}'")
+    return server

@@ -1,0 +1,261 @@
+"""`sage test` as a user runs it: results, details, summary, exit codes, mocks, timeouts, JUnit, pytest plugin."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+def sage(*args: str, cwd: Path, timeout: int = 120) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "sagepy", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def project(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return tmp_path
+
+
+GROVE = """\
+    [project]
+    name = "t"
+
+    [tools.Tracker]
+    command = "this-command-does-not-exist-anywhere"
+    """
+
+MAIN = """\
+    record Issue { id: Int, title: String }
+
+    tool Tracker {
+        #[mcp_name = "search-issues"]
+        fn search(repo: String) -> List<Issue>
+        fn count(repo: String) -> String
+    }
+
+    agent Leaf {
+        n: Int
+        on start {
+            let answer = try divine("leaf {self.n}");
+            print("leaf got {answer}");
+            yield(answer);
+        }
+    }
+
+    agent Middle {
+        on start {
+            let leaf = summon Leaf { n: 2 };
+            let r = try await leaf;
+            yield("middle: " ++ r);
+        }
+    }
+
+    agent Searcher {
+        use Tracker
+        on start {
+            let issues = try Tracker.search("acme");
+            yield(len(issues));
+        }
+        on error(e) {
+            yield(-1);
+        }
+    }
+
+    agent Sleeper {
+        on start { sleep_ms(5000); yield(1); }
+    }
+
+    agent Main { on start { yield(0); } }
+    run Main;
+    """
+
+
+def test_passing_failing_and_summary(tmp_path: Path) -> None:
+    root = project(tmp_path, {"grove.toml": GROVE, "src/main.sg": MAIN, "src/main_test.sg": """\
+        test "fifo order of divine mocks" {
+            mock divine -> "first";
+            mock divine -> "second";
+            let a = try divine("x");
+            let b = try divine("y");
+            assert_eq(a ++ b, "firstsecond");
+        }
+
+        test "mocks reach agents two levels deep" {
+            mock divine -> "deep";
+            let r = try await summon Middle {};
+            assert_eq(r, "middle: deep");
+        }
+
+        test "a failing assertion shows values and source" {
+            print("some output");
+            assert_eq(1 + 1, 3);
+        }
+        """})
+    r = sage("test", cwd=root)
+    lines = r.stdout.splitlines()
+    assert lines[0] == "running 3 tests from 1 file"
+    assert lines[1] == "PASS src/main_test.sg::fifo order of divine mocks"
+    assert lines[2] == "PASS src/main_test.sg::mocks reach agents two levels deep"
+    assert lines[3] == "FAIL src/main_test.sg::a failing assertion shows values and source"
+    assert lines[4] == "    assert_eq failed at src/main_test.sg:17:5"
+    assert lines[5] == "      actual:   2"
+    assert lines[6] == "      expected: 3"
+    assert lines[7] == "      17 |     assert_eq(1 + 1, 3);"
+    assert lines[8] == "    captured output:"
+    assert lines[9] == "      | some output"
+    assert lines[10] == ""
+    assert lines[11].startswith("test result: FAILED. 2 passed, 1 failed, 0 skipped [")
+    assert r.returncode == 1
+
+
+def test_typed_tool_mocks_never_start_the_server(tmp_path: Path) -> None:
+    """grove.toml points at a command that does not exist: any real call would fail to connect."""
+    root = project(tmp_path, {"grove.toml": GROVE, "src/main.sg": MAIN, "src/main_test.sg": """\
+        test "record return from a JSON string mock" {
+            mock tool Tracker.search -> '[{"id": 7, "title": "Crash"}, {"id": 8, "title": "Hang"}]';
+            let issues = try Tracker.search("acme");
+            assert_eq(issues, [Issue { id: 7, title: "Crash" }, Issue { id: 8, title: "Hang" }]);
+        }
+
+        test "string return from a non-string mock" {
+            mock tool Tracker.count -> 42;
+            assert_eq(try Tracker.count("acme"), "42");
+        }
+
+        test "agent sees the typed mock" {
+            mock tool Tracker.search -> [];
+            assert_eq(try await summon Searcher {}, 0);
+        }
+
+        test "a fail mock goes to on error" {
+            mock tool Tracker.search -> fail("tracker is down");
+            assert_eq(try await summon Searcher {}, -1);
+        }
+
+        test "a fail mock is an MCP tool error" {
+            mock tool Tracker.search -> fail("down");
+            let e = Tracker.search("x") catch(e) { [] };
+            let msg = "x" catch { "y" };
+            assert_eq(len(e), 0);
+            assert_eq(msg, "x");
+        }
+        """})
+    r = sage("test", cwd=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "test result: ok. 5 passed, 0 failed, 0 skipped" in r.stdout
+    assert not (root / ".sage" / "logs" / "Tracker.log").exists()
+
+
+def test_mock_conversion_failure_names_mock_type_and_value(tmp_path: Path) -> None:
+    root = project(tmp_path, {"grove.toml": GROVE, "src/main.sg": MAIN, "src/main_test.sg": """\
+        test "bad mock" {
+            mock tool Tracker.search -> '[{"id": "seven"}]';
+            let issues = try Tracker.search("acme");
+            assert_eq(len(issues), 1);
+        }
+        """})
+    r = sage("test", cwd=root)
+    assert r.returncode == 1
+    detail = r.stdout.splitlines()[2]
+    assert detail.startswith("    mock for Tracker.search: cannot convert '[{\"id\": \"seven\"}]' to List<Issue>: ")
+
+
+def test_empty_divine_queue_is_e054(tmp_path: Path) -> None:
+    root = project(tmp_path, {"grove.toml": GROVE, "src/main.sg": MAIN, "src/main_test.sg": """\
+        test "no mock" {
+            let r = try divine("hello");
+            assert_eq(r, "never");
+        }
+        """})
+    r = sage("test", cwd=root)
+    assert r.returncode == 1
+    assert "    error[E054]: LLM error: no mock left for divine (E054)" in r.stdout
+    assert "      --> src/main_test.sg:2:17" in r.stdout
+
+
+def test_timeout_fails_the_test_and_stops_its_agents(tmp_path: Path) -> None:
+    root = project(tmp_path, {"grove.toml": GROVE + "\n[test]\ntimeout_ms = 300\n", "src/main.sg": MAIN,
+                              "src/main_test.sg": """\
+        test "slow" {
+            let r = try await summon Sleeper {};
+            assert_eq(r, 1);
+        }
+        test "fast" {
+            assert_eq(1, 1);
+        }
+        """})
+    r = sage("test", cwd=root, timeout=30)
+    assert r.returncode == 1
+    assert "FAIL src/main_test.sg::slow\n    timed out after 300 ms" in r.stdout
+    assert "PASS src/main_test.sg::fast" in r.stdout
+    r = sage("test", "--timeout-ms", "200", cwd=root, timeout=30)
+    assert "timed out after 200 ms" in r.stdout
+
+
+def test_filter_file_list_serial_and_junit(tmp_path: Path) -> None:
+    root = project(tmp_path, {"grove.toml": GROVE, "src/main.sg": MAIN, "src/main_test.sg": """\
+        test "alpha one" { assert_true(true); }
+        @serial
+        test "beta two" { assert_false(true); }
+        test "alpha three" { assert_contains("haystack", "hay"); }
+        """})
+    listed = sage("test", "--list", cwd=root)
+    assert listed.stdout.splitlines() == ["src/main_test.sg::alpha one", "src/main_test.sg::beta two",
+                                          "src/main_test.sg::alpha three"]
+    only = sage("test", "--filter", "alpha", "-v", cwd=root)
+    assert only.returncode == 0
+    assert "test result: ok. 2 passed, 0 failed, 1 skipped" in only.stdout
+    assert "SKIP src/main_test.sg::beta two" in only.stdout
+    assert sage("test", "--filter", "nothing-like-this", cwd=root).stderr == "no tests matched\n"
+    xml_path = tmp_path / "out.xml"
+    everything = sage("test", "--serial", "--junit-xml", str(xml_path), cwd=root)
+    assert everything.returncode == 1
+    suite = ET.parse(xml_path).getroot().find("testsuite")
+    assert suite.get("name") == "src/main_test.sg"
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert set(cases) == {"alpha one", "beta two", "alpha three"}
+    failure = cases["beta two"].find("failure")
+    assert failure.get("message") == "assert_false failed at src/main_test.sg:3:19"
+    assert cases["alpha one"].find("failure") is None
+
+
+def test_no_test_files(tmp_path: Path) -> None:
+    r = sage("test", cwd=tmp_path)
+    assert (r.returncode, r.stderr) == (1, "no test files found (files must end in _test.sg)\n")
+
+
+def test_file_with_errors_counts_as_one_failure(tmp_path: Path) -> None:
+    root = project(tmp_path, {"src/bad_test.sg": """\
+        test "x" { assert_eq(undefined_thing, 1); }
+        """})
+    r = sage("test", cwd=root)
+    assert r.returncode == 1
+    assert "error[E010]" in r.stderr
+    assert "FAIL src/bad_test.sg: file has errors" in r.stdout
+    assert "0 passed, 1 failed" in r.stdout
+
+
+def test_pytest_plugin_collects_sage_tests(tmp_path: Path) -> None:
+    root = project(tmp_path, {"grove.toml": GROVE, "src/main.sg": MAIN, "src/main_test.sg": """\
+        test "good" { assert_eq(2, 2); }
+        test "bad" { assert_eq("a", "b"); }
+        """})
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    r = subprocess.run([sys.executable, "-m", "pytest", "--sage", "-q",
+                        "-p", "no:cacheprovider", "src"], cwd=root, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert "1 failed, 1 passed" in r.stdout, r.stdout + r.stderr
+    assert 'assert_eq failed at src/main_test.sg:2:14' in r.stdout
+    assert 'actual:   "a"' in r.stdout
+    quiet = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "src"], cwd=root,
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert "no tests ran" in quiet.stdout
