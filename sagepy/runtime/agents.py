@@ -80,6 +80,8 @@ class Runtime:
         self.shutting_down = False
         self.effects: Any = None
         self.test_failure: Any = None   # the first assertion or mock-conversion failure of a test
+        from .persistence import StateStore
+        self.store: StateStore = StateStore(None)   # @persistent fields; run.py opens the project's store
 
     def next_number(self, name: str) -> int:
         with self.lock:

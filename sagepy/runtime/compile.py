@@ -80,7 +80,7 @@ class FnRecord:
 
 class CompiledAgent:
     __slots__ = ("name", "decl", "env", "handlers", "message_handlers", "field_names", "persistent",
-                 "receives")
+                 "persistent_types", "receives")
 
     def __init__(self, name: str, decl: Any, env: ModuleEnv) -> None:
         self.name = name
@@ -90,6 +90,7 @@ class CompiledAgent:
         self.message_handlers: list[tuple[Callable[[Any], bool], Any]] = []
         self.field_names = [f.name for f in decl.fields if f.annotation != "persistent"]
         self.persistent = [f for f in decl.fields if f.annotation == "persistent"]
+        self.persistent_types: dict[str, Any] = {}
         self.receives = decl.receives
 
 
@@ -442,7 +443,9 @@ class Compiler:
             if f.name in seen_fields:
                 self.error("E012", f"duplicate field `{f.name}` in agent `{decl.name}`", f.span)
             seen_fields.add(f.name)
-            self.resolve_type(f.type, self.env)
+            t = self.resolve_type(f.type, self.env)
+            if f.annotation == "persistent":
+                agent.persistent_types[f.name] = t
         for tool_name, span in decl.uses:
             if not self.host.tool_exists(self.env, tool_name):
                 self.error("E037", f"unknown tool `{tool_name}`", span)

@@ -78,9 +78,6 @@ class Host:
         effects = ctx.runtime.effects if ctx is not None and ctx.runtime.effects is not None else self.effects
         effects.trace(ctx, kind, data)
 
-    def checkpoint(self, ctx: Any) -> None:
-        return None
-
     # ---------------------------------------------------------------- intrinsics
     def compile_intrinsic(self, c: Compiler, name: str, node: Any, scope: BlockScope, expected: Any):
         if name.startswith("assert") and name in ASSERTIONS:
@@ -244,17 +241,45 @@ class Host:
         return run
 
     def persistent_field(self, agent: CompiledAgent, name: str):
-        def get(frame: list) -> Any:
-            raise _raise_at("Runtime", "@persistent fields are not available in this version", None, "", None)
-        return get
+        def value(frame: list) -> Any:
+            raise SageRaise(ErrorValue("Runtime", f"persistent field `{name}` is read with `.get()`"))
+        return value
 
     def persistent_method(self, c: Compiler, agent: CompiledAgent, field: str, method: str, node: Any,
                           scope: BlockScope):
-        file, span = c.file, node.span
+        args = [c.expr(a, scope) for a in node.args]
+        expected = {"get": 0, "set": 1, "checkpoint": 0}.get(method)
+        if expected is None:
+            c.error("E021", f"persistent field `{field}` has no method `{method}` (get, set, checkpoint)", node.span)
+            return lambda frame: UNIT
+        if len(args) != expected:
+            c.error("E020", f"`{method}` takes {expected} argument(s), {len(args)} given", node.span)
+            return lambda frame: UNIT
+        name = agent.name
+        if method == "get":
+            return lambda frame: frame[0].runtime.store.get(name, field)
+        if method == "set":
+            (arg,) = args
 
-        def run(frame: list) -> Any:
-            raise _raise_at("Runtime", "@persistent fields are not available in this version", None, file, span)
-        return run
+            def set_(frame: list) -> Any:
+                frame[0].runtime.store.save(name, field, arg(frame))
+                return UNIT
+            return set_
+
+        def checkpoint(frame: list) -> Any:
+            store = frame[0].runtime.store
+            store.save(name, field, store.get(name, field))
+            return UNIT
+        return checkpoint
+
+    def checkpoint(self, ctx: Any) -> None:
+        agent = ctx.agent
+        if agent is None:
+            return None
+        store = ctx.runtime.store
+        for f in agent.persistent:
+            store.save(agent.name, f.name, store.get(agent.name, f.name))
+        return None
 
     def tool_decl(self, env: ModuleEnv, name: str) -> tuple | None:
         """(ToolDecl, its module env, built-in?) for a tool visible in env."""
@@ -359,7 +384,9 @@ class Host:
         try:
             fixed = False
             try:
-                if "waking" in handlers:
+                for name, t in agent.persistent_types.items():
+                    inst.runtime.store.load(agent.name, name, t)
+                if "waking" in handlers and agent.persistent:
                     handlers["waking"].run(inst)
                 if "start" in handlers:
                     handlers["start"].run(inst)

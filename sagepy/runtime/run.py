@@ -45,6 +45,8 @@ def run_entry(entry_path: str, project: Any, trace_file: str | None = None, trac
     trace_path = trace_file or os.environ.get("SAGE_TRACE_FILE")
     effects = Effects(runtime, project, trace_path, trace_stderr or bool(os.environ.get("SAGE_TRACE")))
     runtime.effects = effects
+    from .persistence import StateStore
+    runtime.store = StateStore.for_project(project)
     host = Host(runtime, effects)
     program, diags = compile_entry(entry_path, host, project=project)
     run_decl = None
@@ -84,6 +86,7 @@ def run_entry(entry_path: str, project: Any, trace_file: str | None = None, trac
     finally:
         effects.trace(None, "run.end", {"exit_code": code, "duration_ms": int((time.monotonic() - started) * 1000)})
         effects.close()
+        runtime.store.close()
     return code
 
 

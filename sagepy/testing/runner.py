@@ -97,7 +97,7 @@ def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False) -> TestRes
         with lock:
             output.extend(text.split("\n"))
 
-    runtime = Runtime(out=capture, err=capture)
+    runtime = Runtime(out=capture, err=capture)   # its StateStore is a fresh in-memory one
     effects = Effects(runtime, case.project)
     effects.mocks = MockQueues()
     effects.real_llm = real_llm

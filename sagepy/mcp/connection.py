@@ -1,0 +1,449 @@
+"""One live connection to one MCP server, run on the shared event loop (SPEC §8.3, §8.7-§8.9).
+
+The SDK's `Client` must be entered and exited in the same task, so each connection has one *owner task*
+that enters the transport and the client, publishes the client, and waits for the close signal; requests
+run as tasks of their own next to it. A connect-phase deadline lives on the owner's outermost cancel scope
+(`connect_timeout_ms` bounds spawning, negotiation and the first tool listing), and is lifted once connected.
+
+Every request is bounded by sagepy's own timer (`timeout_ms`), which stops while an elicitation form of
+this connection is open; on expiry the request's task is cancelled, so the SDK tells the server
+(`notifications/cancelled`). The SDK's own read timeout is never used: it cannot pause.
+
+Everything here raises `McpFailure`; nothing here knows about Sage values.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import sys
+from contextlib import AsyncExitStack
+from typing import Any, Callable
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from ..convert import compact_json
+from ..diagnostics import display_path
+from .config import McpSettings, ServerConfig
+from .elicitation import DECLINE, ElicitationAnswer, ElicitationRefused, ElicitationRequest
+from .failures import McpFailure
+from .stdio import ChildProcess
+from .transports import HttpStatus, open_http, open_inprocess, open_stdio
+
+MAX_PAGES = 1000
+NOTE_LINES = 20
+_CANCEL_GRACE_S = 2.0
+
+
+class Hooks:
+    """What connections call back into: the resolvers the runtime supplies, tracing and stderr."""
+
+    def __init__(self, settings: McpSettings, elicitation: Callable | None, sampling: Callable | None,
+                 trace: Callable | None) -> None:
+        self.settings = settings
+        self.elicitation = elicitation
+        self.sampling = sampling
+        self.trace_fn = trace
+
+    def trace(self, kind: str, data: dict) -> None:
+        if self.trace_fn is not None:
+            self.trace_fn(kind, data)
+
+    def note(self, text: str) -> None:
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        sys.stderr.flush()
+
+
+class _PauseGate:
+    """Counts the elicitation forms open on a connection; request timers stop while any is open."""
+
+    def __init__(self) -> None:
+        self.open_forms = 0
+        self._changed = asyncio.Event()
+
+    def enter(self) -> None:
+        self.open_forms += 1
+        self._signal()
+
+    def leave(self) -> None:
+        self.open_forms -= 1
+        self._signal()
+
+    def _signal(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def waiter(self) -> asyncio.Future:
+        return asyncio.ensure_future(self._changed.wait())
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside the nested ExceptionGroups that leave the SDK's task groups."""
+    while isinstance(exc, BaseExceptionGroup):
+        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        exc = (inner or list(exc.exceptions))[0]
+    return exc
+
+
+class Connection:
+    """A connection to one server. Create it, `await open()`, use it, `await close()`; all on the loop."""
+
+    def __init__(self, label: str, config: ServerConfig, root: str, log_path: str, hooks: Hooks) -> None:
+        self.label = label
+        self.config = config
+        self.root = root
+        self.log_path = log_path
+        self.hooks = hooks
+        self.child = ChildProcess(self._child_exited)
+        self.http_status = HttpStatus()
+        self.client: Any = None
+        self.alive = False
+        self.protocol = ""
+        self.server_name = ""
+        self.server_version = ""
+        self._gate = _PauseGate()
+        self._closing = asyncio.Event()
+        self._ready: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._owner: asyncio.Task | None = None
+        self._tools: list[Any] | None = None
+        self._generation = 0
+        self._list_lock = asyncio.Lock()
+        self._log_mark = 0
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def open(self) -> None:
+        """Start, negotiate and list the tools, within `connect_timeout_ms`. Raises McpFailure."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        self._log_mark = _file_size(self.log_path)
+        self._owner = asyncio.create_task(self._own(), name=f"mcp-owner-{self.label}")
+        await asyncio.shield(self._ready)
+        self.alive = True
+        remaining = self.config.connect_timeout_ms / 1000 - (loop.time() - started)
+        try:
+            await self._list_within(max(remaining, 0.001), connect=True)
+        except McpFailure:
+            await self.close()
+            raise
+        transport = self.config.transport
+        self.hooks.trace("mcp.connect", {"server": self.label, "transport": transport, "protocol": self.protocol,
+                                         "duration_ms": int((loop.time() - started) * 1000)})
+
+    async def close(self) -> None:
+        """Orderly shutdown: the owner leaves the client and the transport (stdio: §8.3 sequence)."""
+        self.alive = False
+        self._closing.set()
+        if self._owner is not None:
+            await asyncio.wait({self._owner})
+
+    async def _own(self) -> None:
+        connect_s = self.config.connect_timeout_ms / 1000
+        failure: McpFailure | None = None
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + connect_s) as scope:
+                async with AsyncExitStack() as stack:
+                    await self._enter(stack)
+                    scope.deadline = math.inf
+                    self._ready.set_result(None)
+                    await self._closing.wait()
+            if scope.cancelled_caught and not self._ready.done():
+                failure = self._exit_failure(" during start-up") or McpFailure(
+                    "connection failed", f"'{self.label}' did not complete the handshake within "
+                                         f"{self.config.connect_timeout_ms} ms")
+        except Exception as exc:  # noqa: BLE001 - every failure of the owner becomes the connect failure
+            failure = self._connect_failure(_leaf(exc))
+        finally:
+            self.alive = False
+            self.client = None
+            if not self._ready.done():
+                self._ready.set_exception(failure or McpFailure("connection failed", f"'{self.label}' closed"))
+
+    async def _enter(self, stack: AsyncExitStack) -> None:
+        config = self.config
+        if config.transport == "stdio":
+            target = await open_stdio(stack, config, self.root, self.log_path, self.child)
+        elif config.transport == "http":
+            target = await open_http(stack, config, self.root, self.log_path, self.http_status)
+        else:
+            target = open_inprocess(config, self.root)
+        settings = self.hooks.settings
+        client = Client(
+            target,
+            client_info=types.Implementation(name=settings.client_name, version=settings.client_version),
+            mode=config.protocol,
+            elicitation_callback=self._on_elicit,
+            sampling_callback=self._on_sampling if config.sampling else None,
+            message_handler=self._on_message,
+            cache=None,  # tool lists are cached here, per connection, until list_changed (§8.8)
+        )
+        await stack.enter_async_context(client)
+        self.client = client
+        if config.protocol in MODERN_PROTOCOL_VERSIONS:
+            await self._learn_server_info(client)
+        self.protocol = client.protocol_version
+        info = client.server_info
+        self.server_name = info.name if info is not None else ""
+        self.server_version = info.version if info is not None else ""
+        caps = client.server_capabilities
+        if self.protocol in MODERN_PROTOCOL_VERSIONS and caps.tools is not None and caps.tools.list_changed:
+            subscription = await stack.enter_async_context(client.listen(tools_list_changed=True))
+            group = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(group.cancel_scope.cancel)
+            group.start_soon(self._watch, subscription)
+
+    async def _learn_server_info(self, client: Any) -> None:
+        """A pinned modern version sends nothing at connect; ask the server who it is (§8.9)."""
+        try:
+            raw = await client.session.send_discover(self.config.protocol)
+            client.session.adopt(types.DiscoverResult.model_validate(raw))
+        except Exception:  # noqa: BLE001 - the identity is optional; the name then shows as unknown
+            pass
+
+    async def _watch(self, subscription: Any) -> None:
+        try:
+            async for _event in subscription:
+                self._tools_changed()
+        except Exception:  # noqa: BLE001 - a lost subscription ends with the connection
+            pass
+
+    # ------------------------------------------------------------ server-initiated traffic
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._tools_changed()
+
+    def _tools_changed(self) -> None:
+        self._tools = None
+        self._generation += 1
+        self.hooks.trace("mcp.tools_changed", {"server": self.label})
+
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        mode = getattr(params, "mode", None) or "form"
+        setting = self.config.elicitation or self.hooks.settings.elicitation
+        request = ElicitationRequest(self.label, mode, params.message, getattr(params, "requested_schema", None),
+                                     getattr(params, "url", None), setting)
+        resolver = self.hooks.elicitation
+        action = "decline"
+        try:
+            if resolver is None:
+                answer: ElicitationAnswer = DECLINE
+            else:
+                self._gate.enter()
+                try:
+                    answer = await asyncio.to_thread(resolver, self.label, request)
+                finally:
+                    self._gate.leave()
+            action = answer.action
+            return types.ElicitResult(action=answer.action, content=answer.content)
+        except ElicitationRefused as exc:
+            action = "error"
+            return types.ErrorData(code=types.INVALID_REQUEST, message=str(exc))
+        finally:
+            self.hooks.trace("mcp.elicit", {"server": self.label, "mode": mode, "action": action})
+
+    async def _on_sampling(self, context: Any, params: Any) -> Any:
+        messages = [{"role": m.role, "content": _sampling_text(m.content)} for m in params.messages]
+        try:
+            text = await asyncio.to_thread(self.hooks.sampling, self.label, messages, params.system_prompt,
+                                           params.max_tokens)
+        except Exception as exc:  # noqa: BLE001 - the server gets the failure as a JSON-RPC error
+            error = getattr(exc, "error", None)
+            message = error.display() if error is not None else str(exc)
+            return types.ErrorData(code=types.INTERNAL_ERROR, message=message)
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=text),
+                                         model=self.hooks.settings.client_name, stop_reason="endTurn")
+
+    def _child_exited(self, child: ChildProcess) -> None:
+        """The server's stdout ended while sagepy was not closing it: report it and reap it."""
+        self.alive = False
+        self.hooks.note(self.exit_note())
+        self._closing.set()
+
+    def exit_note(self) -> str:
+        lines = _log_tail(self.log_path, self._log_mark, NOTE_LINES)
+        head = f"note: MCP server '{self.label}' exited (status {self.child.status()}); " \
+               f"last lines of {display_path(self.log_path)}:"
+        return "\n".join([head, *lines])
+
+    # ------------------------------------------------------------ requests
+
+    async def tools(self) -> list[Any]:
+        """Every tool of the server (all pages), cached until a list-changed notification."""
+        return await self._list_within(self.config.timeout_ms / 1000)
+
+    async def _list_within(self, timeout_s: float, connect: bool = False) -> list[Any]:
+        while True:
+            cached = self._tools
+            if cached is not None:
+                return cached
+            async with self._list_lock:
+                if self._tools is not None:
+                    continue
+                generation = self._generation
+                tools = await self._bounded(self._list_all(), "tools/list", timeout_s=timeout_s)
+                if generation == self._generation:
+                    self._tools = tools
+                return tools
+
+    async def _list_all(self) -> list[Any]:
+        tools: list[Any] = []
+        seen: set[str] = set()
+        cursor = None
+        for _ in range(MAX_PAGES):
+            page = await self.client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                return tools
+            if cursor in seen:
+                break
+            seen.add(cursor)
+        raise McpFailure("protocol error", "tools/list pagination did not terminate")
+
+    async def call(self, remote: str, arguments: dict) -> dict:
+        """Call a tool; the result in MCP wire form, checked against `max_result_bytes`."""
+        await self.tools()
+        result = await self._bounded(self.client.call_tool(remote, arguments), "tools/call", remote=remote)
+        data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        size = len(compact_json(data).encode("utf-8"))
+        if size > self.config.max_result_bytes:
+            raise McpFailure("result too large",
+                             f"tool '{remote}' returned {size} bytes (limit {self.config.max_result_bytes})")
+        return data
+
+    async def _bounded(self, coro: Any, method: str, remote: str | None = None,
+                       timeout_s: float | None = None) -> Any:
+        """Run one request under sagepy's pausable timer; map every failure to McpFailure."""
+        if self.client is None or not self.alive:
+            coro.close()
+            raise self._gone()
+        budget = self.config.timeout_ms / 1000 if timeout_s is None else timeout_s
+        task = asyncio.ensure_future(coro)
+        loop = asyncio.get_running_loop()
+        try:
+            while not task.done():
+                waiter = self._gate.waiter()
+                if self._gate.open_forms:
+                    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                else:
+                    started = loop.time()
+                    await asyncio.wait({task, waiter}, timeout=max(budget, 0),
+                                       return_when=asyncio.FIRST_COMPLETED)
+                    budget -= loop.time() - started
+                waiter.cancel()
+                if not task.done() and not self._gate.open_forms and budget <= 0:
+                    await _cancel(task)
+                    ms = self.config.timeout_ms if timeout_s is None else int(timeout_s * 1000)
+                    raise McpFailure("timeout", f"request '{method}' to '{self.label}' timed out after {ms} ms")
+        except asyncio.CancelledError:
+            await _cancel(task)
+            raise
+        try:
+            return task.result()
+        except McpFailure:
+            raise
+        except Exception as exc:  # noqa: BLE001 - mapped to the sub-kinds of §8.10
+            raise self._request_failure(_leaf(exc), method, remote) from None
+
+    # ------------------------------------------------------------ failure mapping
+
+    def _gone(self) -> McpFailure:
+        if self.child.pid is not None and self.child.returncode is not None:
+            return McpFailure("server exited", f"server '{self.label}' exited (status {self.child.status()})")
+        return McpFailure("server exited", f"connection to '{self.label}' closed")
+
+    def _exit_failure(self, when: str) -> McpFailure | None:
+        if self.child.pid is not None and self.child.returncode is not None:
+            return McpFailure("connection failed",
+                              f"server '{self.label}' exited (status {self.child.status()}){when}")
+        return None
+
+    def _connect_failure(self, exc: BaseException) -> McpFailure:
+        if isinstance(exc, McpFailure):
+            return exc
+        exited = self._exit_failure(" during start-up")
+        if exited is not None:
+            return exited
+        http = self.http_status.failure()
+        if http is not None:
+            return http
+        failure = McpFailure("connection failed", f"'{self.label}': {_describe(exc)}")
+        failure.during_handshake = isinstance(exc, (MCPError, RuntimeError))  # type: ignore[attr-defined]
+        return failure
+
+    def _request_failure(self, exc: BaseException, method: str, remote: str | None) -> McpFailure:
+        if isinstance(exc, MCPError):
+            if exc.code == types.CONNECTION_CLOSED:
+                self.alive = False
+                return self.http_status.failure() or self._gone()
+            http = self.http_status.failure()
+            if http is not None:
+                return http
+            return McpFailure("protocol error", f"server '{self.label}' answered '{method}' with error "
+                                                f"{exc.code}: {exc.error.message}")
+        if isinstance(exc, RuntimeError) and remote is not None and (
+                "output schema" in str(exc) or "structured content" in str(exc)):
+            return McpFailure("protocol error", f"server '{self.label}' returned a result for '{remote}' that "
+                                                f"violates its own outputSchema: {_first_line(exc)}")
+        if isinstance(exc, (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)):
+            self.alive = False
+            if self.child.returncode is not None:
+                return self._gone()
+            return McpFailure("I/O error", f"'{self.label}': {_describe(exc)}")
+        if _is_http_transport_error(exc):
+            self.alive = False
+            return self.http_status.failure() or McpFailure("I/O error", f"'{self.label}': {_describe(exc)}")
+        return McpFailure("protocol error", f"server '{self.label}' sent an invalid answer to '{method}': "
+                                            f"{_describe(exc)}")
+
+
+async def _cancel(task: asyncio.Future) -> None:
+    """Cancel a request task and give the SDK a moment to tell the server."""
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=_CANCEL_GRACE_S)
+    for finished in done:
+        if not finished.cancelled():
+            finished.exception()
+
+
+def _is_http_transport_error(exc: BaseException) -> bool:
+    return type(exc).__module__.startswith("httpx2") or type(exc).__module__.startswith("httpcore2")
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).split("\n", 1)[0]
+
+
+def _describe(exc: BaseException) -> str:
+    text = _first_line(exc)
+    if isinstance(exc, MCPError):
+        return f"error {exc.code}: {exc.error.message}"
+    return text if text else type(exc).__name__
+
+
+def _sampling_text(content: Any) -> str:
+    items = content if isinstance(content, list) else [content]
+    return "\n".join(getattr(item, "text", "") for item in items if getattr(item, "type", "") == "text")
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _log_tail(path: str, start: int, count: int) -> list[str]:
+    """The last `count` lines written to the log since offset `start` (this start of the server)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            fh.seek(start)
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    return lines[-count:]

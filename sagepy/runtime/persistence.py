@@ -1,0 +1,78 @@
+"""`@persistent` agent fields (SPEC §4.8).
+
+Values are keyed by agent name and field name, shared by every instance of the agent (last write wins) and
+kept as JSON (SPEC §5) in SQLite at `[persistence] path` when grove.toml has a `[persistence]` section with
+the sqlite backend, otherwise in process memory; `sage test` gives each test a fresh in-memory store. Each write
+is one SQLite transaction, so a process killed between two writes leaves the last committed value, never a
+torn one.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from .. import types as T
+
+
+class StateStore:
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self.cache: dict[tuple[str, str], Any] = {}
+        self.db = None
+        if path is not None:
+            import sqlite3
+            directory = os.path.dirname(path)
+            if directory:
+                os.makedirs(directory, exist_ok=True)
+            self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("CREATE TABLE IF NOT EXISTS sage_state (agent TEXT NOT NULL, field TEXT NOT NULL, "
+                            "value TEXT NOT NULL, PRIMARY KEY (agent, field))")
+
+    @classmethod
+    def for_project(cls, project: Any) -> "StateStore":
+        section = project.config.get("persistence") if project is not None else None
+        if not isinstance(section, dict) or section.get("backend", "sqlite") != "sqlite":
+            return cls(None)
+        return cls(os.path.join(project.root, section.get("path", ".sage/state.db")))
+
+    def load(self, agent: str, field: str, t: T.Type) -> Any:
+        """The stored value, or the type's default (SPEC §4.8)."""
+        from ..convert import default_value, from_json, parse_json
+        key = (agent, field)
+        with self.lock:
+            if key in self.cache:
+                return self.cache[key]
+            value = None
+            if self.db is not None:
+                row = self.db.execute("SELECT value FROM sage_state WHERE agent = ? AND field = ?", key).fetchone()
+                if row is not None:
+                    try:
+                        value = from_json(parse_json(row[0]), t)
+                    except Exception:  # a stored value of an older type: start again from the default
+                        value = None
+            if value is None:
+                value = default_value(t)
+            self.cache[key] = value
+            return value
+
+    def save(self, agent: str, field: str, value: Any) -> None:
+        from ..convert import compact_json, to_json
+        key = (agent, field)
+        text = compact_json(to_json(value))
+        with self.lock:
+            self.cache[key] = value
+            if self.db is not None:
+                self.db.execute("INSERT INTO sage_state (agent, field, value) VALUES (?, ?, ?) "
+                                "ON CONFLICT (agent, field) DO UPDATE SET value = excluded.value", (*key, text))
+
+    def get(self, agent: str, field: str) -> Any:
+        with self.lock:
+            return self.cache[(agent, field)]
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
