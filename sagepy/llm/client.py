@@ -121,25 +121,21 @@ class LlmClient:
         """
         model = model or self.config.model
         typed = target != T.STRING
-        self._emit("llm.request", {"model": model, "prompt_chars": len(prompt), "typed": typed})
-        tally = _Tally()
-        try:
+
+        def answer(tally: _Tally) -> tuple[Any, int, bool]:
             offline = self._offline(model)
             if offline is not None:
                 value = offline(prompt, target)
-                self._emit("llm.response", tally.event(len(value) if isinstance(value, str) else 0, True))
-                return value
+                return value, len(value) if isinstance(value, str) else 0, True
             self._check_ready(model)
             body = self._body(model, [{"role": "user", "content": prompt}], temperature, max_tokens)
             if typed:
                 value, reply = self._typed(body, target, tally)
-            else:
-                value = reply = self._complete(body, None, tally)
-        except SageRaise as exc:
-            self._emit("llm.error", {"error": exc.error.display()})
-            raise
-        self._emit("llm.response", tally.event(len(reply), False))
-        return value
+                return value, len(reply), False
+            reply = self._complete(body, None, tally)
+            return reply, len(reply), False
+
+        return self._traced({"model": model, "prompt_chars": len(prompt), "typed": typed}, answer)
 
     def chat(self, messages: list[dict], *, system: str | None = None, max_tokens: int | None = None,
              server: str | None = None) -> str:
@@ -151,28 +147,37 @@ class LlmClient:
                                    "source": "sampling"}
         if server is not None:
             request["server"] = server
-        self._emit("llm.request", request)
-        tally = _Tally()
-        try:
+
+        def answer(tally: _Tally) -> tuple[str, int, bool]:
             offline = self._offline(model)
             if offline is not None:
                 reply = offline(_last_user_text(messages), T.STRING)
-                self._emit("llm.response", tally.event(len(reply), True))
-                return reply
+                return reply, len(reply), True
             self._check_ready(model)
             full = ([{"role": "system", "content": system}] if system else []) + list(messages)
             reply = self._complete(self._body(model, full, None, max_tokens), None, tally)
-        except SageRaise as exc:
-            self._emit("llm.error", {"error": exc.error.display()})
-            raise
-        self._emit("llm.response", tally.event(len(reply), False))
-        return reply
+            return reply, len(reply), False
+
+        return self._traced(request, answer)
 
     def close(self) -> None:
         """Close pooled connections; the client stays usable and reconnects on its next request."""
         self._transport.close()
 
     # ---------------------------------------------------------------- steps
+    def _traced(self, request: dict, answer: Callable[[_Tally], tuple[Any, int, bool]]) -> Any:
+        """Run `answer` (returning value, reply length, mocked) between `llm.request` and `llm.response`,
+        or `llm.error` when it raises."""
+        self._emit("llm.request", request)
+        tally = _Tally()
+        try:
+            value, chars, mocked = answer(tally)
+        except SageRaise as exc:
+            self._emit("llm.error", {"error": exc.error.display()})
+            raise
+        self._emit("llm.response", tally.event(chars, mocked))
+        return value
+
     def _offline(self, model: str) -> Callable[[str, T.Type], Any] | None:
         """The offline answerer for this call, wrapped so its failures are Llm errors; None to go online."""
         if model == ECHO_MODEL:

@@ -126,7 +126,7 @@ class Connection:
         self.alive = True
         remaining = self.config.connect_timeout_ms / 1000 - (loop.time() - started)
         try:
-            await self._list_within(max(remaining, 0.001), connect=True)
+            await self._list_within(max(remaining, 0.001))
         except McpFailure:
             await self.close()
             raise
@@ -276,7 +276,7 @@ class Connection:
         """Every tool of the server (all pages), cached until a list-changed notification."""
         return await self._list_within(self.config.timeout_ms / 1000)
 
-    async def _list_within(self, timeout_s: float, connect: bool = False) -> list[Any]:
+    async def _list_within(self, timeout_s: float) -> list[Any]:
         while True:
             cached = self._tools
             if cached is not None:
@@ -323,6 +323,7 @@ class Connection:
             coro.close()
             raise self._gone()
         budget = self.config.timeout_ms / 1000 if timeout_s is None else timeout_s
+        self.http_status.code = None
         task = asyncio.ensure_future(coro)
         loop = asyncio.get_running_loop()
         try:

@@ -39,6 +39,11 @@ def event_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The shared loop if it was ever started, without taking the lock (safe on a signal path)."""
+    return _loop
+
+
 def in_loop_thread() -> bool:
     return _thread is not None and threading.current_thread() is _thread
 

@@ -85,7 +85,8 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
     from mcp.client.streamable_http import streamable_http_client
 
     async def on_response(response: Any) -> None:
-        if response.status_code >= 400:
+        # Only the POSTs carry requests; a GET refused for the optional event stream is no failure.
+        if response.status_code >= 400 and response.request.method == "POST":
             status.code = response.status_code
 
     # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request.

@@ -396,9 +396,13 @@ class Compiler:
     def _compile_fn(self, rec: FnRecord) -> None:
         decl = rec.decl
         if decl.extern:
-            impl = self.host.extern_impl(decl)
+            impl = self.host.extern_impl(decl, self.resolve_type(decl.ret, self.env, decl.tparams))
             if impl is None:
-                self.error("E093", f"no implementation for `extern fn {decl.name}`", decl.span)
+                problems = self.host.extern_problems()
+                self.error("E093", f"no implementation for `extern fn {decl.name}`", decl.span,
+                           hint="; ".join(problems) if problems else
+                           "define it in a Python module listed in grove.toml `[extern] modules`")
+                rec.impl = lambda ctx, *args: UNIT
                 return
             rec.impl = lambda ctx, *args: impl(*args)
             rec.value = Function(decl.name, impl)

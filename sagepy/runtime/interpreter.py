@@ -36,6 +36,7 @@ class Host:
         self.builtin_values: dict[str, Function] = {}
         self.tests: list = []
         self.test_file = False
+        self.externs: Any = None
 
     # ---------------------------------------------------------------- names
     def current_context(self) -> Any:
@@ -68,8 +69,15 @@ class Host:
     def tool_exists(self, env: ModuleEnv, name: str) -> bool:
         return self.tool_decl(env, name) is not None
 
-    def extern_impl(self, decl: Any) -> Callable | None:
-        return None
+    def extern_impl(self, decl: Any, ret: T.Type) -> Callable | None:
+        from .externs import ExternModules, bind_extern
+        if self.externs is None:
+            self.externs = ExternModules(self.effects.project)
+        fn = self.externs.find(decl.name)
+        return None if fn is None else bind_extern(decl.name, fn, ret)
+
+    def extern_problems(self) -> list[str]:
+        return self.externs.errors if self.externs is not None else []
 
     def add_test(self, decl: Any, body: Any, env: ModuleEnv) -> None:
         self.tests.append((decl, body, env))
