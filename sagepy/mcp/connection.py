@@ -16,9 +16,8 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import sys
 from contextlib import AsyncExitStack
-from typing import Any, Callable
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -28,7 +27,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..convert import compact_json
 from ..diagnostics import display_path
-from .config import McpSettings, ServerConfig
+from .config import ServerConfig
 from .elicitation import DECLINE, ElicitationAnswer, ElicitationRefused, ElicitationRequest
 from .failures import McpFailure
 from .stdio import ChildProcess
@@ -37,25 +36,6 @@ from .transports import HttpStatus, open_http, open_inprocess, open_stdio
 MAX_PAGES = 1000
 NOTE_LINES = 20
 _CANCEL_GRACE_S = 2.0
-
-
-class Hooks:
-    """What connections call back into: the resolvers the runtime supplies, tracing and stderr."""
-
-    def __init__(self, settings: McpSettings, elicitation: Callable | None, sampling: Callable | None,
-                 trace: Callable | None) -> None:
-        self.settings = settings
-        self.elicitation = elicitation
-        self.sampling = sampling
-        self.trace_fn = trace
-
-    def trace(self, kind: str, data: dict) -> None:
-        if self.trace_fn is not None:
-            self.trace_fn(kind, data)
-
-    def note(self, text: str) -> None:
-        sys.stderr.write(text if text.endswith("\n") else text + "\n")
-        sys.stderr.flush()
 
 
 class _PauseGate:
@@ -92,7 +72,8 @@ def _leaf(exc: BaseException) -> BaseException:
 class Connection:
     """A connection to one server. Create it, `await open()`, use it, `await close()`; all on the loop."""
 
-    def __init__(self, label: str, config: ServerConfig, root: str, log_path: str, hooks: Hooks) -> None:
+    def __init__(self, label: str, config: ServerConfig, root: str, log_path: str, hooks: Any) -> None:
+        """`hooks` is the manager's `Hooks`: settings, resolvers, tracing and the stderr note writer."""
         self.label = label
         self.config = config
         self.root = root

@@ -29,10 +29,6 @@ TERM_GRACE_S = 2.0
 KILL_REAP_S = 2.0
 _POLL_S = 0.01
 
-# Every live server process group, by pid, so that an emergency kill needs neither the loop nor a lock.
-LIVE_GROUPS: set[int] = set()
-
-
 class ChildProcess:
     """What the connection learns about its server process: pid, and exit status once it has ended."""
 
@@ -83,7 +79,6 @@ async def _stop(process: anyio.abc.Process) -> None:
                 logger.warning("MCP server process %d survived SIGKILL", process.pid)
     # Grandchildren left in the group would outlive sagepy; the group id stays reserved while they live.
     kill_group(process.pid, signal.SIGKILL)
-    LIVE_GROUPS.discard(process.pid)
     for stream in (process.stdout, process.stdin):
         with suppress(Exception):
             await stream.aclose()  # type: ignore[union-attr]
@@ -111,7 +106,6 @@ async def stdio_transport(command: str, args: list[str], env: dict[str, str], cw
     process = await anyio.open_process([command, *args], env=env, cwd=cwd, stderr=errlog,
                                        start_new_session=True)
     child.pid = process.pid
-    LIVE_GROUPS.add(process.pid)
     read_writer, read_stream = anyio.create_memory_object_stream[Any](0)
     write_stream, write_reader = anyio.create_memory_object_stream[Any](0)
     closing = False

@@ -163,6 +163,7 @@ class AgentInstance:
         self.depth = 0
         self.current_sender: AgentInstance | None = None
         self.in_message = False
+        self.llm_overrides: dict | None = None   # a supervisor child's `handler Infer: H`
 
     def __repr__(self) -> str:
         return f"<agent {self.display_name}>"

@@ -176,6 +176,9 @@ class Compiler:
                 data = CompiledAgent(item.name, item, env)
             elif kind == "const":
                 data = [None, False]   # value, evaluated
+            elif kind == "supervisor":
+                from .supervisors import SupervisorPlan
+                data = SupervisorPlan(item.name, item.strategy)
             self._bind(env, Entity(kind, item.name, item, data, env, bool(getattr(item, "pub", False))), item.span)
         for entity in list(env.items.values()):
             if entity.kind == "record":
@@ -365,6 +368,9 @@ class Compiler:
                 self._compile_const(entity)
             elif entity.kind == "agent":
                 self._compile_agent(entity.data)
+            elif entity.kind == "supervisor":
+                from .supervisors import compile_supervisor
+                compile_supervisor(self, entity)
         for item in env.module.items:
             if isinstance(item, A.TestDecl):
                 self.host.add_test(item, self._compile_body(item.body, [], "test", None, item.span), env)

@@ -337,7 +337,8 @@ class Host:
         def divine(frame: list) -> Any:
             p = prompt(frame)
             try:
-                return frame[0].runtime.effects.divine(frame[0], p, target, infer)
+                ctx = frame[0]
+                return ctx.runtime.effects.divine(ctx, p, target, infer, ctx.llm_overrides)
             except SageRaise as exc:
                 raise located(exc, file, span, frame[0])
         return divine

@@ -72,9 +72,6 @@ def run_entry(entry_path: str, project: Any, trace_file: str | None = None, trac
             if "start" not in agent.handlers:
                 diags.append(Diagnostic("E041", f"entry agent `{agent.name}` has no `on start` handler",
                                         entry_path, run_decl.span))
-        else:
-            diags.append(Diagnostic("E041", "supervisors are not available in this version", entry_path,
-                                    run_decl.span))
     if any(d.severity == "error" for d in diags):
         report_diagnostics(diags)
         return 1
@@ -91,15 +88,23 @@ def run_entry(entry_path: str, project: Any, trace_file: str | None = None, trac
 
 
 def _run_agent(host: Host, runtime: Runtime, agent: Any) -> int:
-    inst = AgentInstance(runtime, agent, 0, None)
-    runtime.register(inst)
+    from .supervisors import SupervisorPlan, start_supervisor
     finished = threading.Event()
+    if isinstance(agent, SupervisorPlan):
+        inst = start_supervisor(host, runtime, agent, None, number=0)
 
-    def body() -> None:
-        try:
-            host.run_lifecycle(inst, entry=True)
-        finally:
+        def body() -> None:
+            inst.done.wait()
             finished.set()
+    else:
+        inst = AgentInstance(runtime, agent, 0, None)
+        runtime.register(inst)
+
+        def body() -> None:
+            try:
+                host.run_lifecycle(inst, entry=True)
+            finally:
+                finished.set()
 
     interrupted: list[int] = []
 
@@ -114,7 +119,9 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any) -> int:
         except ValueError:
             pass
     try:
-        inst.thread = start_thread(body, "Main#0")
+        thread = start_thread(body, inst.display_name)
+        if not isinstance(agent, SupervisorPlan):
+            inst.thread = thread
         while not finished.wait(0.1):
             pass
     finally:

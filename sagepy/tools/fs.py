@@ -51,7 +51,7 @@ def _resolve(where: str, path: str) -> str:
             current = os.path.dirname(current)
             continue
         candidate = os.path.join(current, part)
-        if False:
+        if os.path.islink(candidate):
             target = os.path.realpath(candidate)
             if not _inside(target, root):
                 link = os.sep.join(parts[:index + 1])

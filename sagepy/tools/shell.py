@@ -69,7 +69,7 @@ def _decode(data: bytes | None) -> str:
 def run(cmd: str, *, cancel: threading.Event | None = None) -> Record:
     timeout = _timeout()
     try:
-        proc = subprocess.Popen(["sh", "-c", cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(["sh", "-c", cmd], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -1,0 +1,359 @@
+"""The synchronous face of MCP for the runtime: typed calls, dynamic builtins, safety and shutdown.
+
+Agent threads call these methods; each one runs its work as a task on the shared event loop and waits for
+it. All connection state (which server is connected, which connect is in flight) is touched only on the
+loop thread, so there are no locks on this side, and `close_all` can run from a signal path.
+
+One connection per configured server, opened on first use (or eagerly by `prestart`) and shared by every
+agent; one unshared connection per `mcp_connect` handle. A connection whose server exited is replaced by a
+new one on the next call (§8.3). Errors come out as Sage errors: `MCP <sub-kind>: …` for typed calls, the
+messages of §8.5's table for the dynamic builtins.
+"""
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import itertools
+import json
+import os
+import signal
+import sys
+import threading
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..runtime.values import NONE, Record, Variant, some
+from ..types import Type
+from . import loop
+from .config import McpSettings, ServerConfig
+from .dynamic import (handle_id, listing_object, log_name, parse_arguments, parse_connect_config,
+                      server_info_record, tool_records)
+from .failures import McpFailure, dynamic_error, typed_error
+from .results import dynamic_text, error_text, typed_value
+from .safety import safety_of
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+_CLOSE_WAIT_S = 10.0
+_POLL_S = 0.1
+
+# Dynamic handles count from 1 per process (§8.5), across managers.
+_handle_numbers = itertools.count(1)
+_handle_lock = threading.Lock()
+
+
+class Hooks:
+    """What connections call back into: the resolvers the runtime supplies, tracing and stderr."""
+
+    def __init__(self, settings: McpSettings, elicitation: Callable | None, sampling: Callable | None,
+                 trace: Callable | None) -> None:
+        self.settings = settings
+        self.elicitation = elicitation
+        self.sampling = sampling
+        self.trace_fn = trace
+
+    def trace(self, kind: str, data: dict) -> None:
+        if self.trace_fn is not None:
+            self.trace_fn(kind, data)
+
+    def note(self, text: str) -> None:
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        sys.stderr.flush()
+
+
+class _Slot:
+    """A server the manager can connect to: its configuration and its current connection."""
+
+    def __init__(self, label: str, config: ServerConfig, log_file: str) -> None:
+        self.label = label
+        self.config = config
+        self.log_file = log_file
+        self.conn: Connection | None = None
+        self.opening: asyncio.Future | None = None
+        self.pending: McpFailure | None = None  # a failed eager connect, reported at first use
+        self.warned = False
+
+
+class McpManager:
+    """All MCP connections of one program run (or one test)."""
+
+    def __init__(self, project_root: str, servers: dict[str, ServerConfig], settings: McpSettings | None, *,
+                 elicitation: Callable | None = None, sampling: Callable | None = None,
+                 trace: Callable | None = None, checkpoint: Callable[[], None] | None = None) -> None:
+        """`checkpoint`, when given, is called about every 100 ms while an agent waits for MCP; whatever it
+        raises (the agent's cancellation) cancels the request, so the server is told, and propagates."""
+        self.root = os.path.abspath(project_root)
+        self.log_dir = os.path.join(self.root, ".sage", "logs")
+        self.hooks = Hooks(settings or McpSettings(), elicitation, sampling, trace)
+        self.checkpoint = checkpoint
+        self._servers = {name: _Slot(name, config, f"{name}.log") for name, config in servers.items()}
+        self._dynamic: dict[int, _Slot] = {}
+        self._connections: list[Connection] = []  # every connection ever opened, for the last-resort kill
+        self._closed = False
+        self._started = False
+
+    # ------------------------------------------------------------ running on the loop
+
+    def _run(self, coro: Any) -> Any:
+        if loop.in_loop_thread():
+            coro.close()
+            raise RuntimeError("McpManager methods cannot be called from the event-loop thread")
+        if not self._started:
+            self._started = True
+            os.makedirs(self.log_dir, exist_ok=True)
+            loop.route_sdk_logs(self.log_dir)
+            atexit.register(self.close_all)
+        future = loop.submit(coro)
+        if self.checkpoint is None:
+            return future.result()
+        while True:
+            try:
+                return future.result(timeout=_POLL_S)
+            except concurrent.futures.TimeoutError:
+                pass
+            try:
+                self.checkpoint()
+            except BaseException:
+                future.cancel()
+                raise
+
+    async def _connection(self, slot: _Slot) -> Connection:
+        if self._closed:
+            raise McpFailure("connection failed", "sagepy is shutting down")
+        if slot.pending is not None:
+            failure, slot.pending = slot.pending, None
+            raise failure
+        if slot.conn is not None and slot.conn.alive:
+            return slot.conn
+        if slot.opening is None:
+            slot.opening = asyncio.ensure_future(self._open(slot))
+        task = slot.opening
+        try:
+            return await asyncio.shield(task)
+        finally:
+            if task.done() and slot.opening is task:
+                slot.opening = None
+
+    async def _open(self, slot: _Slot) -> Connection:
+        old = slot.conn
+        if old is not None:
+            slot.conn = None
+            await old.close()
+        from .connection import Connection  # imports the SDK: only once a server is really needed
+        conn = Connection(slot.label, slot.config, self.root, os.path.join(self.log_dir, slot.log_file), self.hooks)
+        self._connections.append(conn)
+        await conn.open()
+        if self._closed:
+            await conn.close()
+            raise McpFailure("connection failed", "sagepy is shutting down")
+        slot.conn = conn
+        if not slot.warned and slot.config.safety:
+            slot.warned = True
+            offered = {tool.name for tool in await conn.tools()}
+            for name in slot.config.safety:
+                if name not in offered:
+                    self.hooks.note(f"warning: {slot.config.table[:-1]}.safety] names tool '{name}', "
+                                    f"which server '{slot.label}' does not offer")
+        return conn
+
+    # ------------------------------------------------------------ typed tools
+
+    def prestart(self, names: list[str]) -> None:
+        """Connect to these configured servers in the background; a failure waits for the first use."""
+        slots = [self._servers[name] for name in names if name in self._servers]
+        if slots and not self._closed:
+            self._run(self._prestart(slots))
+
+    async def _prestart(self, slots: list[_Slot]) -> None:
+        for slot in slots:
+            if slot.conn is None and slot.opening is None:
+                task = asyncio.ensure_future(self._open(slot))
+                slot.opening = task
+                task.add_done_callback(lambda t, s=slot: self._eager_done(s, t))
+
+    def _eager_done(self, slot: _Slot, task: asyncio.Future) -> None:
+        if slot.opening is task:
+            slot.opening = None
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            slot.pending = exc if isinstance(exc, McpFailure) else McpFailure("connection failed", str(exc))
+
+    def call_typed(self, server: str, sage_label: str, remote: str, arguments: dict, return_type: Type) -> Any:
+        """Call a typed tool function; the converted Sage value, or SageRaise with an `Mcp` error."""
+        try:
+            result = self._run(self._call_typed(server, sage_label, remote, arguments))
+            if result.get("isError"):
+                raise McpFailure("tool error", error_text(result))
+            return typed_value(result, return_type, sage_label, remote)
+        except McpFailure as failure:
+            raise typed_error(failure) from None
+
+    async def _call_typed(self, server: str, label: str, remote: str, arguments: dict) -> dict:
+        slot = self._servers.get(server)
+        if slot is None:
+            block = label.split(".", 1)[0]
+            raise McpFailure("tool not found", f"no [tools.{block}] entry in grove.toml")
+        conn = await self._connection(slot)
+        return await conn.call(remote, arguments)
+
+    def safety(self, server: str, remote: str) -> str:
+        """The safety class of a configured server's tool; `destructive` when it cannot be listed (the
+        connect failure is then kept for the call that follows)."""
+        slot = self._servers.get(server)
+        if slot is None:
+            return "destructive"
+        override = slot.config.safety.get(remote)
+        if override is not None:
+            return override
+        try:
+            return self._run(self._safety(slot, remote))
+        except McpFailure as failure:
+            slot.pending = failure
+            return "destructive"
+
+    async def _safety(self, slot: _Slot, remote: str) -> str:
+        conn = await self._connection(slot)
+        for tool in await conn.tools():
+            if tool.name == remote:
+                return listing_object(tool, slot.config)["safety"]
+        return safety_of(None, slot.config.trust_annotations, None)
+
+    # ------------------------------------------------------------ dynamic builtins
+
+    def connect(self, config_json: str) -> str:
+        with _handle_lock:
+            n = next(_handle_numbers)
+        try:
+            config = parse_connect_config(config_json, n)
+        except McpFailure as failure:
+            raise dynamic_error(f"invalid MCP config: {failure.message}") from None
+        handle = f"mcp:{n}"
+        slot = _Slot(config.name, config, log_name(config.name, n))
+        try:
+            self._run(self._connect(slot, n))
+        except McpFailure as failure:
+            raise dynamic_error(_connect_message(failure)) from None
+        return handle
+
+    async def _connect(self, slot: _Slot, n: int) -> None:
+        await self._connection(slot)
+        self._dynamic[n] = slot
+
+    def _slot(self, handle: str) -> _Slot:
+        n = handle_id(handle)
+        slot = self._dynamic.get(n) if n is not None else None
+        if slot is None:
+            raise dynamic_error(f"unknown MCP handle: {handle}")
+        return slot
+
+    def list_tools(self, handle: str) -> str:
+        return json.dumps(self._listing(handle), ensure_ascii=False, separators=(",", ":"))
+
+    def tools(self, handle: str) -> list:
+        return tool_records(self._listing(handle))
+
+    def _listing(self, handle: str) -> list[dict]:
+        slot = self._slot(handle)
+        try:
+            return self._run(self._list(slot))
+        except McpFailure as failure:
+            raise dynamic_error(f"mcp_list_tools failed: {failure.display()}") from None
+
+    async def _list(self, slot: _Slot) -> list[dict]:
+        conn = await self._connection(slot)
+        return [listing_object(tool, slot.config) for tool in await conn.tools()]
+
+    def server_info(self, handle: str) -> Record:
+        slot = self._slot(handle)
+        try:
+            conn = self._run(self._connection(slot))
+        except McpFailure as failure:
+            raise dynamic_error(f"mcp_list_tools failed: {failure.display()}") from None
+        return server_info_record(conn.server_name, conn.server_version)
+
+    def connection(self, handle: str) -> Variant:
+        n = handle_id(handle)
+        if n is None or n not in self._dynamic:
+            return NONE
+        return some(Record("McpConnection", {"id": n}))
+
+    def call(self, handle: str, tool: str, args_json: str) -> str:
+        slot = self._slot(handle)
+        try:
+            arguments = parse_arguments(args_json)
+        except ValueError as exc:
+            raise dynamic_error(f"invalid arguments JSON: {exc}") from None
+        try:
+            result = self._run(self._call(slot, tool, arguments))
+        except McpFailure as failure:
+            raise dynamic_error(f"mcp_call '{tool}' failed: {failure.display()}") from None
+        if result.get("isError"):
+            raise dynamic_error(f"mcp_call '{tool}' failed: MCP tool error: {error_text(result)}")
+        return dynamic_text(result)
+
+    async def _call(self, slot: _Slot, tool: str, arguments: dict) -> dict:
+        conn = await self._connection(slot)
+        return await conn.call(tool, arguments)
+
+    def disconnect(self, handle: str) -> None:
+        slot = self._slot(handle)
+        try:
+            self._run(self._disconnect(handle_id(handle), slot))
+        except McpFailure as failure:
+            raise dynamic_error(f"MCP shutdown failed: {failure.message}") from None
+
+    async def _disconnect(self, n: int | None, slot: _Slot) -> None:
+        self._dynamic.pop(n, None)  # type: ignore[arg-type]
+        await self._close_slot(slot)
+
+    async def _close_slot(self, slot: _Slot) -> None:
+        opening = slot.opening
+        if opening is not None:
+            await asyncio.wait({opening})
+        conn, slot.conn = slot.conn, None
+        if conn is not None:
+            await conn.close()
+            self.hooks.trace("mcp.disconnect", {"server": slot.label})
+
+    # ------------------------------------------------------------ shutdown
+
+    def close_all(self) -> None:
+        """Close every connection and reap every server process. Idempotent; usable from a signal path:
+        when the loop cannot finish in time, the remaining server process groups are killed directly."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            atexit.unregister(self.close_all)
+        except Exception:  # noqa: BLE001 - interpreter shutdown may have torn atexit down already
+            pass
+        event_loop = loop.running_loop()
+        if event_loop is None or not self._started:
+            return
+        slots = list(self._servers.values()) + list(self._dynamic.values())
+        if not loop.in_loop_thread():
+            future = asyncio.run_coroutine_threadsafe(self._close_all(slots), event_loop)
+            try:
+                future.result(timeout=_CLOSE_WAIT_S)
+            except BaseException:  # noqa: BLE001 - fall through to the direct kill below
+                future.cancel()
+        for conn in self._connections:
+            if conn.child.pid is not None and conn.child.returncode is None:
+                try:
+                    os.killpg(conn.child.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    async def _close_all(self, slots: list[_Slot]) -> None:
+        await asyncio.gather(*(self._close_slot(slot) for slot in slots), return_exceptions=True)
+
+
+def _connect_message(failure: McpFailure) -> str:
+    if failure.sub_kind == "config error":
+        return f"invalid MCP config: {failure.message}"
+    if failure.sub_kind == "connection failed":
+        if getattr(failure, "during_handshake", False):
+            return f"MCP initialization failed: {failure.message}"
+        return f"MCP connection failed: {failure.message}"
+    return f"MCP connection failed: {failure.display()}"

@@ -1,0 +1,182 @@
+"""Supervisors (SPEC §4.7): children started in order, restarted by policy and strategy, intensity-limited.
+
+A running supervisor is an `AgentInstance` whose thread runs `supervise` instead of an agent lifecycle, so a
+supervisor can be a child of another supervisor and be stopped like any agent.
+"""
+from __future__ import annotations
+
+import collections
+import time
+from typing import Any
+
+from .agents import AgentInstance
+from .errors import AgentCancelled, SageRaise
+from .scopes import BlockScope, FrameLayout
+from .values import ErrorValue
+
+
+class ChildPlan:
+    __slots__ = ("name", "kind", "target", "restart", "fields", "nslots", "llm_overrides")
+
+    def __init__(self, name: str, restart: str) -> None:
+        self.name = name
+        self.kind = ""            # "agent" | "supervisor"
+        self.target: Any = None   # CompiledAgent or SupervisorPlan
+        self.restart = restart
+        self.fields: list[tuple[str, Any]] = []
+        self.nslots = 1
+        self.llm_overrides: dict | None = None
+
+
+class SupervisorPlan:
+    """A compiled supervisor declaration."""
+
+    __slots__ = ("name", "strategy", "children", "message_handlers", "handlers", "persistent_types", "persistent")
+
+    def __init__(self, name: str, strategy: str) -> None:
+        self.name = name
+        self.strategy = strategy
+        self.children: list[ChildPlan] = []
+        # an AgentInstance reads these of its `agent`; a supervisor has no handlers of its own
+        self.message_handlers: list = []
+        self.handlers: dict = {}
+        self.persistent_types: dict = {}
+        self.persistent: list = []
+
+
+def compile_supervisor(c: Any, entity: Any) -> None:
+    """Resolve the children of one supervisor declaration (run after every item is declared)."""
+    decl = entity.decl
+    plan: SupervisorPlan = entity.data
+    if not decl.children:
+        c.error("E060", f"supervisor `{decl.name}` has no children", decl.span)
+    for child in decl.children:
+        spec = ChildPlan(child.name, child.restart)
+        target = c.lookup(child.name)
+        if target is None or target.kind not in ("agent", "supervisor"):
+            c.error("E061", f"unknown child `{child.name}`: not an agent or supervisor", child.span)
+            continue
+        spec.kind = target.kind
+        spec.target = target.data
+        layout = FrameLayout(None)
+        scope = BlockScope(layout, None)
+        saved = c.fn_context
+        c.fn_context = "const"
+        spec.fields = [(name, c.expr(value, scope)) for name, value, _span in child.fields]
+        c.fn_context = saved
+        spec.nslots = layout.nslots
+        if target.kind == "agent":
+            given = [n for n, _ in spec.fields]
+            required = target.data.field_names
+            for name in given:
+                if name not in required:
+                    c.error("E062", f"child `{child.name}` has no field `{name}`", child.span)
+            for name in required:
+                if name not in given:
+                    c.error("E062", f"child `{child.name}` is missing field `{name}`", child.span)
+        for _role, handler_name in child.handlers:
+            handler = c.lookup(handler_name)
+            if handler is None or handler.kind != "handler":
+                c.error("E072", f"unknown effect handler `{handler_name}`", child.span)
+                continue
+            spec.llm_overrides = {key: lit.value for key, lit, _span in handler.decl.entries
+                                  if key in ("model", "temperature", "max_tokens")}
+        plan.children.append(spec)
+
+
+def supervise(host: Any, inst: AgentInstance, plan: SupervisorPlan) -> None:
+    """Run the children until none is running or due to restart; raise E209 past the intensity limit."""
+    runtime = inst.runtime
+    project = getattr(runtime.effects, "project", None)
+    section = project.section("supervision") if project is not None else {}
+    max_restarts = int(section.get("max_restarts", 5))
+    window = float(section.get("within_seconds", 60))
+    children: list[AgentInstance | None] = [None] * len(plan.children)
+    restarts: collections.deque = collections.deque()
+
+    def start(i: int) -> None:
+        spec = plan.children[i]
+        frame = [None] * spec.nslots
+        frame[0] = inst
+        fields = {name: code(frame) for name, code in spec.fields}
+        if spec.kind == "agent":
+            child = host.spawn(spec.target, fields, inst, runtime)
+        else:
+            child = start_supervisor(host, runtime, spec.target, inst)
+        child.llm_overrides = spec.llm_overrides
+        children[i] = child
+
+    def stop(indexes: list[int]) -> None:
+        for i in indexes:
+            child = children[i]
+            if child is not None and not child.done.is_set():
+                child.request_stop()
+        for i in indexes:
+            child = children[i]
+            if child is not None:
+                child.done.wait(5)
+
+    try:
+        for i in range(len(children)):
+            start(i)
+        while True:
+            if inst.cancelled:
+                stop(list(range(len(children))))
+                return
+            ended = [i for i, ch in enumerate(children) if ch is not None and ch.done.is_set()]
+            for i in ended:
+                child = children[i]
+                if child is None or not child.done.is_set():
+                    continue   # restarted meanwhile by a strategy
+                spec = plan.children[i]
+                failed = child.error is not None and not child.quiet_failure
+                child.awaited = True
+                due = spec.restart == "Permanent" or (spec.restart == "Transient" and failed)
+                if not due:
+                    children[i] = None
+                    continue
+                now = time.monotonic()
+                restarts.append(now)
+                while restarts and now - restarts[0] > window:
+                    restarts.popleft()
+                if len(restarts) > max_restarts:
+                    stop(list(range(len(children))))
+                    raise SageRaise(ErrorValue("Agent", f"restart intensity exceeded ({max_restarts + 1} restarts in "
+                                               f"{int(window) if window == int(window) else window} s)", "E209"))
+                if plan.strategy == "OneForOne":
+                    group = [i]
+                elif plan.strategy == "OneForAll":
+                    group = list(range(len(children)))
+                else:
+                    group = list(range(i, len(children)))
+                stop([j for j in group if j != i])
+                for j in group:
+                    if plan.children[j].restart == "Temporary" and j != i:
+                        children[j] = None
+                        continue
+                    start(j)
+            if all(ch is None for ch in children):
+                return
+            inst.cancel_event.wait(0.02)
+    except AgentCancelled:
+        stop(list(range(len(children))))
+
+
+def start_supervisor(host: Any, runtime: Any, plan: SupervisorPlan, parent: Any,
+                     number: int | None = None) -> AgentInstance:
+    from .agents import start_thread
+    inst = AgentInstance(runtime, plan, runtime.next_number(plan.name) if number is None else number, parent)
+    runtime.register(inst)
+
+    def body() -> None:
+        try:
+            supervise(host, inst, plan)
+        except SageRaise as exc:
+            inst.error = exc.error
+            if exc.error.agent is None:
+                exc.error.agent = inst.display_name
+        finally:
+            inst.result_ready.set()
+            inst.done.set()
+    inst.thread = start_thread(body, inst.display_name)
+    return inst
