@@ -7,6 +7,7 @@ directory with a grove.toml, run through the directory, whose comments sit in it
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -53,10 +54,29 @@ def test_examples_exist() -> None:
 def test_example(example: Path, tmp_path: Path) -> None:
     expected_stdout, expected_exit = _expectations(_entry_file(example).read_text(encoding="utf-8"))
     env = dict(os.environ, SAGE_CACHE_DIR=str(tmp_path / "cache"))
-    result = subprocess.run(
-        [sys.executable, "-m", "sagepy", "run", str(example.relative_to(REPO))],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
-    )
+    if example.is_dir():
+        # a project may keep state (.sage/) and write files: run a fresh copy in its own directory
+        copy = tmp_path / example.name
+        shutil.copytree(example, copy, ignore=shutil.ignore_patterns(".sage", "__pycache__"))
+        command, cwd = [sys.executable, "-m", "sagepy", "run", "."], copy
+    else:
+        command, cwd = [sys.executable, "-m", "sagepy", "run", str(example.relative_to(REPO))], REPO
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
     detail = f"stderr:\n{result.stderr}"
     assert result.stdout == expected_stdout, detail
     assert result.returncode == expected_exit, detail
+
+
+@pytest.mark.parametrize("example", [p for p in _examples() if p.is_dir() and list(p.rglob("*_test.sg"))],
+                         ids=lambda p: p.name)
+def test_example_tests_pass(example: Path, tmp_path: Path) -> None:
+    """Project examples ship tests; they pass with mocks only: no server, no network, no API key."""
+    copy = tmp_path / example.name
+    shutil.copytree(example, copy, ignore=shutil.ignore_patterns(".sage", "__pycache__"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SAGE_")}
+    env["SAGE_CACHE_DIR"] = str(tmp_path / "cache")
+    result = subprocess.run([sys.executable, "-m", "sagepy", "test"], cwd=copy, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "test result: ok." in result.stdout
+    assert not (copy / ".sage" / "logs").exists()   # no MCP server was started
