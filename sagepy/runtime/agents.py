@@ -19,6 +19,18 @@ CALL_DEPTH_LIMIT = 10_000
 THREAD_STACK_BYTES = 512 * 1024 * 1024
 
 
+_current = threading.local()
+
+
+def set_current_context(ctx: Any) -> None:
+    """Record the agent (or test) this thread runs, for layers that are not handed it."""
+    _current.ctx = ctx
+
+
+def current_context() -> Any:
+    return getattr(_current, "ctx", None)
+
+
 class YieldSignal(BaseException):
     """`yield(v)`: fixes the agent's result and ends the handler."""
 

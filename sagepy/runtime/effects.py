@@ -138,7 +138,7 @@ class Effects:
                 return convert_mock("divine", mock, T.STRING)
             if not self.real_llm:
                 raise SageRaise(ErrorValue("Llm", "no mock left for divine (E054)", "E054"))
-        return self.llm().chat(messages, system=system, max_tokens=max_tokens)
+        return self.llm().chat(messages, system=system, max_tokens=max_tokens, server=server)
 
     # ---------------------------------------------------------------- tools
     def tool_call(self, ctx: Any, info: ToolCallInfo, args: list) -> Any:
@@ -274,6 +274,9 @@ class Effects:
         stream = self.trace_stream
         if stream is None:
             return
+        if ctx is None and kind not in ("run.start", "run.end"):
+            from .agents import current_context
+            ctx = current_context()   # layers that do not know the agent (LLM client, MCP) run in its thread
         event = {"t": time.time_ns() // 1_000_000, "kind": kind,
                  "agent": getattr(ctx, "display_name", None)}
         event.update(data)

@@ -10,14 +10,13 @@ from typing import Any, Callable
 
 from .. import types as T
 from ..syntax import ast as A
-from .agents import AgentInstance, MailboxClosed, Runtime, YieldSignal, start_thread
+from .agents import (AgentInstance, MailboxClosed, Runtime, YieldSignal, current_context, set_current_context,
+                     start_thread)
 from .compile import CompiledAgent, Compiler, located
 from .effects import Effects, ToolCallInfo
 from .errors import AgentCancelled, SageRaise, TestAbort, raise_at as _raise_at
 from .scopes import BlockScope, Entity, ModuleEnv
 from .values import UNIT, ErrorValue, Function, Variant, display, quoted_display, values_equal
-
-_thread_state = threading.local()
 
 # Builtins that need the interpreter: they are compiled specially, not looked up in the registry.
 MCP_BUILTINS = {"mcp_connect": 1, "mcp_list_tools": 1, "mcp_tools": 1, "mcp_server_info": 1, "mcp_connection": 1,
@@ -40,7 +39,7 @@ class Host:
 
     # ---------------------------------------------------------------- names
     def current_context(self) -> Any:
-        return getattr(_thread_state, "ctx", None)
+        return current_context()
 
     def builtin_names(self) -> list[str]:
         return list(self.builtins) + list(self.constants) + list(INTRINSICS)
@@ -387,7 +386,7 @@ class Host:
 
     def run_lifecycle(self, inst: AgentInstance, entry: bool) -> None:
         """SPEC §4.5: on waking, on start, on error, the message loop, on stop."""
-        _thread_state.ctx = inst
+        set_current_context(inst)
         agent = inst.agent
         handlers = agent.handlers
         try:

@@ -11,7 +11,7 @@ import time
 from typing import Any, Callable
 
 from ..diagnostics import Diagnostic, display_path
-from ..runtime.agents import AgentInstance, Runtime, start_thread
+from ..runtime.agents import AgentInstance, Runtime, set_current_context, start_thread
 from ..runtime.errors import AgentCancelled, SageRaise, TestAbort
 from ..runtime.values import ErrorValue
 
@@ -107,6 +107,7 @@ def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False) -> TestRes
     done = threading.Event()
 
     def body() -> None:
+        set_current_context(ctx)
         try:
             case.body.run(ctx)
         except TestAbort as abort:
