@@ -83,6 +83,12 @@ class McpSettings:
         self.client_version = client_version or __version__
         self.elicitation = elicitation
 
+    @classmethod
+    def from_config(cls, config: dict) -> "McpSettings":
+        """The settings of a grove.toml document; invalid values (reported by `parse_mcp_settings`) are
+        left at their defaults."""
+        return parse_mcp_settings(config, None)[0]
+
 
 class AmbiguousBinding(Exception):
     """A tool block whose name matches several `[tools.X]` keys case-insensitively (E090)."""

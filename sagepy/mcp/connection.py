@@ -17,7 +17,7 @@ import asyncio
 import math
 import os
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 import anyio
 import mcp_types as types
@@ -28,7 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ..convert import compact_json
 from ..diagnostics import display_path
 from .config import ServerConfig
-from .elicitation import DECLINE, ElicitationAnswer, ElicitationRefused, ElicitationRequest
+from .elicitation import DECLINE, ElicitationAnswer, ElicitationRefused, ElicitationRequest, answer_from
 from .failures import McpFailure
 from .stdio import ChildProcess
 from .transports import HttpStatus, open_http, open_inprocess, open_stdio
@@ -36,6 +36,7 @@ from .transports import HttpStatus, open_http, open_inprocess, open_stdio
 MAX_PAGES = 1000
 NOTE_LINES = 20
 _CANCEL_GRACE_S = 2.0
+_DISCOVER_S = 5.0  # how long a pinned-era connection waits to learn the server's name
 
 
 class _PauseGate:
@@ -108,8 +109,11 @@ class Connection:
         remaining = self.config.connect_timeout_ms / 1000 - (loop.time() - started)
         try:
             await self._list_within(max(remaining, 0.001))
-        except McpFailure:
+        except McpFailure as failure:
             await self.close()
+            if failure.sub_kind == "timeout":
+                raise McpFailure("connection failed", f"'{self.label}' did not list its tools within "
+                                                      f"{self.config.connect_timeout_ms} ms") from None
             raise
         transport = self.config.transport
         self.hooks.trace("mcp.connect", {"server": self.label, "transport": transport, "protocol": self.protocol,
@@ -147,9 +151,9 @@ class Connection:
     async def _enter(self, stack: AsyncExitStack) -> None:
         config = self.config
         if config.transport == "stdio":
-            target = await open_stdio(stack, config, self.root, self.log_path, self.child)
+            target = open_stdio(stack, config, self.root, self.log_path, self.child)
         elif config.transport == "http":
-            target = await open_http(stack, config, self.root, self.log_path, self.http_status)
+            target = open_http(config, self.log_path, self.http_status)
         else:
             target = open_inprocess(config, self.root)
         settings = self.hooks.settings
@@ -158,7 +162,8 @@ class Connection:
             client_info=types.Implementation(name=settings.client_name, version=settings.client_version),
             mode=config.protocol,
             elicitation_callback=self._on_elicit,
-            sampling_callback=self._on_sampling if config.sampling else None,
+            # Without `sampling = true` the capability is not advertised and the SDK refuses the request.
+            sampling_callback=self._on_sampling if config.sampling and self.hooks.sampling else None,
             message_handler=self._on_message,
             cache=None,  # tool lists are cached here, per connection, until list_changed (§8.8)
         )
@@ -179,11 +184,12 @@ class Connection:
 
     async def _learn_server_info(self, client: Any) -> None:
         """A pinned modern version sends nothing at connect; ask the server who it is (§8.9)."""
-        try:
-            raw = await client.session.send_discover(self.config.protocol)
-            client.session.adopt(types.DiscoverResult.model_validate(raw))
-        except Exception:  # noqa: BLE001 - the identity is optional; the name then shows as unknown
-            pass
+        with anyio.move_on_after(_DISCOVER_S):
+            try:
+                raw = await client.session.send_discover(self.config.protocol)
+                client.session.adopt(types.DiscoverResult.model_validate(raw))
+            except Exception:  # noqa: BLE001 - the identity is optional; the name then shows as unknown
+                pass
 
     async def _watch(self, subscription: Any) -> None:
         try:
@@ -216,7 +222,7 @@ class Connection:
             else:
                 self._gate.enter()
                 try:
-                    answer = await asyncio.to_thread(resolver, self.label, request)
+                    answer = answer_from(await asyncio.to_thread(resolver, self.label, request))
                 finally:
                     self._gate.leave()
             action = answer.action
@@ -224,6 +230,11 @@ class Connection:
         except ElicitationRefused as exc:
             action = "error"
             return types.ErrorData(code=types.INVALID_REQUEST, message=str(exc))
+        except Exception as exc:  # noqa: BLE001 - a failing resolver answers the server, never the loop
+            action = "error"
+            error = getattr(exc, "error", None)
+            return types.ErrorData(code=types.INTERNAL_ERROR,
+                                   message=error.display() if error is not None else str(exc))
         finally:
             self.hooks.trace("mcp.elicit", {"server": self.label, "mode": mode, "action": action})
 
@@ -266,7 +277,7 @@ class Connection:
                 if self._tools is not None:
                     continue
                 generation = self._generation
-                tools = await self._bounded(self._list_all(), "tools/list", timeout_s=timeout_s)
+                tools = await self._bounded(self._list_all, "tools/list", timeout_s=timeout_s)
                 if generation == self._generation:
                     self._tools = tools
                 return tools
@@ -289,7 +300,7 @@ class Connection:
     async def call(self, remote: str, arguments: dict) -> dict:
         """Call a tool; the result in MCP wire form, checked against `max_result_bytes`."""
         await self.tools()
-        result = await self._bounded(self.client.call_tool(remote, arguments), "tools/call", remote=remote)
+        result = await self._bounded(lambda: self.client.call_tool(remote, arguments), "tools/call", remote=remote)
         data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         size = len(compact_json(data).encode("utf-8"))
         if size > self.config.max_result_bytes:
@@ -297,15 +308,14 @@ class Connection:
                              f"tool '{remote}' returned {size} bytes (limit {self.config.max_result_bytes})")
         return data
 
-    async def _bounded(self, coro: Any, method: str, remote: str | None = None,
+    async def _bounded(self, request: Callable[[], Awaitable[Any]], method: str, remote: str | None = None,
                        timeout_s: float | None = None) -> Any:
         """Run one request under sagepy's pausable timer; map every failure to McpFailure."""
         if self.client is None or not self.alive:
-            coro.close()
             raise self._gone()
         budget = self.config.timeout_ms / 1000 if timeout_s is None else timeout_s
         self.http_status.code = None
-        task = asyncio.ensure_future(coro)
+        task = asyncio.ensure_future(request())
         loop = asyncio.get_running_loop()
         try:
             while not task.done():
@@ -335,12 +345,12 @@ class Connection:
     # ------------------------------------------------------------ failure mapping
 
     def _gone(self) -> McpFailure:
-        if self.child.pid is not None and self.child.returncode is not None:
+        if self.child.ended_by_itself:
             return McpFailure("server exited", f"server '{self.label}' exited (status {self.child.status()})")
         return McpFailure("server exited", f"connection to '{self.label}' closed")
 
     def _exit_failure(self, when: str) -> McpFailure | None:
-        if self.child.pid is not None and self.child.returncode is not None:
+        if self.child.ended_by_itself:
             return McpFailure("connection failed",
                               f"server '{self.label}' exited (status {self.child.status()}){when}")
         return None
@@ -354,9 +364,13 @@ class Connection:
         http = self.http_status.failure()
         if http is not None:
             return http
-        failure = McpFailure("connection failed", f"'{self.label}': {_describe(exc)}")
-        failure.during_handshake = isinstance(exc, (MCPError, RuntimeError))  # type: ignore[attr-defined]
-        return failure
+        if isinstance(exc, FileNotFoundError) and self.config.transport == "stdio":
+            return McpFailure("connection failed", f"cannot start '{self.config.command}': command not found")
+        if isinstance(exc, OSError) and self.child.pid is None and self.config.transport == "stdio":
+            return McpFailure("connection failed",
+                              f"cannot start '{self.config.command}': {exc.strerror or _describe(exc)}")
+        return McpFailure("connection failed", f"'{self.label}': {_describe(exc)}",
+                          during_handshake=isinstance(exc, (MCPError, RuntimeError)))
 
     def _request_failure(self, exc: BaseException, method: str, remote: str | None) -> McpFailure:
         if isinstance(exc, MCPError):

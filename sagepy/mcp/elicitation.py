@@ -55,6 +55,27 @@ class ElicitationRefused(Exception):
     """Raised by a resolver to answer the server with an error carrying this message."""
 
 
+def answer_from(value: Any) -> ElicitationAnswer:
+    """An answer from what a resolver returned: an ElicitationAnswer, `"decline"`/`"cancel"`, or content to
+    accept with (a dict, a Sage record or map, or a string holding a JSON object), as `mock elicit` allows
+    (§9.3). Raises ValueError for anything else."""
+    if isinstance(value, ElicitationAnswer):
+        return value
+    if value in ("decline", "cancel"):
+        return ElicitationAnswer(value)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError(f"elicitation answer {value!r} is neither decline, cancel nor a JSON object") from None
+    else:
+        from ..convert import to_json
+        value = to_json(value)
+    if not isinstance(value, dict):
+        raise ValueError("an accepted elicitation answer must be an object of property values")
+    return ElicitationAnswer("accept", value)
+
+
 # ---------------------------------------------------------------- the terminal form
 
 _FORM_LOCK = threading.Lock()  # only one form at a time across all agents (§8.7)

@@ -16,12 +16,17 @@ SUB_KINDS = (
 
 
 class McpFailure(Exception):
-    """One MCP failure: a sub-kind of §8.10 and a message without the `MCP <sub-kind>: ` prefix."""
+    """One MCP failure: a sub-kind of §8.10 and a message without the `MCP <sub-kind>: ` prefix.
 
-    def __init__(self, sub_kind: str, message: str) -> None:
+    `during_handshake` marks a connect that reached the server but failed to negotiate, which
+    `mcp_connect` reports as `MCP initialization failed` rather than `MCP connection failed`.
+    """
+
+    def __init__(self, sub_kind: str, message: str, during_handshake: bool = False) -> None:
         super().__init__(message)
         self.sub_kind = sub_kind
         self.message = message
+        self.during_handshake = during_handshake
 
     def display(self) -> str:
         return f"MCP {self.sub_kind}: {self.message}"

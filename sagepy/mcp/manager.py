@@ -99,7 +99,7 @@ class McpManager:
         if loop.in_loop_thread():
             coro.close()
             raise RuntimeError("McpManager methods cannot be called from the event-loop thread")
-        if not self._started:
+        if not self._started and not self._closed:
             self._started = True
             os.makedirs(self.log_dir, exist_ok=True)
             loop.route_sdk_logs(self.log_dir)
@@ -353,7 +353,7 @@ def _connect_message(failure: McpFailure) -> str:
     if failure.sub_kind == "config error":
         return f"invalid MCP config: {failure.message}"
     if failure.sub_kind == "connection failed":
-        if getattr(failure, "during_handshake", False):
+        if failure.during_handshake:
             return f"MCP initialization failed: {failure.message}"
         return f"MCP connection failed: {failure.message}"
     return f"MCP connection failed: {failure.display()}"

@@ -35,6 +35,7 @@ class ChildProcess:
     def __init__(self, on_exit: Callable[["ChildProcess"], None]) -> None:
         self.pid: int | None = None
         self.returncode: int | None = None
+        self.ended_by_itself = False  # its output ended while sagepy was not stopping it
         self.on_exit = on_exit
 
     def status(self) -> str:
@@ -125,6 +126,7 @@ async def stdio_transport(command: str, args: list[str], env: dict[str, str], cw
                 if not closing:
                     await _wait_exit(process, 0.5)
                     child.returncode = process.returncode
+                    child.ended_by_itself = True
                     child.on_exit(child)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
             pass

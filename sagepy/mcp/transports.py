@@ -51,20 +51,18 @@ def write_log_header(log: Any, what: str) -> None:
     log.flush()
 
 
-async def open_stdio(stack: AsyncExitStack, config: ServerConfig, root: str, log_path: str,
-                     child: ChildProcess) -> Any:
+def open_stdio(stack: AsyncExitStack, config: ServerConfig, root: str, log_path: str,
+               child: ChildProcess) -> Any:
+    """The transport (not yet entered: the SDK's Client enters it) of a stdio server; its log stays open
+    on `stack` for as long as the connection lives."""
     env = child_env(config)
     cwd = os.path.join(root, config.cwd) if config.cwd else root
     command = config.command or ""
+    if not os.path.isdir(cwd):
+        raise McpFailure("connection failed", f"cannot start '{command}': working directory {cwd} does not exist")
     log = stack.enter_context(open(log_path, "a", encoding="utf-8"))
     write_log_header(log, " ".join([command, *config.args]))
-    try:
-        return await stack.enter_async_context(stdio_transport(command, config.args, env, cwd, log, child))
-    except FileNotFoundError:
-        where = "" if os.path.isdir(cwd) else f" (working directory {cwd} does not exist)"
-        raise McpFailure("connection failed", f"cannot start '{command}': command not found{where}") from None
-    except OSError as exc:
-        raise McpFailure("connection failed", f"cannot start '{command}': {exc.strerror or exc}") from None
+    return stdio_transport(command, config.args, env, cwd, log, child)
 
 
 def http_headers(config: ServerConfig) -> dict[str, str]:
@@ -79,8 +77,7 @@ def http_headers(config: ServerConfig) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def _http(url: str, headers: dict[str, str], connect_s: float, status: HttpStatus,
-                auth: Any) -> AsyncIterator[Any]:
+async def _http(url: str, headers: dict[str, str], connect_s: float, status: HttpStatus) -> AsyncIterator[Any]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
@@ -90,23 +87,20 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
             status.code = response.status_code
 
     # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request.
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(connect_s, read=None), auth=auth,
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(connect_s, read=None),
                                   event_hooks={"response": [on_response]}) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 
 
-async def open_http(stack: AsyncExitStack, config: ServerConfig, root: str, log_path: str,
-                    status: HttpStatus) -> Any:
-    headers = http_headers(config)
-    auth = None
+def open_http(config: ServerConfig, log_path: str, status: HttpStatus) -> Any:
+    """The (not yet entered) Streamable HTTP transport of a server."""
     if config.auth == "oauth":
-        from .oauth import oauth_provider
-        auth = await oauth_provider(config, root)
+        raise McpFailure("auth error", f"OAuth is not available in this version of sagepy ('{config.name}')")
+    headers = http_headers(config)
     with open(log_path, "a", encoding="utf-8") as log:
         write_log_header(log, config.url or "")
-    return await stack.enter_async_context(_http(config.url or "", headers, config.connect_timeout_ms / 1000,
-                                                  status, auth))
+    return _http(config.url or "", headers, config.connect_timeout_ms / 1000, status)
 
 
 _INPROCESS_CACHE: dict[str, Any] = {}

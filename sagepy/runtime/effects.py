@@ -203,7 +203,7 @@ class Effects:
                 servers, _ = parse_tools_config(config, path)
                 settings = McpSettings.from_config(config)
                 self._mcp = McpManager(root, servers, settings, elicitation=self.elicit,
-                                       sampling=self.sample,
+                                       sampling=self.sample, checkpoint=_stop_point,
                                        trace=lambda kind, data: self.trace(None, kind, data))
             return self._mcp
 
@@ -256,9 +256,14 @@ class Effects:
             from .interpreter import prelude_record_type
             return True, convert_mock("mcp.server_info", mock, prelude_record_type("McpServerInfo"))
         if name == "mcp_tools":
-            text = convert_mock("mcp.list_tools", mock, T.STRING)
             from ..convert import parse_json
-            return True, [_mcp_tool_record(t) for t in parse_json(text)]
+            from ..mcp.dynamic import tool_records
+            from .errors import TestAbort
+            text = convert_mock("mcp.list_tools", mock, T.STRING)
+            try:
+                return True, tool_records(parse_json(text))
+            except ValueError as exc:
+                raise TestAbort(f"mock for mcp.list_tools: cannot convert '{text}' to List<McpTool>: {exc}")
         return True, convert_mock(key, mock, T.STRING)
 
     def elicit(self, server: str, request: Any) -> Any:
@@ -293,12 +298,9 @@ class Effects:
             self.trace_stream = None
 
 
-def _mcp_tool_record(listing: dict) -> Any:
-    from ..convert import compact_json
-    from .values import Record
-    return Record("McpTool", {
-        "name": listing.get("name", ""),
-        "description": listing.get("description", "") or "",
-        "input_schema": compact_json(listing["inputSchema"]) if "inputSchema" in listing else "{}",
-        "safety": listing.get("safety", "destructive"),
-    })
+def _stop_point() -> None:
+    """Called while an MCP request waits: a stopped agent or an ended test cancels the request."""
+    from .agents import current_context
+    ctx = current_context()
+    if ctx is not None:
+        ctx.check()

@@ -1,0 +1,75 @@
+"""Helpers of the MCP tests: paths of the test servers, Sage types, and managers that are always
+closed (every server process reaped) when their test or module ends.
+
+The tests talk to real servers over real stdio and HTTP: the project's own servers in `servers/` and the
+third-party ones that `.ci/run` installs (`mcp-server-time`, `mcp-server-git` with pip; server-everything
+and server-filesystem with npm into `node/node_modules`). A Python MCP server needs about 2-3 s to start on
+a small machine, so connections are shared within a module wherever the tests allow it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+import pytest
+
+from sagepy.mcp.config import McpSettings, parse_tools_config
+from sagepy.mcp.manager import McpManager
+from sagepy.types import BOOL, INT, STRING, OptionT, RecordInfo, RecordT
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVERS = os.path.join(HERE, "servers")
+SUITE = os.path.join(SERVERS, "suite.py")
+EXITS = os.path.join(SERVERS, "exits.py")
+HANGS = os.path.join(SERVERS, "hangs.py")
+NODE_BIN = os.path.join(HERE, "node", "node_modules", ".bin")
+
+POINT = RecordT(RecordInfo("Point", [], [("x", INT), ("y", INT)]))
+PERSON = RecordT(RecordInfo("Person", [], [("name", STRING), ("age", INT), ("email", OptionT(STRING))]))
+TIME_RESULT = RecordT(RecordInfo("TimeResult", [], [
+    ("timezone", STRING), ("datetime", STRING), ("day_of_week", STRING), ("is_dst", BOOL)]))
+
+
+def suite_server(*extra: str, **keys) -> dict:
+    """A `[tools.X]` table that starts the suite server with this interpreter."""
+    table = {"command": sys.executable, "args": [SUITE, *extra]}
+    table.update(keys)
+    return table
+
+
+def node_server(name: str) -> str:
+    path = os.path.join(NODE_BIN, name)
+    if not os.path.exists(path):
+        pytest.skip(f"{name} is not installed (run .ci/run, which installs tests/mcp/node)")
+    return path
+
+
+def installed(command: str) -> str:
+    path = shutil.which(command)
+    if path is None:
+        pytest.skip(f"{command} is not installed (run .ci/run)")
+    return path
+
+
+class Managers:
+    """Creates managers over a project directory and closes them all at teardown."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.made: list[McpManager] = []
+
+    def __call__(self, tools: dict | None = None, mcp: dict | None = None, **hooks) -> McpManager:
+        config = {"tools": tools or {}}
+        if mcp is not None:
+            config["mcp"] = mcp
+        servers, diagnostics = parse_tools_config(config, None)
+        assert diagnostics == [], [d.message for d in diagnostics]
+        settings = McpSettings(**(mcp or {}))
+        manager = McpManager(self.root, servers, settings, **hooks)
+        self.made.append(manager)
+        return manager
+
+    def close(self) -> None:
+        for manager in self.made:
+            manager.close_all()

@@ -1,0 +1,91 @@
+"""Streamable HTTP with a bearer token (SPEC §8.2), against the suite server served by uvicorn on
+127.0.0.1."""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mcp_helpers import POINT, SUITE
+from sagepy.runtime.errors import SageRaise
+from sagepy.runtime.values import Record
+from sagepy.types import STRING
+
+TOKEN = "s3cr3t-token"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory):
+    port = _free_port()
+    where = str(tmp_path_factory.mktemp("http"))
+    server = subprocess.Popen([sys.executable, SUITE, "--http", str(port), "--token", TOKEN, "--marker-dir", where],
+                              cwd=where, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/mcp"
+    server.terminate()
+    server.wait(10)
+
+
+def error_of(fn, *args) -> str:
+    with pytest.raises(SageRaise) as caught:
+        fn(*args)
+    return caught.value.error.display()
+
+
+def test_bearer_token_typed_calls(url, managers, monkeypatch):
+    monkeypatch.setenv("SAGE_TEST_HTTP_TOKEN", TOKEN)
+    events: list = []
+    manager = managers({"Remote": {"url": url, "auth": "bearer", "token_env": "SAGE_TEST_HTTP_TOKEN",
+                                   "timeout_ms": 1500}},
+                       trace=lambda kind, data: events.append((kind, data)))
+    assert manager.call_typed("Remote", "Remote.p", "make_point", {"x": 5, "y": 6}, POINT) == \
+        Record("Point", {"x": 5, "y": 6})
+    assert manager.call_typed("Remote", "Remote.e", "echo", {"text": "over http"}, STRING) == "over http"
+    assert error_of(manager.call_typed, "Remote", "Remote.s", "slow", {"seconds": 20}, STRING) == \
+        "MCP timeout: request 'tools/call' to 'Remote' timed out after 1500 ms"
+    assert manager.safety("Remote", "echo") == "read_only"
+    connect = next(data for kind, data in events if kind == "mcp.connect")
+    assert connect["transport"] == "http" and connect["protocol"] == "2026-07-28"
+
+
+def test_dynamic_http_with_headers_legacy(url, managers):
+    manager = managers()
+    config = {"url": url, "headers": {"Authorization": f"Bearer {TOKEN}"}, "protocol": "legacy"}
+    h = manager.connect(json.dumps(config))
+    assert manager.call(h, "add", '{"a": 2, "b": 2}') == "4"
+    assert len(json.loads(manager.list_tools(h))) >= 23
+
+
+def test_wrong_token_is_an_auth_error(url, managers, monkeypatch):
+    monkeypatch.setenv("SAGE_TEST_HTTP_TOKEN", "wrong")
+    manager = managers({"Remote": {"url": url, "auth": "bearer", "token_env": "SAGE_TEST_HTTP_TOKEN"}})
+    assert error_of(manager.call_typed, "Remote", "Remote.e", "echo", {"text": "x"}, STRING) == \
+        "MCP auth error: server returned HTTP 401"
+
+
+def test_unset_token_variable(url, managers, monkeypatch):
+    monkeypatch.delenv("SAGE_TEST_HTTP_TOKEN", raising=False)
+    manager = managers({"Remote": {"url": url, "auth": "bearer", "token_env": "SAGE_TEST_HTTP_TOKEN"}})
+    assert error_of(manager.call_typed, "Remote", "Remote.e", "echo", {"text": "x"}, STRING) == \
+        "MCP auth error: [tools.Remote] token_env refers to unset environment variable 'SAGE_TEST_HTTP_TOKEN'"
+
+
+def test_nothing_listening(managers):
+    manager = managers({"Gone": {"url": f"http://127.0.0.1:{_free_port()}/mcp", "connect_timeout_ms": 3000}})
+    assert error_of(manager.call_typed, "Gone", "Gone.e", "echo", {}, STRING).startswith("MCP connection failed: ")
