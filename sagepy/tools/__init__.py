@@ -8,6 +8,8 @@ is imported on the first call only: a program that never calls Http never import
 from __future__ import annotations
 
 import importlib
+import math
+import os
 import threading
 from typing import Any
 
@@ -54,6 +56,25 @@ _MODULES = {"Http": "http", "Fs": "fs", "Shell": "shell", "Database": "database"
 def tool_error(where: str, reason: str) -> SageRaise:
     """Build (not raise) the Tool error `<where>: <reason>`, where `where` is `Fs.read` or `Database`."""
     return SageRaise(ErrorValue("Tool", f"{where}: {reason}"))
+
+
+def env_seconds(name: str, where: str) -> float | None:
+    """A positive, finite number of seconds from environment variable `name`; None when unset or empty."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise tool_error(where, f"invalid {name} '{text}' (expected a positive number of seconds)")
+    return seconds
+
+
+def seconds_text(seconds: float) -> str:
+    """`30` for whole seconds, `0.5` otherwise, as in `timed out after 30 s`."""
+    return str(int(seconds)) if seconds == int(seconds) else str(seconds)
 
 
 def call_builtin_tool(tool: str, fn: str, args: list, *, cancel: threading.Event | None = None) -> Any:

@@ -31,6 +31,8 @@ _MEMORY_LOCK = threading.Lock()
 _memory: sqlite3.Connection | None = None
 # SQLite virtual-machine steps between two looks at the cancel flag during a statement.
 _CANCEL_CHECK_STEPS = 10_000
+# How often a call waiting for the in-memory database checks its cancel flag.
+_LOCK_POLL_SECONDS = 0.05
 
 
 def _database_path() -> str | None:
@@ -56,15 +58,27 @@ def _connect(path: str) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
 
+def _lock_memory(cancel: threading.Event | None) -> None:
+    """Take the in-memory database's lock, giving up if the agent is cancelled while it waits."""
+    while not _MEMORY_LOCK.acquire(timeout=_LOCK_POLL_SECONDS):
+        if cancel is not None and cancel.is_set():
+            raise AgentCancelled()
+
+
 @contextmanager
-def _connection(where: str) -> Iterator[sqlite3.Connection]:
+def _connection(where: str, cancel: threading.Event | None) -> Iterator[sqlite3.Connection]:
     global _memory
     path = _database_path()
     if path is None:
-        with _MEMORY_LOCK:
+        # One statement at a time: besides keeping calls apart, this keeps each call's cancel check in
+        # place, since SQLite has one progress handler per connection.
+        _lock_memory(cancel)
+        try:
             if _memory is None:
                 _memory = _connect(":memory:")
             yield _memory
+        finally:
+            _MEMORY_LOCK.release()
         return
     try:
         conn = _connect(path)
@@ -85,7 +99,7 @@ def _text(value: Any) -> str:
 
 
 def _run(where: str, sql: str, cancel: threading.Event | None, fetch: bool) -> Any:
-    with _connection(where) as conn:
+    with _connection(where, cancel) as conn:
         if cancel is not None:
             conn.set_progress_handler(cancel.is_set, _CANCEL_CHECK_STEPS)
         try:
@@ -93,8 +107,8 @@ def _run(where: str, sql: str, cancel: threading.Event | None, fetch: bool) -> A
             if fetch:
                 rows = cursor.fetchall()
                 columns = [d[0] for d in cursor.description or ()]
-                return [Record("DbRow", {"columns": list(columns), "values": [_text(v) for v in row]})
-                        for row in rows]
+                # Lists are never mutated once built, so every row can share one list of column names.
+                return [Record("DbRow", {"columns": columns, "values": [_text(v) for v in row]}) for row in rows]
             return max(cursor.rowcount, 0)
         except sqlite3.Error as exc:
             if cancel is not None and cancel.is_set():

@@ -3,7 +3,7 @@
 Every request carries `User-Agent: sagepy/<version>`; post and put send their body unchanged with
 `Content-Type: application/json`. A response of any status is a result (`HttpResponse` with the header names
 lower-cased; repeated headers are joined with ", "); only a failure to get a response is a Tool error.
-Redirects are followed (SPEC is silent; this is what upstream Sage's HTTP client does).
+Redirects are followed (SPEC is silent; sagepy's choice: an agent fetching a URL wants what it names).
 
 `SAGE_HTTP_TIMEOUT` (seconds, default 30, read per call) bounds the whole exchange, not just each read.
 The request runs on a private asyncio loop in the calling agent's thread so that a cancel flag can abort it
@@ -16,10 +16,9 @@ import threading
 from typing import Any, Callable
 
 from .. import __version__
-
 from ..runtime.errors import AgentCancelled
 from ..runtime.values import Record
-from . import tool_error
+from . import env_seconds, seconds_text, tool_error
 
 _DEFAULT_TIMEOUT = 30.0
 # How often a running request checks its cancel flag; bounds how long cancellation takes.
@@ -37,23 +36,6 @@ def _shared_ssl_context() -> Any:
             import httpx
             _ssl_context = httpx.create_ssl_context()
         return _ssl_context
-
-
-def _timeout(where: str) -> float:
-    text = os.environ.get("SAGE_HTTP_TIMEOUT", "").strip()
-    if not text:
-        return _DEFAULT_TIMEOUT
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not seconds > 0 or seconds == float("inf"):
-        raise tool_error(where, f"invalid SAGE_HTTP_TIMEOUT '{text}' (expected a positive number of seconds)")
-    return seconds
-
-
-def _seconds_text(seconds: float) -> str:
-    return str(int(seconds)) if seconds == int(seconds) else str(seconds)
 
 
 def _reason(exc: BaseException) -> str:
@@ -118,7 +100,7 @@ def _request(method: str, url: str, body: str | None, cancel: threading.Event | 
     import httpx
 
     where = f"Http.{method.lower()}"
-    timeout = _timeout(where)
+    timeout = env_seconds("SAGE_HTTP_TIMEOUT", where) or _DEFAULT_TIMEOUT
     try:
         outcome, response = asyncio.run(_exchange(method, url, body, timeout, cancel))
     except httpx.TimeoutException:
@@ -128,7 +110,7 @@ def _request(method: str, url: str, body: str | None, cancel: threading.Event | 
     if outcome == "cancelled":
         raise AgentCancelled()
     if outcome == "timeout":
-        raise tool_error(where, f"request timed out after {_seconds_text(timeout)} s")
+        raise tool_error(where, f"request timed out after {seconds_text(timeout)} s")
     headers = {name.lower(): value for name, value in response.headers.items()}
     return Record("HttpResponse", {"status": response.status_code, "body": response.text, "headers": headers})
 

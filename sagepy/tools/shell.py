@@ -22,28 +22,11 @@ from typing import Any, Callable
 
 from ..runtime.errors import AgentCancelled
 from ..runtime.values import Record
-from . import tool_error
+from . import env_seconds, seconds_text, tool_error
 
 WHERE = "Shell.run"
 # How often a running command checks its cancel flag and deadline; bounds how long cancellation takes.
 _POLL_SECONDS = 0.05
-
-
-def _timeout() -> float | None:
-    text = os.environ.get("SAGE_SHELL_TIMEOUT", "").strip()
-    if not text:
-        return None
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not seconds > 0 or seconds == float("inf"):
-        raise tool_error(WHERE, f"invalid SAGE_SHELL_TIMEOUT '{text}' (expected a positive number of seconds)")
-    return seconds
-
-
-def _seconds_text(seconds: float) -> str:
-    return str(int(seconds)) if seconds == int(seconds) else str(seconds)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -67,9 +50,9 @@ def _decode(data: bytes | None) -> str:
 
 
 def run(cmd: str, *, cancel: threading.Event | None = None) -> Record:
-    timeout = _timeout()
+    timeout = env_seconds("SAGE_SHELL_TIMEOUT", WHERE)
     try:
-        proc = subprocess.Popen(["sh", "-c", cmd], stdout=subprocess.PIPE,
+        proc = subprocess.Popen(["sh", "-c", cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -88,7 +71,7 @@ def run(cmd: str, *, cancel: threading.Event | None = None) -> Record:
                 raise AgentCancelled()
             if deadline is not None and time.monotonic() >= deadline:
                 _kill_group(proc)
-                raise tool_error(WHERE, f"timed out after {_seconds_text(timeout)} s")
+                raise tool_error(WHERE, f"timed out after {seconds_text(timeout)} s")
     except BaseException:
         if proc.returncode is None:
             _kill_group(proc)

@@ -1,0 +1,233 @@
+"""The Database tool on SQLite: URLs, queries, value text, errors, the shared in-memory database, cancellation."""
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from sagepy.runtime.errors import AgentCancelled, SageRaise
+from sagepy.runtime.values import Record
+from sagepy.tools import call_builtin_tool
+
+MEMORY = "sqlite::memory:"
+
+
+def db(fn: str, sql: str, cancel: threading.Event | None = None):
+    return call_builtin_tool("Database", fn, [sql], cancel=cancel)
+
+
+def db_error(fn: str, sql: str) -> str:
+    with pytest.raises(SageRaise) as info:
+        db(fn, sql)
+    assert info.value.error.kind == "Tool"
+    return info.value.error.message
+
+
+def row(columns: list, values: list) -> Record:
+    return Record("DbRow", {"columns": columns, "values": values})
+
+
+@pytest.fixture
+def memory(monkeypatch):
+    """The process-wide in-memory database, with the tables a test creates dropped afterwards."""
+    monkeypatch.setenv("SAGE_DATABASE_URL", MEMORY)
+    yield
+    for table in db("query", "SELECT name FROM sqlite_master WHERE type = 'table'"):
+        db("execute", f"DROP TABLE {table.fields['values'][0]}")
+
+
+def test_execute_returns_rows_affected_and_query_returns_rows(memory):
+    assert db("execute", "CREATE TABLE t (id INTEGER, name TEXT)") == 0
+    assert db("execute", "INSERT INTO t VALUES (1, 'a')") == 1
+    assert db("execute", "INSERT INTO t VALUES (2, 'b'), (3, 'c'), (4, 'd')") == 3
+    assert db("execute", "UPDATE t SET name = 'x' WHERE id >= 3") == 2
+    assert db("execute", "DELETE FROM t WHERE id = 4") == 1
+    assert db("execute", "DELETE FROM t WHERE id = 99") == 0
+    assert db("query", "SELECT id, name FROM t ORDER BY id") == [
+        row(["id", "name"], ["1", "a"]), row(["id", "name"], ["2", "b"]), row(["id", "name"], ["3", "x"])]
+
+
+def test_values_are_strings_and_null_is_the_string_null(memory):
+    rows = db("query", "SELECT 42 AS i, -7, 1.5 AS f, 2.0, 1e300, 'text' AS s, NULL AS n, '' AS e, "
+                       "x'00ff10' AS b, 'null' AS literal")
+    assert rows == [row(["i", "-7", "f", "2.0", "1e300", "s", "n", "e", "b", "literal"],
+                        ["42", "-7", "1.5", "2.0", "1e+300", "text", "null", "", "00FF10", "null"])]
+
+
+def test_blob_text_matches_sqlites_hex_function(memory):
+    (result,) = db("query", "SELECT x'deadbeef', hex(x'deadbeef')")
+    values = result.fields["values"]
+    assert values[0] == values[1] == "DEADBEEF"
+
+
+def test_query_with_no_rows_and_statements_without_columns(memory):
+    db("execute", "CREATE TABLE t (id INTEGER)")
+    assert db("query", "SELECT id FROM t") == []
+    assert db("query", "CREATE TABLE u (id INTEGER)") == []
+    assert db("query", "SELECT name FROM sqlite_master ORDER BY name") == [row(["name"], ["t"]), row(["name"], ["u"])]
+
+
+def test_unicode_text_round_trips(memory):
+    db("execute", "CREATE TABLE t (s TEXT)")
+    db("execute", "INSERT INTO t VALUES ('héllo 😀')")
+    assert db("query", "SELECT s FROM t") == [row(["s"], ["héllo 😀"])]
+
+
+def test_the_in_memory_database_is_shared_by_calls_and_threads(memory):
+    db("execute", "CREATE TABLE shared (v INTEGER)")
+    errors = []
+
+    def insert(n: int) -> None:
+        try:
+            for i in range(20):
+                db("execute", f"INSERT INTO shared VALUES ({n * 100 + i})")
+        except Exception as exc:  # collected and asserted on below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=insert, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert db("query", "SELECT count(*) AS c, count(DISTINCT v) FROM shared") == [
+        row(["c", "count(DISTINCT v)"], ["80", "80"])]
+
+
+def test_sql_errors_are_tool_errors(memory):
+    assert db_error("query", "SELECT * FROM t") == "Database.query: no such table: t"
+    assert db_error("execute", "INSERT INTO missing VALUES (1)") == "Database.execute: no such table: missing"
+    assert db_error("query", "SELEC 1") == 'Database.query: near "SELEC": syntax error'
+    db("execute", "CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    db("execute", "INSERT INTO t VALUES (1)")
+    assert db_error("execute", "INSERT INTO t VALUES (1)") == "Database.execute: UNIQUE constraint failed: t.id"
+    assert db_error("execute", "SELECT 1; SELECT 2") == (
+        "Database.execute: You can only execute one statement at a time.")
+
+
+def test_a_failed_statement_changes_nothing(memory):
+    db("execute", "CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    db("execute", "INSERT INTO t VALUES (2)")
+    db_error("execute", "INSERT INTO t VALUES (1), (2)")
+    assert db("query", "SELECT id FROM t") == [row(["id"], ["2"])]
+
+
+def test_a_file_database_relative_to_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SAGE_DATABASE_URL", "sqlite:data.db")
+    db("execute", "CREATE TABLE t (v TEXT)")
+    assert db("execute", "INSERT INTO t VALUES ('persisted'), (NULL)") == 2
+    assert (tmp_path / "data.db").exists()
+    # Committed: another connection sees the rows.
+    with sqlite3.connect(tmp_path / "data.db") as other:
+        assert other.execute("SELECT v FROM t ORDER BY v").fetchall() == [(None,), ("persisted",)]
+    assert db("query", "SELECT v FROM t ORDER BY v") == [row(["v"], ["null"]), row(["v"], ["persisted"])]
+
+
+def test_file_and_memory_databases_are_separate(tmp_path, monkeypatch, memory):
+    db("execute", "CREATE TABLE only_in_memory (v INTEGER)")
+    monkeypatch.setenv("SAGE_DATABASE_URL", f"sqlite:{tmp_path / 'f.db'}")
+    assert db_error("query", "SELECT * FROM only_in_memory") == "Database.query: no such table: only_in_memory"
+    monkeypatch.setenv("SAGE_DATABASE_URL", MEMORY)
+    assert db("query", "SELECT count(*) FROM only_in_memory") == [row(["count(*)"], ["0"])]
+
+
+def test_url_forms_with_slashes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SAGE_DATABASE_URL", f"sqlite://{tmp_path / 'abs.db'}")
+    db("execute", "CREATE TABLE a (v INTEGER)")
+    assert (tmp_path / "abs.db").exists()
+    monkeypatch.setenv("SAGE_DATABASE_URL", "sqlite://rel.db")
+    db("execute", "CREATE TABLE r (v INTEGER)")
+    assert (tmp_path / "rel.db").exists()
+    monkeypatch.setenv("SAGE_DATABASE_URL", "sqlite://:memory:")
+    assert db("query", "SELECT 1 AS one") == [row(["one"], ["1"])]
+
+
+def test_a_file_that_cannot_be_opened_is_a_tool_error(tmp_path, monkeypatch):
+    path = tmp_path / "no" / "such" / "dir.db"
+    monkeypatch.setenv("SAGE_DATABASE_URL", f"sqlite:{path}")
+    assert db_error("query", "SELECT 1") == f"Database.query: cannot open '{path}': unable to open database file"
+
+
+@pytest.mark.parametrize("url, message", [
+    ("", "Database: SAGE_DATABASE_URL is not set"),
+    ("postgres://localhost/db", "Database: unsupported URL scheme 'postgres'"),
+    ("mysql:x", "Database: unsupported URL scheme 'mysql'"),
+    ("SQLITE:x.db", "Database: unsupported URL scheme 'SQLITE'"),
+    ("data.db", "Database: invalid SAGE_DATABASE_URL 'data.db' (expected sqlite:<path> or sqlite::memory:)"),
+    ("sqlite:", "Database: SAGE_DATABASE_URL 'sqlite:' names no database file"),
+])
+def test_bad_urls_are_tool_errors(monkeypatch, url, message):
+    monkeypatch.setenv("SAGE_DATABASE_URL", url)
+    assert db_error("query", "SELECT 1") == message
+    assert db_error("execute", "SELECT 1") == message
+
+
+def test_an_unset_url_is_a_tool_error(monkeypatch):
+    monkeypatch.delenv("SAGE_DATABASE_URL", raising=False)
+    assert db_error("query", "SELECT 1") == "Database: SAGE_DATABASE_URL is not set"
+
+
+def counting(n: int) -> str:
+    """A statement that runs about a second per million rows and returns one row `n`."""
+    return f"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {n}) SELECT count(*) AS n FROM c"
+
+
+def test_cancel_interrupts_a_long_statement(memory):
+    cancel = threading.Event()
+    timer = threading.Timer(0.2, cancel.set)
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(AgentCancelled):
+            db("query", counting(5_000_000), cancel)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 2
+    # The shared connection is usable afterwards and no longer watches the (set) flag.
+    assert db("query", counting(100_000)) == [row(["n"], ["100000"])]
+
+
+def test_an_unset_cancel_flag_does_not_interrupt(memory):
+    assert db("query", counting(100_000), threading.Event()) == [row(["n"], ["100000"])]
+
+
+def test_concurrent_calls_do_not_disturb_each_others_cancel_check(memory):
+    # SQLite has one progress handler per connection: a second call must not replace the first one's.
+    cancel = threading.Event()
+    outcome = {}
+
+    def long_query() -> None:
+        try:
+            outcome["value"] = db("query", counting(5_000_000), cancel)
+        except BaseException as exc:  # asserted on below
+            outcome["exc"] = exc
+
+    first = threading.Thread(target=long_query)
+    first.start()
+    time.sleep(0.1)
+    second = threading.Thread(target=db, args=("query", counting(10_000), threading.Event()))
+    second.start()
+    time.sleep(0.2)
+    started = time.monotonic()
+    cancel.set()
+    first.join(10)
+    second.join(10)
+    assert isinstance(outcome.get("exc"), AgentCancelled), outcome
+    assert time.monotonic() - started < 1
+
+
+def test_cancel_while_waiting_for_the_in_memory_database(memory):
+    busy = threading.Thread(target=db, args=("query", counting(1_000_000)))
+    busy.start()
+    time.sleep(0.1)
+    cancel = threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    started = time.monotonic()
+    with pytest.raises(AgentCancelled):
+        db("query", "SELECT 1", cancel)
+    assert time.monotonic() - started < 1
+    busy.join()
