@@ -10,10 +10,25 @@ class ProjectError(Exception):
 
 
 class Project:
-    def __init__(self, root: str, config: dict, config_path: str | None) -> None:
+    def __init__(self, root: str, config: dict, config_path: str | None, toml_error: Exception | None = None) -> None:
         self.root = root
         self.config = config
         self.config_path = config_path
+        self.toml_error = toml_error
+        self._diagnostics: list | None = None
+
+    def config_diagnostics(self) -> list:
+        """E090 diagnostics for grove.toml (SPEC §11), computed once."""
+        if self._diagnostics is None:
+            if self.config_path is None:
+                self._diagnostics = []
+            else:
+                from .grove import toml_error_diagnostic, validate_config
+                if self.toml_error is not None:
+                    self._diagnostics = [toml_error_diagnostic(self.config_path, self.toml_error)]
+                else:
+                    self._diagnostics = validate_config(self.config, self.config_path)
+        return self._diagnostics
 
     @property
     def name(self) -> str:
@@ -39,7 +54,8 @@ def find_project(path: str | None) -> tuple[Project, str | None]:
     while True:
         candidate = os.path.join(directory, "grove.toml")
         if os.path.isfile(candidate):
-            project = Project(directory, load_config(candidate), candidate)
+            config, error = load_config(candidate)
+            project = Project(directory, config, candidate, error)
             break
         parent = os.path.dirname(directory)
         if parent == directory:
@@ -50,7 +66,8 @@ def find_project(path: str | None) -> tuple[Project, str | None]:
     return project, explicit_file
 
 
-def load_config(path: str) -> dict:
+def load_config(path: str) -> tuple[dict, Exception | None]:
+    """The parsed grove.toml, or ({}, the error) when it is not valid TOML (reported later as E090)."""
     try:
         import tomllib
     except ImportError:  # Python < 3.11
@@ -58,9 +75,11 @@ def load_config(path: str) -> dict:
     try:
         with open(path, "rb") as fh:
             data: dict[str, Any] = tomllib.load(fh)
-    except (OSError, ValueError) as exc:
-        raise ProjectError(f"invalid grove.toml ({path}): {exc}") from None
-    return data
+    except OSError as exc:
+        raise ProjectError(f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        return {}, exc
+    return data, None
 
 
 def load_dotenv(root: str) -> None:

@@ -64,10 +64,10 @@ class Body:
     """kind: fn, handler, test, const, child (a supervisor child's field initialisers)."""
 
     __slots__ = ("scope", "kind", "fallible", "stop", "agent", "handler", "ret", "returns", "loops", "covered",
-                 "in_catch", "parent", "in_test_block", "assert_depth")
+                 "in_catch", "tparams")
 
     def __init__(self, scope: ModuleScope, kind: str, fallible: bool = False, agent: AgentInfo | None = None,
-                 handler: str | None = None, ret: Type | None = None) -> None:
+                 handler: str | None = None, ret: Type | None = None, tparams: tuple = ()) -> None:
         self.scope = scope
         self.kind = kind
         self.fallible = fallible
@@ -75,13 +75,11 @@ class Body:
         self.agent = agent
         self.handler = handler
         self.ret = ret                      # the declared return type where `return` is allowed
-        self.returns: list[Type] | None = None   # collected `return` types of a closure without expected type
+        self.returns: list | None = None   # (type, span) of each `return` in a closure without expected type
         self.loops: list[Loop] = []
         self.covered = False                # under a `try` operand, a `catch` left operand or `assert_fails`
         self.in_catch = 0                   # inside the left operand of a `catch`: `try` is allowed anywhere
-        self.parent: Body | None = None
-        self.in_test_block = kind == "test"
-        self.assert_depth = 0
+        self.tparams = tparams              # type parameters in scope (a generic function's)
 
     @property
     def file(self) -> str:
@@ -89,20 +87,11 @@ class Body:
 
     def closure(self, ret: Type | None) -> "Body":
         """The body of a closure written here: same context, own loops and returns, no outer coverage."""
-        inner = Body(self.scope, self.kind, self.fallible, self.agent, self.handler, ret)
+        inner = Body(self.scope, self.kind, self.fallible, self.agent, self.handler, ret, self.tparams)
         inner.stop = self.stop
-        inner.parent = self
-        inner.in_test_block = self.in_test_block
         if ret is None:
             inner.returns = []
         return inner
-
-    @property
-    def in_closure(self) -> bool:
-        return self.parent is not None
-
-    def allows_try(self) -> bool:
-        return self.fallible or self.in_catch > 0
 
     def tool_context(self) -> Any:
         """`"any"` in test blocks, the agent's `use` list in handlers, else None (tool calls are E038)."""

@@ -79,13 +79,12 @@ class Namespaces:
             self.declare_items(self.root_scope, also_in=sibling.path)
         for module in reversed(program.modules):
             self.resolve_uses(self.scopes[id(module)])
-        for scope in self.unique_scopes():
+        for scope in self.scopes.values():
             self.fill_types(scope)
-        for scope in self.unique_scopes():
+        for scope in self.scopes.values():
             self.fill_signatures(scope)
-
-    def unique_scopes(self) -> list[ModuleScope]:
-        return list(self.scopes.values())
+        for agent in self.agent_decls.values():
+            self.fill_agent(agent, agent.scope)
 
     def declare_items(self, scope: ModuleScope, also_in: str | None = None) -> None:
         for item in scope.module.items:
@@ -106,12 +105,14 @@ class Namespaces:
             elif kind == "agent":
                 info = AgentInfo(item.name, item, scope)
                 self.agents.setdefault(item.name, info)
+                self.agent_decls[id(item)] = info
             entity = Entity(kind, item.name, item, scope, bool(getattr(item, "pub", False)), info)
             self.bind(scope, entity, item.span, also_in)
 
     def bind(self, scope: ModuleScope, entity: Entity, span: tuple, also_in: str | None) -> None:
-        if entity.name in scope.items:
-            where = f" (also in {self.shown_path(also_in)})" if also_in else ""
+        existing = scope.items.get(entity.name)
+        if existing is not None:
+            where = f" (also in {self.shown_path(also_in)})" if also_in and existing.scope is not scope else ""
             self.error("E012", f"duplicate definition of `{entity.name}`{where}", span, scope.path)
             return
         scope.items[entity.name] = entity
@@ -133,16 +134,12 @@ class Namespaces:
                 else:
                     owner = self.resolve_module(scope, path[:-1], item.span)
                     target = self.member(owner, path[-1], item.span, file) if owner else None
-                if target is not None:
-                    self.add_import(scope, item.alias or path[-1], target, item.span)
+                self.add_import(scope, item.alias or path[-1], target, item.span)
             elif item.kind == "group":
                 owner = self.resolve_module(scope, path, item.span)
-                if owner is None:
-                    continue
                 for name, alias in item.names:
-                    target = self.member(owner, name, item.span, file)
-                    if target is not None:
-                        self.add_import(scope, alias or name, target, item.span)
+                    target = self.member(owner, name, item.span, file) if owner else None
+                    self.add_import(scope, alias or name, target, item.span)
             else:
                 owner = self.resolve_module(scope, path, item.span)
                 if owner is None:
@@ -151,7 +148,13 @@ class Namespaces:
                     if entity.pub and name not in scope.items:
                         scope.imports[name] = entity
 
-    def add_import(self, scope: ModuleScope, name: str, target: Entity, span: tuple) -> None:
+    def add_import(self, scope: ModuleScope, name: str, target: Entity | None, span: tuple) -> None:
+        """Bind an imported name. A failed import (already reported) binds a placeholder of kind "error", so
+        that uses of the name do not report it again as undefined."""
+        if target is None:
+            if name not in scope.items and name not in scope.imports:
+                scope.imports[name] = Entity("error", name, None, scope, False)
+            return
         if name in scope.items or (name in scope.imports and scope.imports[name] is not target):
             self.error("E012", f"duplicate definition of `{name}` (imported)", span, scope.path)
             return
@@ -236,8 +239,6 @@ class Namespaces:
                 entity.info = self.resolve_type(decl.type, scope)
             elif kind == "tool":
                 entity.info = self.tool_info(decl, scope)
-            elif kind == "agent":
-                self.fill_agent(entity.info, scope)
             elif kind == "protocol":
                 roles = set()
                 for src, dst, texpr in decl.steps:
@@ -328,7 +329,7 @@ class Namespaces:
                 self.error("E046", f"type parameter `{name}` takes no type arguments", texpr.span, scope.path)
             return T.TypeVar(name)
         entity = self.type_entity(scope, name, texpr.span)
-        if entity is None:
+        if entity is None or entity.kind == "error":
             return ANY
         if entity.kind in ("record", "enum"):
             info = entity.info

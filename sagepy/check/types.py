@@ -11,15 +11,15 @@ Holes never escape an inference: what a call returns has its unbound holes repla
 """
 from __future__ import annotations
 
-from ..types import (BOOL, ERROR, FLOAT, INT, NEVER, STRING, UNIT, AgentT, EnumT, FnT, ListT, MapT, OptionT,
-                     Prim, RecordT, ResultT, TupleT, Type, TypeVar, type_name)
+from ..types import (NEVER, AgentT, EnumT, FnT, ListT, MapT, OptionT, Prim, RecordT, ResultT, TupleT, Type,
+                     TypeVar, type_name)
 
 ANY = Prim("_")
 ORDERABLE = ("Int", "Float", "String")
 MAP_KEYS = ("String", "Int", "Bool")
 
-__all__ = ["ANY", "BOOL", "ERROR", "FLOAT", "INT", "NEVER", "STRING", "UNIT", "Hole", "PersistedT", "fits",
-           "merge", "unify", "resolve", "instantiate", "show", "is_open", "prim_named", "contains_hole"]
+__all__ = ["ANY", "NEVER", "MAP_KEYS", "ORDERABLE", "Hole", "PersistedT", "fits", "merge", "unify", "resolve",
+           "instantiate", "show", "is_open", "prim_named", "contains_hole", "erase_vars"]
 
 
 class Hole(Type):
@@ -221,12 +221,6 @@ def instantiate(params: list[str]) -> tuple[dict, list[Hole]]:
     """Fresh holes for a generic item's type parameters: (TypeVar name -> hole, holes in order)."""
     holes = [Hole(p) for p in params]
     return dict(zip(params, holes)), holes
-
-
-def replace_vars(t: Type, env: dict) -> Type:
-    """Replace type variables named in env (used to instantiate declarations)."""
-    from ..types import substitute
-    return substitute(t, env)
 
 
 def erase_vars(t: Type) -> Type:

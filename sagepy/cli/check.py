@@ -20,7 +20,7 @@ def discover_test_files(root: str) -> list[str]:
     return sorted(found)
 
 
-def check_files(entry: str | None, test_files: list[str]) -> tuple[list[Diagnostic], set[str]]:
+def check_files(entry: str | None, test_files: list[str], project: Any = None) -> tuple[list[Diagnostic], set[str]]:
     from ..runtime.agents import Runtime
     from ..runtime.effects import Effects
     from ..runtime.interpreter import Host
@@ -30,10 +30,10 @@ def check_files(entry: str | None, test_files: list[str]) -> tuple[list[Diagnost
     targets = ([entry] if entry else []) + test_files
     for path in targets:
         runtime = Runtime()
-        runtime.effects = Effects(runtime)
+        runtime.effects = Effects(runtime, project)
         host = Host(runtime, runtime.effects)
         host.test_file = path.endswith("_test.sg")
-        program, found = compile_entry(path, host)
+        program, found = compile_entry(path, host, project=project, test_file=host.test_file)
         files.update(os.path.abspath(m.path) for m in program.modules)
         diags.extend(found)
     unique: dict[tuple, Diagnostic] = {}
@@ -58,7 +58,7 @@ def run_check(args: Any) -> int:
     if entry_file is None and not tests:
         sys.stderr.write(f"error: no entry file found (looked for {display_path(entry)})\n")
         return 1
-    diags, files = check_files(entry_file, tests)
+    diags, files = check_files(entry_file, tests, project)
     errors = [d for d in diags if d.severity == "error"]
     warnings = [d for d in diags if d.severity != "error"]
     if args.format == "json":

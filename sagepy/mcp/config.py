@@ -224,7 +224,12 @@ class _Locator:
                 return i
         return None
 
-    def span(self, table: str, key: str | None = None) -> tuple | None:
+    def span(self, table: str, key: str | None = None, nested: bool = True) -> tuple | None:
+        if nested and key is not None and "." in key:
+            sub, entry = key.split(".", 1)
+            if self._header_line(f"{table}.{sub}") is not None:
+                return self.span(f"{table}.{sub}", entry, nested=False)
+            key = sub
         header = self._header_line(table)
         if key is None or header is None:
             if header is None:
@@ -275,7 +280,13 @@ def _apply_keys(data: Mapping[str, Any], keys: dict[str, tuple[Any, str]], table
         parse, expected = spec
         parsed = parse(value)
         if parsed is None:
-            report(f"[{table}] {key} must be {expected}, found {_describe(value, parse)}", key, None)
+            where = key
+            if isinstance(value, dict):   # point at the bad entry of a sub-table such as [tools.X.safety]
+                bad = next((k for k, v in value.items() if not isinstance(v, str)
+                            or (parse is _safety_table and v not in SAFETY_CLASSES)), None)
+                if bad is not None:
+                    where = f"{key}.{bad}"
+            report(f"[{table}] {key} must be {expected}, found {_describe(value, parse)}", where, None)
             clean = False
             continue
         setattr(target, key, parsed)

@@ -28,6 +28,13 @@ def compile_entry(entry_path: str, host: Host, project: Any = None,
                   test_file: bool = False) -> tuple[Any, list[Diagnostic]]:
     program = load_program(entry_path)
     diags = list(program.diagnostics)
+    if project is not None:
+        diags.extend(project.config_diagnostics())
+    if any(d.severity == "error" for d in diags):
+        return program, diags
+    from ..check import check_program
+    diags.extend(check_program(program, project_config=project.config if project is not None else None,
+                               test_file=test_file))
     if any(d.severity == "error" for d in diags):
         return program, diags
     compiler = Compiler(host)

@@ -1,0 +1,5 @@
+"""Implements `whisper` but not `shout`."""
+
+
+def whisper(s):
+    return s.lower()
