@@ -181,7 +181,29 @@ class Effects:
             if type(value) is Variant and value.enum == "Option" and value.name == "None":
                 continue   # None arguments are omitted (SPEC §8.4)
             arguments[name] = to_json(value)
-        return self.mcp().call_typed(info.tool, info.label, info.remote, arguments, info.ret)
+        return self.mcp().call_typed(self.server_key(info.tool), info.label, info.remote, arguments, info.ret)
+
+    def server_key(self, tool: str) -> str:
+        """The `[tools.X]` key a tool block binds to (exact, else unique case-insensitive; SPEC §8.1)."""
+        from ..mcp.config import AmbiguousBinding, bind_tool_block, parse_tools_config
+        config = self.project.config if self.project is not None else {}
+        servers, _ = parse_tools_config(config, None)
+        try:
+            bound = bind_tool_block(tool, servers)
+        except AmbiguousBinding:
+            return tool
+        return bound.name if bound is not None else tool
+
+    def prestart(self, tools: set[str]) -> None:
+        """Start, in the background, the servers of the tool blocks that some agent `use`s (SPEC §8.3)."""
+        config = self.project.config if self.project is not None else {}
+        if not tools or not isinstance(config.get("tools"), dict):
+            return
+        keys = sorted({self.server_key(t) for t in tools} & set(config["tools"]))
+        if keys:
+            from .agents import start_thread
+            # importing the MCP SDK alone takes about a second: do it off the main thread too
+            start_thread(lambda: self.mcp().prestart(keys), "mcp-prestart")
 
     def safety(self, info: ToolCallInfo) -> str:
         if info.builtin:
@@ -267,12 +289,19 @@ class Effects:
         return True, convert_mock(key, mock, T.STRING)
 
     def elicit(self, server: str, request: Any) -> Any:
-        """Answer a server's elicitation: the test's `mock elicit` queue, else the configured mode."""
+        """Answer a server's elicitation (SPEC §8.7): under `sage test` the `mock elicit` queue (empty:
+        decline; `fail("m")`: an error answer), otherwise the terminal form or decline, as configured."""
         if self.mocks is not None:
-            from ..testing.mocks import EMPTY
+            from ..testing.mocks import EMPTY, Failure
             mock = self.mocks.take("elicit")
-            return "decline" if mock is EMPTY else mock
-        return "decline"
+            if mock is EMPTY:
+                return "decline"
+            if isinstance(mock, Failure):
+                from ..mcp.elicitation import ElicitationRefused
+                raise ElicitationRefused(mock.message)
+            return mock
+        from ..mcp.elicitation import TerminalElicitation
+        return TerminalElicitation()(server, request)
 
     # ---------------------------------------------------------------- tracing
     def trace(self, ctx: Any, kind: str, data: dict) -> None:

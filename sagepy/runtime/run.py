@@ -24,10 +24,15 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
         sys.stderr.flush()
 
 
-def compile_entry(entry_path: str, host: Host, project: Any = None,
-                  test_file: bool = False) -> tuple[Any, list[Diagnostic]]:
+def compile_entry(entry_path: str, host: Host, project: Any = None, test_file: bool = False,
+                  prestart: bool = False) -> tuple[Any, list[Diagnostic]]:
     program = load_program(entry_path)
     diags = list(program.diagnostics)
+    if prestart and not diags:
+        # servers of the tool blocks agents `use` start now, overlapping checking and the first steps of the run
+        used = {name for module in program.modules for item in module.items if isinstance(item, A.AgentDecl)
+                for name, _span in item.uses}
+        host.effects.prestart(used)
     if project is not None:
         diags.extend(project.config_diagnostics())
     if any(d.severity == "error" for d in diags):
@@ -55,7 +60,7 @@ def run_entry(entry_path: str, project: Any, trace_file: str | None = None, trac
     from .persistence import StateStore
     runtime.store = StateStore.for_project(project)
     host = Host(runtime, effects)
-    program, diags = compile_entry(entry_path, host, project=project)
+    program, diags = compile_entry(entry_path, host, project=project, prestart=True)
     run_decl = None
     for item in program.root.items:
         if isinstance(item, A.RunDecl):
