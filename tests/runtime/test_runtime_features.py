@@ -233,8 +233,12 @@ def test_missing_extern_is_e093(tmp_path: Path) -> None:
                                        "run Main;\n"})
     r = sage("run", ".", cwd=root)
     assert r.returncode == 1
+    assert "error[E093]: extern module not found: nowhere.py\n --> grove.toml:4:1" in r.stderr
+    write(root, {"grove.toml": '[project]\nentry = "main.sg"\n[extern]\nmodules = ["other.py"]\n',
+                 "other.py": "def unrelated():\n    return 1\n"})
+    r = sage("run", ".", cwd=root)
+    assert r.returncode == 1
     assert "error[E093]: no implementation for `extern fn ghost`" in r.stderr
-    assert "extern module not found: nowhere.py" in r.stderr
 
 
 def test_trace_events_per_kind(tmp_path: Path) -> None:
