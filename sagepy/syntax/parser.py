@@ -332,6 +332,11 @@ class ASTBuilder(Transformer):
             body.pub = True
         return body
 
+    def misplaced_attribute(self, meta, c):
+        for attr in c[:-1]:
+            _ctx().error("E009", f"attribute `#[{attr.name}]` is only allowed on a tool function", attr.span)
+        return c[-1]
+
     def mod_decl(self, meta, c):
         return A.ModDecl(c[0].value, False, span=_meta_span(meta))
 
