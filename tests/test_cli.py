@@ -186,3 +186,25 @@ def test_grammar_builds_in_strict_mode(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(target))
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.stdout == "strict ok\n", r.stderr
+
+
+def test_several_syntax_errors_in_one_file(tmp_path: Path) -> None:
+    write(tmp_path, "multi.sg", """\
+        fn a() -> Int {
+            let x = 1 +;
+            return x;
+        }
+
+        fn b() -> Int {
+            return (2;
+        }
+
+        record R { x: Int y: Int }
+
+        agent Main { on start { print(a()); } }
+        run Main;
+        """)
+    r = sage("run", "multi.sg", cwd=tmp_path)
+    assert r.returncode == 1
+    locations = [line.strip() for line in r.stderr.splitlines() if line.strip().startswith("-->")]
+    assert locations == ["--> multi.sg:2:16", "--> multi.sg:7:14", "--> multi.sg:10:19"]

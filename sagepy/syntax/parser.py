@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from typing import Any
 
 from lark import Lark, Token, Transformer, v_args
@@ -954,6 +955,7 @@ def parse_source(text: str, path: str) -> tuple[list, list[Diagnostic]]:
         _lexical_scan(ctx, text)
         if not any(d.code == "E002" for d in ctx.errors):
             _report_syntax_error(ctx, exc, text)
+            _report_later_syntax_errors(ctx, text, exc)
         items = []
     except VisitError as exc:
         raise exc.orig_exc from None
@@ -961,6 +963,44 @@ def parse_source(text: str, path: str) -> tuple[list, list[Diagnostic]]:
         _contexts.pop()
     _flush_big_ints(ctx)
     return items, _dedupe(ctx.errors)
+
+
+_ITEM_START = re.compile(r"^(?:pub\s+)?(?:fn|agent|record|enum|const|tool|supervisor|test|run|mod|use|extern|"
+                         r"protocol|handler|@|#\[)\b|^(?:@|#\[)", re.M)
+_MAX_RESYNCS = 20
+
+
+def _report_later_syntax_errors(ctx: _Context, text: str, exc: UnexpectedInput) -> None:
+    """Recovery for more than the first syntax error: parse again from the next line that starts an item at
+    column 1, with everything before it blanked (newlines kept, so positions stay true), until the rest of the
+    file parses or a bound is reached."""
+    line = getattr(exc, "line", None) or 1
+    for _ in range(_MAX_RESYNCS):
+        offset = _offset_of_line(text, line + 1)
+        match = _ITEM_START.search(text, offset) if offset is not None else None
+        if match is None:
+            return
+        start = match.start()
+        blanked = "".join(ch if ch == "\n" else " " for ch in text[:start]) + text[start:]
+        try:
+            get_parser().parse(blanked, start="program")
+            return
+        except UnexpectedInput as later:
+            if isinstance(later, UnexpectedToken) and later.token.type == "$END" and \
+                    any(d.code == "E006" for d in ctx.errors):
+                return
+            _report_syntax_error(ctx, later, blanked)
+            line = getattr(later, "line", None) or line + 1
+
+
+def _offset_of_line(text: str, line: int) -> int | None:
+    offset = 0
+    for _ in range(line - 1):
+        offset = text.find("\n", offset)
+        if offset < 0:
+            return None
+        offset += 1
+    return offset
 
 
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
