@@ -1,0 +1,70 @@
+"""Ctrl-C and SIGTERM during `sage run`: exit 130/143, and no MCP server process outlives sage (SPEC §4.9)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent.parent
+SUITE = REPO / "tests" / "mcp" / "servers" / "suite.py"
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_reaps_mcp_servers(tmp_path: Path, signum: int, code: int) -> None:
+    marker = f"sage-signal-test-{os.getpid()}-{signum}"
+    (tmp_path / "grove.toml").write_text(textwrap.dedent(f"""\
+        [project]
+        entry = "main.sg"
+        [tools.Suite]
+        command = "{sys.executable}"
+        args = ["{SUITE}", "{marker}"]
+        """), encoding="utf-8")
+    (tmp_path / "main.sg").write_text(textwrap.dedent("""\
+        tool Suite { fn echo(text: String) -> String }
+        agent Main {
+            use Suite
+            on start {
+                print(try Suite.echo("ready"));
+                loop { sleep_ms(50); }
+            }
+        }
+        run Main;
+        """), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-m", "sagepy", "run", "."], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert "ready" in line, proc.stderr.read() if proc.poll() is not None else line
+        assert _processes_with(marker), "the server should be running while the program runs"
+        proc.send_signal(signum)
+        assert proc.wait(20) == code
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    deadline = time.monotonic() + 5
+    while _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_with(marker) == []
