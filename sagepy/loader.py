@@ -74,3 +74,16 @@ def load_program(entry_path: str) -> Program:
     if sibling is not None:
         root.children.update(sibling.children)
     return Program(root, modules, diags)
+
+
+def reexports(module: A.Module, name: str) -> bool:
+    """Whether a module re-exports `name` with a `pub use` (SPEC §3.1)."""
+    for item in module.items:
+        if isinstance(item, A.UseDecl) and item.pub:
+            if item.kind == "glob":
+                return True
+            if item.kind == "leaf" and (item.alias or item.path[-1]) == name:
+                return True
+            if item.kind == "group" and any((alias or n) == name for n, alias in item.names):
+                return True
+    return False

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
+from ..loader import reexports
 from ..syntax import ast as A
 from .symbols import AgentInfo, Entity, FieldInfo, FnSig, ToolInfo
 from .types import ANY, MAP_KEYS, prim_named
@@ -181,7 +182,7 @@ class Namespaces:
         entity = module.items.get(name)
         if entity is None:
             imported = module.imports.get(name)
-            if imported is not None and self.reexported(module, name):
+            if imported is not None and reexports(module.module, name):
                 return imported
             if name in module.children:
                 return Entity("module", name, None, module, True, module.children[name])
@@ -193,18 +194,6 @@ class Namespaces:
                        hint=f"mark it `pub` in {self.shown_path(module.path)}")
             return None
         return entity
-
-    @staticmethod
-    def reexported(module: ModuleScope, name: str) -> bool:
-        for item in module.module.items:
-            if isinstance(item, A.UseDecl) and item.pub:
-                if item.kind == "glob":
-                    return True
-                if item.kind == "leaf" and (item.alias or item.path[-1]) == name:
-                    return True
-                if item.kind == "group" and any((alias or n) == name for n, alias in item.names):
-                    return True
-        return False
 
     # ---------------------------------------------------------------- declarations' types
     def fill_types(self, scope: ModuleScope) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from .. import types as T
 from ..diagnostics import Diagnostic
+from ..loader import reexports
 from ..syntax import ast as A
 from .agents import CALL_DEPTH_LIMIT, YieldSignal
 from .errors import SageRaise, raise_at as _raise_at
@@ -281,7 +282,7 @@ class Compiler:
         entity = module.items.get(name)
         if entity is None:
             entity = module.imports.get(name)
-            if entity is not None and not self._reexported(module, name):
+            if entity is not None and not reexports(module.module, name):
                 entity = None
         if entity is None:
             if name in module.children:
@@ -293,18 +294,6 @@ class Compiler:
                        hint=f"mark it `pub` in {module.path}")
             return None
         return entity
-
-    @staticmethod
-    def _reexported(module: ModuleEnv, name: str) -> bool:
-        for item in module.module.items:
-            if isinstance(item, A.UseDecl) and item.pub:
-                if item.kind == "leaf" and (item.alias or item.path[-1]) == name:
-                    return True
-                if item.kind == "group" and any((alias or n) == name for n, alias in item.names):
-                    return True
-                if item.kind == "glob":
-                    return True
-        return False
 
     # ---------------------------------------------------------------- types
     def resolve_type(self, texpr: Any, env: ModuleEnv, tparams: Any = ()) -> T.Type:
