@@ -441,4 +441,7 @@ def unset_references(config: ServerConfig, environ: Mapping[str, str] | None = N
                 problems.append(failure.message)
     if config.auth == "bearer" and config.token_env and config.token_env not in env:
         problems.append(f"[tools.{config.name}] token_env refers to unset environment variable '{config.token_env}'")
+    if config.auth == "oauth" and config.client_id_env and config.client_id_env not in env:
+        problems.append(f"[tools.{config.name}] client_id_env refers to unset environment variable "
+                        f"'{config.client_id_env}'")
     return problems

@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-from contextlib import AsyncExitStack
-from typing import Any, Awaitable, Callable
+from contextlib import AsyncExitStack, contextmanager
+from typing import Any, Awaitable, Callable, Iterator
 
 import anyio
 import mcp_types as types
@@ -87,6 +87,7 @@ class Connection:
         self.protocol = ""
         self.server_name = ""
         self.server_version = ""
+        self.capabilities: dict = {}  # the server's capabilities in MCP wire spelling (`sage tools inspect`)
         self._gate = _PauseGate()
         self._closing = asyncio.Event()
         self._ready: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -95,6 +96,8 @@ class Connection:
         self._generation = 0
         self._list_lock = asyncio.Lock()
         self._log_mark = 0
+        self._connect_scope: anyio.CancelScope | None = None
+        self._login_s = 0.0  # time spent in OAuth logins, which connect_timeout_ms does not count
 
     # ------------------------------------------------------------ lifecycle
 
@@ -106,7 +109,7 @@ class Connection:
         self._owner = asyncio.create_task(self._own(), name=f"mcp-owner-{self.label}")
         await asyncio.shield(self._ready)
         self.alive = True
-        remaining = self.config.connect_timeout_ms / 1000 - (loop.time() - started)
+        remaining = self.config.connect_timeout_ms / 1000 - (loop.time() - started - self._login_s)
         try:
             await self._list_within(max(remaining, 0.001))
         except McpFailure as failure:
@@ -131,6 +134,7 @@ class Connection:
         failure: McpFailure | None = None
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + connect_s) as scope:
+                self._connect_scope = scope
                 async with AsyncExitStack() as stack:
                     await self._enter(stack)
                     scope.deadline = math.inf
@@ -153,7 +157,8 @@ class Connection:
         if config.transport == "stdio":
             target = open_stdio(stack, config, self.root, self.log_path, self.child)
         elif config.transport == "http":
-            target = open_http(config, self.log_path, self.http_status)
+            target = open_http(config, self.root, self.log_path, self.http_status, self._waiting_on_login,
+                               self.hooks.settings.client_name)
         else:
             target = open_inprocess(config, self.root)
         settings = self.hooks.settings
@@ -176,6 +181,7 @@ class Connection:
         self.server_name = info.name if info is not None else ""
         self.server_version = info.version if info is not None else ""
         caps = client.server_capabilities
+        self.capabilities = caps.model_dump(by_alias=True, mode="json", exclude_none=True) if caps is not None else {}
         if self.protocol in MODERN_PROTOCOL_VERSIONS and caps.tools is not None and caps.tools.list_changed:
             subscription = await stack.enter_async_context(client.listen(tools_list_changed=True))
             group = await stack.enter_async_context(anyio.create_task_group())
@@ -197,6 +203,24 @@ class Connection:
                 self._tools_changed()
         except Exception:  # noqa: BLE001 - a lost subscription ends with the connection
             pass
+
+    @contextmanager
+    def _waiting_on_login(self) -> Iterator[None]:
+        """While a person logs in (OAuth), neither the connect deadline nor request timers run."""
+        scope = self._connect_scope
+        left = None
+        if scope is not None and scope.deadline != math.inf:
+            left = scope.deadline - anyio.current_time()
+            scope.deadline = math.inf
+        started = anyio.current_time()
+        self._gate.enter()
+        try:
+            yield
+        finally:
+            self._gate.leave()
+            self._login_s += anyio.current_time() - started
+            if left is not None and scope is not None:
+                scope.deadline = anyio.current_time() + left
 
     # ------------------------------------------------------------ server-initiated traffic
 
@@ -314,7 +338,7 @@ class Connection:
         if self.client is None or not self.alive:
             raise self._gone()
         budget = self.config.timeout_ms / 1000 if timeout_s is None else timeout_s
-        self.http_status.code = None
+        self.http_status.reset()
         task = asyncio.ensure_future(request())
         loop = asyncio.get_running_loop()
         try:

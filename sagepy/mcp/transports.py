@@ -8,8 +8,8 @@ import importlib.util
 import os
 import sys
 import time
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, AsyncIterator
+from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any, AsyncIterator, Callable
 
 from .config import ServerConfig, resolve_env
 from .failures import McpFailure
@@ -21,12 +21,21 @@ BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
 
 class HttpStatus:
     """The status of the last failed HTTP answer, captured by a response hook: the SDK turns a 401 into a
-    generic JSON-RPC error, and §8.10 needs the number for `MCP auth error` / `MCP HTTP error`."""
+    generic JSON-RPC error, and §8.10 needs the number for `MCP auth error` / `MCP HTTP error`. An OAuth
+    failure (oauth.py) is kept here too, and wins: it explains the status that follows from it."""
 
     def __init__(self) -> None:
         self.code: int | None = None
+        self.oauth: McpFailure | None = None
+
+    def reset(self) -> None:
+        """Forget the last failure: called as each request starts."""
+        self.code = None
+        self.oauth = None
 
     def failure(self) -> McpFailure | None:
+        if self.oauth is not None:
+            return self.oauth
         if self.code is None:
             return None
         if self.code in (401, 403):
@@ -77,7 +86,8 @@ def http_headers(config: ServerConfig) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def _http(url: str, headers: dict[str, str], connect_s: float, status: HttpStatus) -> AsyncIterator[Any]:
+async def _http(url: str, headers: dict[str, str], connect_s: float, status: HttpStatus,
+                auth: Any) -> AsyncIterator[Any]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
@@ -87,20 +97,24 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
             status.code = response.status_code
 
     # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request.
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(connect_s, read=None),
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(connect_s, read=None), auth=auth,
                                   event_hooks={"response": [on_response]}) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 
 
-def open_http(config: ServerConfig, log_path: str, status: HttpStatus) -> Any:
-    """The (not yet entered) Streamable HTTP transport of a server."""
-    if config.auth == "oauth":
-        raise McpFailure("auth error", f"OAuth is not available in this version of sagepy ('{config.name}')")
+def open_http(config: ServerConfig, root: str, log_path: str, status: HttpStatus,
+              pause: Callable[[], AbstractContextManager], client_name: str) -> Any:
+    """The (not yet entered) Streamable HTTP transport of a server. With `auth = "oauth"`, `pause` stops
+    the connection's timers while a person logs in."""
     headers = http_headers(config)
+    auth = None
+    if config.auth == "oauth":
+        from .oauth import oauth_provider
+        auth = oauth_provider(config, root, log_path, status, pause, client_name)
     with open(log_path, "a", encoding="utf-8") as log:
         write_log_header(log, config.url or "")
-    return _http(config.url or "", headers, config.connect_timeout_ms / 1000, status)
+    return _http(config.url or "", headers, config.connect_timeout_ms / 1000, status, auth)
 
 
 _INPROCESS_CACHE: dict[str, Any] = {}

@@ -223,10 +223,3 @@ def test_inprocess_server(managers):
         Record("Point", {"x": 7, "y": 8})
     h = manager.connect(json.dumps({"module": SUITE, "name": "local"}))
     assert manager.call(h, "echo", '{"text": "in process"}') == "in process"
-
-
-def test_oauth_is_reported_as_unavailable(managers):
-    manager = managers()
-    message = dyn_error(manager.connect, json.dumps({"url": "http://127.0.0.1:9/mcp", "auth": "oauth",
-                                                     "name": "Docs"}))
-    assert message == "MCP connection failed: MCP auth error: OAuth is not available in this version of sagepy ('Docs')"
