@@ -56,6 +56,7 @@ class Effects:
         self.ended = False              # the test this Effects belongs to has ended
         self._llm: Any = None
         self._mcp: Any = None
+        self._server_keys: dict[str, str] = {}
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- output
@@ -143,9 +144,10 @@ class Effects:
     # ---------------------------------------------------------------- tools
     def tool_call(self, ctx: Any, info: ToolCallInfo, args: list) -> Any:
         self._check_live()
-        self.trace(ctx, "tool.call", {"tool": info.tool, "fn": info.fn,
-                                      **({} if info.builtin else {"remote": info.remote}),
-                                      "safety": self.safety(info)})
+        if self.trace_stream is not None:   # the safety lookup costs a round trip: only when it is traced
+            self.trace(ctx, "tool.call", {"tool": info.tool, "fn": info.fn,
+                                          **({} if info.builtin else {"remote": info.remote}),
+                                          "safety": self.safety(info)})
         started = time.monotonic()
         outcome = {"mocked": False}
         try:
@@ -155,9 +157,10 @@ class Effects:
                                             "duration_ms": int((time.monotonic() - started) * 1000),
                                             "error": exc.error.display(), "mocked": outcome["mocked"]})
             raise
-        self.trace(ctx, "tool.result", {"tool": info.tool, "fn": info.fn, "ok": True,
-                                        "duration_ms": int((time.monotonic() - started) * 1000),
-                                        "mocked": outcome["mocked"]})
+        if self.trace_stream is not None:
+            self.trace(ctx, "tool.result", {"tool": info.tool, "fn": info.fn, "ok": True,
+                                            "duration_ms": int((time.monotonic() - started) * 1000),
+                                            "mocked": outcome["mocked"]})
         return value
 
     def _tool_call(self, ctx: Any, info: ToolCallInfo, args: list, outcome: dict) -> Any:
@@ -185,14 +188,17 @@ class Effects:
 
     def server_key(self, tool: str) -> str:
         """The `[tools.X]` key a tool block binds to (exact, else unique case-insensitive; SPEC §8.1)."""
-        from ..mcp.config import AmbiguousBinding, bind_tool_block, parse_tools_config
-        config = self.project.config if self.project is not None else {}
-        servers, _ = parse_tools_config(config, None)
-        try:
-            bound = bind_tool_block(tool, servers)
-        except AmbiguousBinding:
-            return tool
-        return bound.name if bound is not None else tool
+        key = self._server_keys.get(tool)
+        if key is None:
+            from ..mcp.config import AmbiguousBinding, bind_tool_block, parse_tools_config
+            config = self.project.config if self.project is not None else {}
+            servers, _ = parse_tools_config(config, None)
+            try:
+                bound = bind_tool_block(tool, servers)
+            except AmbiguousBinding:
+                bound = None
+            key = self._server_keys[tool] = bound.name if bound is not None else tool
+        return key
 
     def prestart(self, tools: set[str]) -> None:
         """Start, in the background, the servers of the tool blocks that some agent `use`s (SPEC §8.3)."""
