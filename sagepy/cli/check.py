@@ -20,7 +20,8 @@ def discover_test_files(root: str) -> list[str]:
     return sorted(found)
 
 
-def check_files(entry: str | None, test_files: list[str], project: Any = None) -> tuple[list[Diagnostic], set[str]]:
+def check_files(entry: str | None, test_files: list[str], project: Any = None,
+                verify_tools: bool = False) -> tuple[list[Diagnostic], set[str]]:
     from ..runtime.agents import Runtime
     from ..runtime.effects import Effects
     from ..runtime.interpreter import Host
@@ -36,6 +37,9 @@ def check_files(entry: str | None, test_files: list[str], project: Any = None) -
         program, found = compile_entry(path, host, project=project, test_file=host.test_file)
         files.update(os.path.abspath(m.path) for m in program.modules)
         diags.extend(found)
+        if verify_tools:
+            from ..mcp.verify import verify_tool_blocks
+            diags.extend(verify_tool_blocks(program, project))
     unique: dict[tuple, Diagnostic] = {}
     for d in diags:
         unique.setdefault((os.path.abspath(d.file or ""), d.span, d.code), d)
@@ -58,14 +62,15 @@ def run_check(args: Any) -> int:
     if entry_file is None and not tests:
         sys.stderr.write(f"error: no entry file found (looked for {display_path(entry)})\n")
         return 1
-    diags, files = check_files(entry_file, tests, project)
+    diags, files = check_files(entry_file, tests, project, verify_tools=args.verify_tools)
     errors = [d for d in diags if d.severity == "error"]
     warnings = [d for d in diags if d.severity != "error"]
     if args.format == "json":
         for d in sorted(diags, key=Diagnostic.sort_key):
             sys.stdout.write(json.dumps(_as_json(d), ensure_ascii=False) + "\n")
     elif diags:
-        sys.stderr.write(format_diagnostics(diags) + "\n\n")
+        from ..render import write_diagnostics
+        write_diagnostics(format_diagnostics(diags) + "\n\n")
     if errors:
         sys.stderr.write(f"check failed: {_count(len(errors), 'error')}, {_count(len(warnings), 'warning')}\n")
         return 1

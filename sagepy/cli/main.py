@@ -43,6 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .test import add_arguments
     add_arguments(test)
 
+    tools = sub.add_parser("tools", help="list, inspect, generate and verify MCP servers",
+                           description="Work with the MCP servers of grove.toml (SPEC §10.2).")
+    from .tools import add_arguments as add_tools_arguments
+    add_tools_arguments(tools)
+
     new = sub.add_parser("new", help="create a new project", description="Create a project skeleton in NAME/.")
     new.add_argument("name", metavar="NAME")
 
@@ -62,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return USAGE_EXIT
-        handler = {"run": _run, "check": _check, "test": _test, "new": _new}[args.command]
+        handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "new": _new}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -112,6 +117,11 @@ def _check(args: argparse.Namespace) -> int:
 def _test(args: argparse.Namespace) -> int:
     from .test import run_test_command
     return run_test_command(args)
+
+
+def _tools(args: argparse.Namespace) -> int:
+    from .tools import run_tools_command
+    return run_tools_command(args)
 
 
 def _new(args: argparse.Namespace) -> int:

@@ -46,7 +46,8 @@ def run_test_command(args: Any) -> int:
             continue
         loaded = load_test_file(path, project)
         if loaded.has_errors:
-            sys.stderr.write(format_diagnostics(loaded.diagnostics) + "\n\n")
+            from ..render import write_diagnostics
+            write_diagnostics(format_diagnostics(loaded.diagnostics) + "\n\n")
             entries.append(TestResult(f"{display_path(path)}: file has errors", "fail", "file has errors",
                                       file=path))
             file_count += 1

@@ -2,11 +2,17 @@
 
 Pure: it takes the listing objects (MCP wire spelling, as `mcp_list_tools` returns them) and produces source
 text. JSON Schema is read backwards through SPEC §5: string/integer/number/boolean, arrays, objects with
-properties as records, string enums as payload-free enums, `anyOf [X, null]` and optional properties as
-Option, `$ref` into `$defs` resolved first.
+properties as records, `additionalProperties` as maps, string enums as payload-free enums, `anyOf [X, null]`
+and optional properties as Option, `$ref` into `$defs` resolved first.
+
+The output must pass `sage check` and agree with `sage check --verify-tools`, which settles two corners:
+a nullable parameter the server requires is declared without Option (a `None` argument is left out of the
+call, §8.4, so it could never satisfy the requirement), and an `outputSchema` whose single `result` property
+is an object becomes a record with a `result` field (§8.4 unwraps `result` only for non-record types).
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -17,6 +23,13 @@ KEYWORDS = frozenset(
     "summon super supervisor test timeout tool trace true try use waking while yield Int Float Bool String Unit "
     "List Map Option Result Oracle Agent Fn Error ErrorKind".split())
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_MAX_DEPTH = 32
+_REMOTE = re.compile(r"[A-Za-z0-9_.\-]{1,128}\Z")  # what `#[mcp_name]` accepts (E085)
+
+
+def is_sage_name(text: str) -> bool:
+    """An identifier usable for items and enum variants (not a keyword)."""
+    return bool(_NAME.match(text)) and text not in KEYWORDS
 
 
 def pascal_case(text: str) -> str:
@@ -37,15 +50,20 @@ def sage_fn_name(remote: str) -> str:
 
 
 def tool_block_name(configured: str | None, server_name: str | None) -> str:
-    if configured:
+    """The configured name, or the server's name in PascalCase (`mcp-tracker` → `McpTracker`, else
+    `Server`); a name that cannot be an identifier is made into one the same way."""
+    if configured and is_sage_name(configured):
         return configured
-    return pascal_case(server_name or "") or "Server"
+    name = pascal_case(configured or server_name or "") or "Server"
+    return name if name not in KEYWORDS else name + "Server"
 
 
 class _Generator:
     def __init__(self) -> None:
         self.decls: list[str] = []
         self.used: set[str] = set()
+        self.by_ref: dict[tuple, str] = {}
+        self.depth = 0
 
     def unique(self, name: str) -> str:
         candidate, n = name, 2
@@ -55,79 +73,114 @@ class _Generator:
         self.used.add(candidate)
         return candidate
 
-    def resolve(self, schema: Any, defs: dict) -> Any:
+    def resolve(self, schema: Any, defs: dict) -> dict:
         seen = 0
-        while isinstance(schema, dict) and "$ref" in schema and seen < 32:
-            ref = schema["$ref"]
-            key = ref.rsplit("/", 1)[-1]
-            schema = defs.get(key, {})
+        while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and seen < 32:
+            schema = defs.get(schema["$ref"].rsplit("/", 1)[-1], {})
             seen += 1
         return schema if isinstance(schema, dict) else {}
 
-    def type_of(self, schema: Any, defs: dict, name_hint: str, notes: list[str], where: str) -> str:
-        """The Sage type for a schema; `notes` collects comments for shapes that need a person's attention."""
-        schema = self.resolve(schema, defs)
+    def type_of(self, schema: Any, defs: dict, name_hint: str, notes: list[str], where: str, output: bool) -> str:
+        """The Sage type for a schema; `notes` collects comments for shapes that need a person's attention.
+
+        `output` is true for results: there a nullable schema is `Option<X>`; for arguments it is X, since
+        Sage never sends null (Option means "may be left out", which the caller decides by requiredness).
+        A `$ref` is mapped once per direction, so a recursive schema names its record instead of unfolding."""
+        ref = schema.get("$ref") if isinstance(schema, dict) else None
+        key = (ref, output)
+        if isinstance(ref, str) and key in self.by_ref:
+            return self.by_ref[key]
+        if self.depth > _MAX_DEPTH:
+            notes.append(f"TODO {where}: schema nested too deeply, typed as String")
+            return "String"
+        self.depth += 1
+        try:
+            found = self._type_of(self.resolve(schema, defs), defs, name_hint, notes, where, output,
+                                  key if isinstance(ref, str) else None)
+        finally:
+            self.depth -= 1
+        if isinstance(ref, str):
+            self.by_ref[key] = found
+        return found
+
+    def _type_of(self, schema: dict, defs: dict, name_hint: str, notes: list[str], where: str, output: bool,
+                 ref_key: tuple | None) -> str:
         for key in ("anyOf", "oneOf"):
             options = schema.get(key)
             if isinstance(options, list):
                 resolved = [self.resolve(o, defs) for o in options]
                 non_null = [o for o in resolved if o.get("type") != "null"]
                 if len(non_null) == 1 and len(resolved) == 2:
-                    return f"Option<{self.type_of(non_null[0], defs, name_hint, notes, where)}>"
+                    inner = self.type_of(non_null[0], defs, name_hint, notes, where, output)
+                    return f"Option<{inner}>" if output else inner
         kind = schema.get("type")
         if isinstance(kind, list):
             non_null = [k for k in kind if k != "null"]
             if len(non_null) == 1:
-                inner = dict(schema, type=non_null[0])
-                inner_type = self.type_of(inner, defs, name_hint, notes, where)
-                return f"Option<{inner_type}>" if "null" in kind else inner_type
+                inner = self.type_of(dict(schema, type=non_null[0]), defs, name_hint, notes, where, output)
+                return f"Option<{inner}>" if "null" in kind and output else inner
             kind = None
         if kind == "string" and isinstance(schema.get("enum"), list):
             values = schema["enum"]
-            if values and all(isinstance(v, str) and _NAME.match(v) and v not in KEYWORDS for v in values):
+            if values and all(isinstance(v, str) and is_sage_name(v) for v in values) and \
+                    len(set(values)) == len(values):
                 enum_name = self.unique(name_hint)
                 self.decls.append(f"pub enum {enum_name} {{ {', '.join(values)} }}")
                 return enum_name
-            notes.append(f"{where}: one of {', '.join(repr(v) for v in values)}")
+            notes.append(f"{where}: one of {', '.join(json.dumps(v) for v in values)}")
             return "String"
-        if kind == "string":
-            return "String"
-        if kind == "integer":
-            return "Int"
-        if kind == "number":
-            return "Float"
-        if kind == "boolean":
-            return "Bool"
+        simple = {"string": "String", "integer": "Int", "number": "Float", "boolean": "Bool"}.get(kind or "")
+        if simple is not None:
+            return simple
         if kind == "array":
-            return f"List<{self.type_of(schema.get('items', {}), defs, name_hint + 'Item', notes, where)}>"
+            item = self.type_of(schema.get("items", {}), defs, name_hint + "Item", notes, where + "[]", output)
+            return f"List<{item}>"
         if kind == "object" or "properties" in schema:
             props = schema.get("properties")
             if isinstance(props, dict) and props:
-                return self.record(props, schema.get("required", []), defs, name_hint, notes, where)
+                return self.record(props, schema.get("required", []), defs, name_hint, notes, where, output,
+                                   ref_key)
+            values = schema.get("additionalProperties")
+            if isinstance(values, dict) and values:
+                value = self.type_of(values, defs, name_hint + "Value", notes, where + ".*", output)
+                return f"Map<String, {value}>"
             notes.append(f"TODO {where}: an object without declared properties, typed as Map<String, String>")
             return "Map<String, String>"
         notes.append(f"TODO {where}: schema {_short(schema)} has no Sage equivalent, typed as String")
         return "String"
 
-    def record(self, props: dict, required: list, defs: dict, name_hint: str, notes: list[str], where: str) -> str:
+    def record(self, props: dict, required: Any, defs: dict, name_hint: str, notes: list[str], where: str,
+               output: bool, ref_key: tuple | None = None) -> str:
         name = self.unique(name_hint)
+        if ref_key is not None:  # registered before the fields, so that a field referring back finds it
+            self.by_ref[ref_key] = name
         index = len(self.decls)
         self.decls.append("")
+        required = required if isinstance(required, list) else []
         fields = []
         for prop, sub in props.items():
             if not _NAME.match(prop):
-                notes.append(f"TODO {where}: field '{prop}' is not a valid Sage name, typed record omits it")
+                notes.append(f"TODO {where}: field '{prop}' is not a valid Sage name, the record leaves it out")
                 continue
-            t = self.type_of(sub, defs, name_hint + pascal_case(prop), notes, f"{where}.{prop}")
+            t = self.type_of(sub, defs, name_hint + pascal_case(prop), notes, f"{where}.{prop}", output)
             if prop not in required and not t.startswith("Option<"):
                 t = f"Option<{t}>"
             fields.append(f"{prop}: {t}")
         self.decls[index] = f"pub record {name} {{ {', '.join(fields)} }}"
         return name
 
+    def is_object(self, schema: Any, defs: dict) -> bool:
+        """Whether a schema maps to a record or a Map (not to an Option of one)."""
+        schema = self.resolve(schema, defs)
+        if "anyOf" in schema or "oneOf" in schema:
+            return False
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            return kind == ["object"]
+        return kind == "object" or (kind is None and "properties" in schema)
+
 
 def _short(schema: Any) -> str:
-    import json
     text = json.dumps(schema, separators=(",", ":"))
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -137,26 +190,33 @@ def generate(tools: list[dict], *, block_name: str, server_name: str, server_ver
     """Sage source for the listed tools (SPEC §10.4)."""
     gen = _Generator()
     gen.used.add(block_name)
+    fn_names: set[str] = set()
     fns: list[str] = []
     for tool in tools:
         remote = tool.get("name", "")
-        schema = tool.get("inputSchema") or {}
+        schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
         defs = dict(schema.get("$defs") or schema.get("definitions") or {})
-        props = schema.get("properties") or {}
-        required = [p for p in schema.get("required", []) if p in props]
+        schema = gen.resolve(schema, defs)
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        required = set(schema.get("required") or []) & set(props)
+        if not _REMOTE.match(remote):
+            fns.append(f"    // skipped {json.dumps(remote)}: not a valid MCP tool name for #[mcp_name]")
+            continue
         bad = next((p for p in props if not _NAME.match(p)), None)
         if bad is not None:
             fns.append(f"    // skipped {remote}: parameter '{bad}' is not a valid Sage name")
             continue
         fn_name = sage_fn_name(remote)
+        base, n = fn_name, 2
+        while fn_name in fn_names:  # `get-sum` and `get_sum` would both be get_sum
+            fn_name, n = f"{base}_{n}", n + 1
+        fn_names.add(fn_name)
         stem = pascal_case(fn_name) or "Tool"
         notes: list[str] = []
         params = []
-        for prop in required + [p for p in props if p not in required]:
-            t = gen.type_of(props[prop], defs, stem + pascal_case(prop), notes, prop)
-            if prop not in required and not t.startswith("Option<"):
-                t = f"Option<{t}>"
-            params.append(f"{prop}: {t}")
+        for prop in [p for p in props if p in required] + [p for p in props if p not in required]:
+            t = gen.type_of(props[prop], defs, stem + pascal_case(prop), notes, prop, output=False)
+            params.append(f"{prop}: {t}" if prop in required else f"{prop}: Option<{t}>")
         ret = _return_type(gen, tool.get("outputSchema"), stem, notes)
         description = (tool.get("description") or "").strip().split("\n")[0].strip()
         safety = tool.get("safety", "destructive")
@@ -177,11 +237,13 @@ def generate(tools: list[dict], *, block_name: str, server_name: str, server_ver
 def _return_type(gen: _Generator, output: Any, stem: str, notes: list[str]) -> str:
     if not isinstance(output, dict):
         return "String"
-    defs = dict(output.get("$defs") or {})
+    defs = dict(output.get("$defs") or output.get("definitions") or {})
     output = gen.resolve(output, defs)
     props = output.get("properties")
-    if isinstance(props, dict) and set(props) == {"result"}:
-        return gen.type_of(props["result"], defs, stem + "Result", notes, "result")
-    if isinstance(props, dict) and props:
-        return gen.record(props, output.get("required", []), defs, stem + "Result", notes, "result")
-    return "String"
+    if not isinstance(props, dict) or not props:
+        if isinstance(output.get("additionalProperties"), dict) and output["additionalProperties"]:
+            return gen.type_of(output, defs, stem + "Result", notes, "result", output=True)
+        return "String"
+    if set(props) == {"result"} and not gen.is_object(props["result"], defs):
+        return gen.type_of(props["result"], defs, stem + "Result", notes, "result", output=True)
+    return gen.record(props, output.get("required", []), defs, stem + "Result", notes, "result", output=True)

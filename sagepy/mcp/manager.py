@@ -219,6 +219,20 @@ class McpManager:
                 return listing_object(tool, slot.config)["safety"]
         return safety_of(None, slot.config.trust_annotations, None)
 
+    # ------------------------------------------------------------ server tooling
+
+    def describe(self, server: str) -> dict:
+        """What `sage tools inspect|generate|verify` show of a configured server: `name`, `version`,
+        `protocol`, `transport`, `capabilities` (wire spelling) and `tools` (every page, as listing objects).
+        Raises McpFailure when the server cannot be reached or listed."""
+        return self._run(self._describe(self._servers[server]))
+
+    async def _describe(self, slot: _Slot) -> dict:
+        conn = await self._connection(slot)
+        tools = [listing_object(tool, slot.config) for tool in await conn.tools()]
+        return {"name": conn.server_name, "version": conn.server_version, "protocol": conn.protocol,
+                "transport": slot.config.transport, "capabilities": conn.capabilities, "tools": tools}
+
     # ------------------------------------------------------------ dynamic builtins
 
     def connect(self, config_json: str) -> str:

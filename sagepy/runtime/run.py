@@ -20,8 +20,8 @@ from .values import UNIT
 def report_diagnostics(diags: list[Diagnostic]) -> None:
     errors = [d for d in diags if d.severity == "error"]
     if errors:
-        sys.stderr.write(format_diagnostics(errors) + "\n")
-        sys.stderr.flush()
+        from ..render import write_diagnostics
+        write_diagnostics(format_diagnostics(errors) + "\n")
 
 
 def compile_entry(entry_path: str, host: Host, project: Any = None, test_file: bool = False,
@@ -163,8 +163,8 @@ def report_unhandled(agent_name: str, error: Any) -> None:
     head = f"error[{code}]" if code else "error"
     head += f": unhandled error in agent {error.agent or agent_name}: {error.display()}"
     file, span = (error.span if error.span else (None, None))
-    sys.stderr.write(format_location_block(file, span, head) + "\n")
-    sys.stderr.flush()
+    from ..render import write_diagnostics
+    write_diagnostics(format_location_block(file, span, head) + "\n")
 
 
 __all__ = ["run_entry", "compile_entry", "report_diagnostics", "UNIT"]

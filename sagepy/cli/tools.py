@@ -1,0 +1,265 @@
+"""`sage tools list|inspect|generate|verify` (SPEC §10.2, §10.4): the project's MCP servers from the
+command line.
+
+`list` only reads grove.toml; the other commands connect through `sagepy.mcp.inspect`, which imports the
+MCP SDK only when a server is really contacted. Reports go to stdout, errors and diagnostics to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import sys
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ..diagnostics import Diagnostic, display_path, format_diagnostics
+
+MASK = "****"
+# Option and parameter names whose values are secrets, in command lines and URL queries.
+_SECRET = re.compile(r"token|secret|passw|pwd|api[-_]?key|apikey|access[-_]?key|private[-_]?key|auth|"
+                     r"credential|bearer|signature|sig\b", re.IGNORECASE)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The subcommands of the `tools` parser that `sage` creates."""
+    sub = parser.add_subparsers(dest="tools_command", metavar="COMMAND", parser_class=type(parser))
+    sub.add_parser("list", help="list the MCP servers of grove.toml",
+                   description="One line per [tools.X] entry: name, transport, auth, command line or URL.")
+    inspect = sub.add_parser("inspect", help="connect to a server and describe its tools",
+                             description="Connect to a configured server (NAME) or an ad-hoc one and report "
+                                         "its identity, capabilities and tools.")
+    _add_target(inspect)
+    inspect.add_argument("--json", action="store_true", help="print one JSON object")
+    generate = sub.add_parser("generate", help="write Sage declarations for a server's tools",
+                              description="Write a `pub tool` block (and the records and enums it needs) for "
+                                          "the server's tools to FILE or stdout.")
+    _add_target(generate)
+    generate.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    sub.add_parser("verify", help="connect to every configured server",
+                   description="Connect to every [tools.X] server and report whether it works.")
+
+
+def _add_target(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", nargs="?", metavar="NAME", help="a [tools.NAME] entry of grove.toml")
+    parser.add_argument("--stdio", metavar="CMD", help='an ad-hoc stdio server: "command args…"')
+    parser.add_argument("--http", metavar="URL", help="an ad-hoc Streamable HTTP server")
+    parser.add_argument("--env", action="append", metavar="K=V", help="extra environment for a stdio server")
+    parser.add_argument("--header", action="append", metavar="K=V", help="extra header for an HTTP server")
+
+
+def run_tools_command(args: argparse.Namespace) -> int:
+    from ..project import ProjectError, find_project
+    command = getattr(args, "tools_command", None)
+    if command is None:
+        sys.stderr.write("usage: sage tools {list,inspect,generate,verify} …\n"
+                         "sage tools: error: a subcommand is required\n")
+        return 2
+    try:
+        project, _ = find_project(None)
+    except ProjectError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
+    handler = {"list": _list, "inspect": _inspect, "generate": _generate, "verify": _verify}[command]
+    return handler(args, project)
+
+
+# ---------------------------------------------------------------- configuration
+
+def _servers(project: Any) -> tuple[dict, list[Diagnostic]]:
+    """The valid `[tools.X]` entries and the E090 diagnostics of grove.toml's MCP tables."""
+    from ..mcp.config import parse_mcp_settings, parse_tools_config
+    if project.config_path is not None and project.toml_error is not None:
+        return {}, project.config_diagnostics()
+    servers, diags = parse_tools_config(project.config, project.config_path)
+    return servers, diags + parse_mcp_settings(project.config, project.config_path)[1]
+
+
+def _report(diags: list[Diagnostic]) -> None:
+    if diags:
+        sys.stderr.write(format_diagnostics(diags) + "\n\n")
+
+
+def _settings(project: Any) -> Any:
+    from ..mcp.config import McpSettings
+    return McpSettings.from_config(project.config)
+
+
+# ---------------------------------------------------------------- list
+
+def _list(args: argparse.Namespace, project: Any) -> int:
+    servers, diags = _servers(project)
+    _report(diags)
+    if not servers:
+        if not diags:
+            print("no MCP tools configured")
+        return 1 if diags else 0
+    rows = [(name, c.transport, c.auth, _target_text(c)) for name, c in servers.items()]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
+    return 1 if diags else 0
+
+
+def _target_text(config: Any) -> str:
+    if config.transport == "stdio":
+        return masked_command_line(config.command or "", config.args)
+    if config.transport == "http":
+        return mask_url(config.url or "")
+    return f"{config.module} (object {config.object})"
+
+
+def masked_command_line(command: str, args: list[str]) -> str:
+    """The command line, shell-quoted, with secret values replaced: the value after `--token`, and the
+    value of `--api-key=…` or `PASSWORD=…`."""
+    words = [shlex.quote(command)]
+    secret_next = False
+    for arg in args:
+        name, sep, _value = arg.partition("=")
+        masked = secret_next and not arg.startswith("-")
+        if masked:
+            words.append(MASK)
+        elif sep and _SECRET.search(name):
+            words.append(f"{shlex.quote(name)}={MASK}")
+        else:
+            words.append(shlex.quote(arg))
+        secret_next = not masked and arg.startswith("-") and not sep and bool(_SECRET.search(arg))
+    return " ".join(words)
+
+
+def mask_url(url: str) -> str:
+    """A URL with its password and secret query values replaced."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(f":{parts.password}@", f":{MASK}@", 1)
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, MASK if _SECRET.search(k) else v) for k, v in pairs], safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+# ---------------------------------------------------------------- inspect and generate
+
+def _describe_target(args: argparse.Namespace, project: Any) -> tuple[str | None, dict] | int:
+    """Connect to the server the arguments name: (configured name or None, description), or an exit code."""
+    from ..mcp.config import AmbiguousBinding, bind_tool_block
+    from ..mcp.failures import McpFailure
+    from ..mcp.inspect import AdhocError, adhoc_config, describe_servers, parse_pairs, with_extras
+    from ..render import spinner
+    chosen = [x for x in (args.name, args.stdio, args.http) if x is not None]
+    if len(chosen) != 1:
+        return _usage(args, "give exactly one of NAME, --stdio CMD or --http URL")
+    if args.stdio is not None and args.header:
+        return _usage(args, "--header applies to HTTP servers only")
+    if args.http is not None and args.env:
+        return _usage(args, "--env applies to stdio servers only")
+    try:
+        env = parse_pairs(args.env, "--env")
+        headers = parse_pairs(args.header, "--header")
+        if args.name is None:
+            name, config = None, adhoc_config(args.stdio, args.http, env, headers)
+        else:
+            servers, diags = _servers(project)
+            try:
+                config = bind_tool_block(args.name, servers)
+            except AmbiguousBinding as exc:
+                sys.stderr.write(f"error: {exc}\n")
+                return 1
+            if config is None:
+                _report(diags)
+                sys.stderr.write(f"error: no [tools.{args.name}] entry in grove.toml\n")
+                return 1
+            name, config = config.name, with_extras(config, env, headers)
+    except AdhocError as exc:
+        return _usage(args, str(exc))
+    with spinner(f"connecting to {name or config.name}…"):
+        result = describe_servers(project.root, {config.name: config}, _settings(project))[config.name]
+    if isinstance(result, McpFailure):
+        sys.stderr.write(f"error: {result.display()}\n")
+        return 1
+    return name, result
+
+
+def _usage(args: argparse.Namespace, message: str) -> int:
+    sys.stderr.write(f"usage: sage tools {args.tools_command} (NAME | --stdio CMD | --http URL) …\n"
+                     f"sage tools {args.tools_command}: error: {message}\n")
+    return 2
+
+
+def _inspect(args: argparse.Namespace, project: Any) -> int:
+    from ..mcp.inspect import json_report, text_report
+    found = _describe_target(args, project)
+    if isinstance(found, int):
+        return found
+    _name, description = found
+    if args.json:
+        print(json.dumps(json_report(description), ensure_ascii=False, indent=2))
+    else:
+        print(text_report(description))
+    return 0
+
+
+def _generate(args: argparse.Namespace, project: Any) -> int:
+    import datetime
+
+    from ..mcp.generate import generate, tool_block_name
+    found = _describe_target(args, project)
+    if isinstance(found, int):
+        return found
+    name, description = found
+    source = generate(description["tools"], block_name=tool_block_name(name, description["name"]),
+                      server_name=description["name"], server_version=description["version"],
+                      protocol=description["protocol"], today=datetime.date.today().isoformat())
+    if args.output is None:
+        sys.stdout.write(source)
+        return 0
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(source)
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot write {args.output}: {exc.strerror}\n")
+        return 1
+    sys.stderr.write(f"wrote {display_path(os.path.abspath(args.output))}\n")
+    return 0
+
+
+# ---------------------------------------------------------------- verify
+
+def _verify(args: argparse.Namespace, project: Any) -> int:
+    from ..mcp.failures import McpFailure
+    from ..mcp.inspect import describe_servers
+    from ..mcp.verify import quiet_safety, safety_diagnostics, unset_variable_diagnostics
+    from ..render import spinner
+    servers, diags = _servers(project)
+    if not servers:
+        _report(diags)
+        if not diags:
+            print("no MCP tools configured")
+        return 1 if diags else 0
+    unset = {name: unset_variable_diagnostics(config, project.config_path) for name, config in servers.items()}
+    reachable = {name: quiet_safety(config) for name, config in servers.items() if not unset[name]}
+    with spinner(f"connecting to {len(reachable)} server{'s' if len(reachable) != 1 else ''}…"):
+        results = describe_servers(project.root, reachable, _settings(project)) if reachable else {}
+    failed = False
+    for name, config in servers.items():
+        result = results.get(name)
+        if unset[name]:
+            failed = True
+            diags += unset[name]
+            print(f"✗ {name} — {unset[name][0].message}")
+        elif isinstance(result, McpFailure):
+            failed = True
+            print(f"✗ {name} — {result.display()}")
+        elif result is not None:
+            count = len(result["tools"])
+            protocol = result["protocol"] or "unknown"
+            print(f"✓ {name} — {count} tool{'s' if count != 1 else ''} (protocol {protocol})")
+            diags += safety_diagnostics(config, [t.get("name") for t in result["tools"]], project.config_path)
+    sys.stdout.flush()
+    _report(diags)
+    return 1 if failed or any(d.severity == "error" for d in diags) else 0
