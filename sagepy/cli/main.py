@@ -48,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .tools import add_arguments as add_tools_arguments
     add_tools_arguments(tools)
 
+    runs = sub.add_parser("runs", help="durable runs (planned)",
+                          description="List, show and resolve durable runs (SPEC §14, planned: not available in "
+                          "this version).")
+    runs.add_argument("action", nargs="?", choices=["list", "show", "resolve"])
+    runs.add_argument("rest", nargs=argparse.REMAINDER)
+
     new = sub.add_parser("new", help="create a new project", description="Create a project skeleton in NAME/.")
     new.add_argument("name", metavar="NAME")
 
@@ -67,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return USAGE_EXIT
-        handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "new": _new}[args.command]
+        handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
+                   "new": _new}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -122,6 +129,11 @@ def _test(args: argparse.Namespace) -> int:
 def _tools(args: argparse.Namespace) -> int:
     from .tools import run_tools_command
     return run_tools_command(args)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    sys.stderr.write("error: durable runs are not available in this version\n")
+    return 1
 
 
 def _new(args: argparse.Namespace) -> int:

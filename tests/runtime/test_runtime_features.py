@@ -276,3 +276,35 @@ def test_trace_events_per_kind(tmp_path: Path) -> None:
     assert all(isinstance(e["t"], int) for e in events)
     stderr_trace = sage("run", "main.sg", "--trace", cwd=root)
     assert '"kind":"run.start"' in stderr_trace.stderr
+
+
+def test_trace_of_model_and_tool_calls_holds_no_values(tmp_path: Path) -> None:
+    root = write(tmp_path, {"grove.toml": '[project]\nentry = "main.sg"\n[llm]\nmodel = "echo"\n',
+                            "main.sg": """\
+        agent Main {
+            use Fs
+            on start {
+                let answer = try divine("secret prompt text");
+                try Fs.write("note.txt", "secret file content");
+                let missing = Fs.read("no-such-file") catch { "" };
+                print(answer);
+            }
+        }
+        run Main;
+        """})
+    trace_file = root / "trace.jsonl"
+    r = sage("run", ".", env={"SAGE_TRACE_FILE": str(trace_file)}, cwd=root)
+    assert r.returncode == 0, r.stderr
+    text = trace_file.read_text()
+    assert "secret" not in text   # arguments and results are never traced
+    events = [json.loads(line) for line in text.splitlines()]
+    request = next(e for e in events if e["kind"] == "llm.request")
+    assert (request["agent"], request["model"], request["prompt_chars"], request["typed"]) == (
+        "Main#0", "echo", len("secret prompt text"), False)
+    assert any(e["kind"] == "llm.response" for e in events)
+    calls = [e for e in events if e["kind"] == "tool.call"]
+    assert [(c["tool"], c["fn"], c["safety"]) for c in calls] == [("Fs", "write", "idempotent"),
+                                                                  ("Fs", "read", "read_only")]
+    results = [e for e in events if e["kind"] == "tool.result"]
+    assert [(e["fn"], e["ok"], e["mocked"]) for e in results] == [("write", True, False), ("read", False, False)]
+    assert "error" in results[1] and isinstance(results[1]["duration_ms"], int)
