@@ -259,3 +259,20 @@ def test_pytest_plugin_collects_sage_tests(tmp_path: Path) -> None:
     quiet = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "src"], cwd=root,
                            env=env, capture_output=True, text=True, timeout=120)
     assert "no tests ran" in quiet.stdout
+
+
+def test_real_llm_calls_the_configured_model_when_no_mock_is_left(tmp_path: Path) -> None:
+    root = project(tmp_path, {"grove.toml": GROVE + '\n[llm]\nmodel = "echo"\n', "src/main.sg": MAIN,
+                              "src/main_test.sg": """\
+        test "one mocked, one real" {
+            mock divine -> "mocked";
+            let a = try divine("first");
+            let b = try divine("second");
+            assert_eq(a, "mocked");
+            assert_eq(b, "echo: second");
+        }
+        """})
+    assert sage("test", "--real-llm", cwd=root).returncode == 0
+    without = sage("test", cwd=root)
+    assert without.returncode == 1
+    assert "no mock left for divine (E054)" in without.stdout
