@@ -41,14 +41,14 @@ def suite_server(*extra: str, **keys) -> dict:
 def node_server(name: str) -> str:
     path = os.path.join(NODE_BIN, name)
     if not os.path.exists(path):
-        pytest.skip(f"{name} is not installed (run .ci/run, which installs tests/mcp/node)")
+        pytest.fail(f"{name} is not installed (run .ci/run, which installs tests/mcp/node)")
     return path
 
 
 def installed(command: str) -> str:
     path = shutil.which(command)
     if path is None:
-        pytest.skip(f"{command} is not installed (run .ci/run)")
+        pytest.fail(f"{command} is not installed (run .ci/run)")
     return path
 
 

@@ -28,14 +28,14 @@ NODE_PACKAGES = REPO / "tests" / "mcp" / "node" / "node_modules" / "@modelcontex
 def node_server(package: str, *args: str) -> dict:
     entry = NODE_PACKAGES / package / "dist" / "index.js"
     if not entry.is_file():
-        pytest.skip(f"{package} is not installed (run .ci/run, which installs tests/mcp/node)")
+        pytest.fail(f"{package} is not installed (run .ci/run, which installs tests/mcp/node)")
     return {"command": "node", "args": [str(entry), *args]}
 
 
 def python_server(command: str, *args: str) -> dict:
     path = shutil.which(command)
     if path is None:
-        pytest.skip(f"{command} is not installed (run .ci/run)")
+        pytest.fail(f"{command} is not installed (run .ci/run)")
     return {"command": path, "args": list(args)}
 
 

@@ -37,14 +37,14 @@ def python_tool(command: str) -> str:
     beside = Path(sys.executable).parent / command
     path = str(beside) if beside.exists() else shutil.which(command)
     if path is None:
-        pytest.skip(f"{command} is not installed (run .ci/run)")
+        pytest.fail(f"{command} is not installed (run .ci/run)")
     return path
 
 
 def node_tool(name: str) -> str:
     path = NODE_BIN / name
     if not path.exists():
-        pytest.skip(f"{name} is not installed (run .ci/run, which installs tests/mcp/node)")
+        pytest.fail(f"{name} is not installed (run .ci/run, which installs tests/mcp/node)")
     return str(path)
 
 
