@@ -39,27 +39,64 @@ _CANCEL_GRACE_S = 2.0
 _DISCOVER_S = 5.0  # how long a pinned-era connection waits to learn the server's name
 
 
+class _Deadline:
+    """A request's time limit that stands still while an elicitation form is open (SPEC §8.2).
+
+    One timer handle per request: cheaper than waiting on the request and a gate-change future at once,
+    which every call used to pay for."""
+
+    __slots__ = ("loop", "remaining", "on_expire", "handle", "started")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, budget: float, on_expire: Callable[[], None]) -> None:
+        self.loop = loop
+        self.remaining = max(budget, 0.0)
+        self.on_expire = on_expire
+        self.handle: asyncio.TimerHandle | None = None
+        self.started = 0.0
+
+    def run(self) -> None:
+        if self.handle is None:
+            self.started = self.loop.time()
+            self.handle = self.loop.call_later(self.remaining, self.on_expire)
+
+    def pause(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+            self.remaining -= self.loop.time() - self.started
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+
+
 class _PauseGate:
-    """Counts the elicitation forms open on a connection; request timers stop while any is open."""
+    """Counts the elicitation forms open on a connection; request deadlines stand still while any is open."""
 
     def __init__(self) -> None:
         self.open_forms = 0
-        self._changed = asyncio.Event()
+        self.deadlines: set[_Deadline] = set()
 
     def enter(self) -> None:
         self.open_forms += 1
-        self._signal()
+        for deadline in self.deadlines:
+            deadline.pause()
 
     def leave(self) -> None:
         self.open_forms -= 1
-        self._signal()
+        if self.open_forms == 0:
+            for deadline in self.deadlines:
+                deadline.run()
 
-    def _signal(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
+    def add(self, deadline: _Deadline) -> None:
+        self.deadlines.add(deadline)
+        if not self.open_forms:
+            deadline.run()
 
-    def waiter(self) -> asyncio.Future:
-        return asyncio.ensure_future(self._changed.wait())
+    def discard(self, deadline: _Deadline) -> None:
+        deadline.cancel()
+        self.deadlines.discard(deadline)
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -340,25 +377,25 @@ class Connection:
         budget = self.config.timeout_ms / 1000 if timeout_s is None else timeout_s
         self.http_status.reset()
         task = asyncio.ensure_future(request())
-        loop = asyncio.get_running_loop()
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            task.cancel()   # the SDK tells the server while the task unwinds
+
+        deadline = _Deadline(asyncio.get_running_loop(), budget, expire)
+        self._gate.add(deadline)
         try:
-            while not task.done():
-                waiter = self._gate.waiter()
-                if self._gate.open_forms:
-                    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-                else:
-                    started = loop.time()
-                    await asyncio.wait({task, waiter}, timeout=max(budget, 0),
-                                       return_when=asyncio.FIRST_COMPLETED)
-                    budget -= loop.time() - started
-                waiter.cancel()
-                if not task.done() and not self._gate.open_forms and budget <= 0:
-                    await _cancel(task)
-                    ms = self.config.timeout_ms if timeout_s is None else int(timeout_s * 1000)
-                    raise McpFailure("timeout", f"request '{method}' to '{self.label}' timed out after {ms} ms")
+            await asyncio.wait({task})
         except asyncio.CancelledError:
             await _cancel(task)
             raise
+        finally:
+            self._gate.discard(deadline)
+        if expired and task.cancelled():
+            ms = self.config.timeout_ms if timeout_s is None else int(timeout_s * 1000)
+            raise McpFailure("timeout", f"request '{method}' to '{self.label}' timed out after {ms} ms")
         try:
             return task.result()
         except McpFailure:

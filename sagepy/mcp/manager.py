@@ -104,6 +104,10 @@ class McpManager:
             os.makedirs(self.log_dir, exist_ok=True)
             loop.route_sdk_logs(self.log_dir)
             atexit.register(self.close_all)
+            # A result set by the loop thread reaches its agent thread only when the loop thread lets go of the
+            # GIL; CPython's default 5 ms switch interval made every MCP call wait out the loop's bookkeeping
+            # (measured: 1.67 ms -> 1.02 ms per call against a 0.7 ms raw SDK call).
+            sys.setswitchinterval(min(sys.getswitchinterval(), 0.0002))
         future = loop.submit(coro)
         if self.checkpoint is None:
             return future.result()
