@@ -7,7 +7,7 @@ finite.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 
 class Type:
@@ -193,6 +193,33 @@ class EnumT(Type):
 
     def _key(self) -> tuple:
         return (self.info.name, id(self.info), self.args)
+
+
+def from_type_expr(texpr: Any, resolve: Callable[[Any], Type], named: Callable[[Any, list], Type]) -> Type:
+    """The Type of a parsed type (`sagepy.syntax.ast.TypeExpr`). Structural kinds are built here; `resolve`
+    converts nested type expressions and `named(texpr, args)` answers for `Agent<A>` and named types (records,
+    enums, type parameters), whose meaning depends on the caller's scope."""
+    kind = texpr.kind
+    if kind == "prim":
+        return PRIMITIVES[texpr.name]
+    if kind == "fn":
+        return FnT([resolve(p) for p in texpr.args[0]], resolve(texpr.args[1]))
+    if kind == "agent":
+        return named(texpr, [])
+    args = [resolve(a) for a in texpr.args]
+    if kind == "list":
+        return ListT(args[0])
+    if kind == "option":
+        return OptionT(args[0])
+    if kind == "oracle":
+        return args[0]
+    if kind == "map":
+        return MapT(args[0], args[1])
+    if kind == "result":
+        return ResultT(args[0], args[1])
+    if kind == "tuple":
+        return TupleT(args)
+    return named(texpr, args)
 
 
 def substitute(t: Type, env: dict[str, Type]) -> Type:

@@ -279,39 +279,23 @@ class Namespaces:
     def resolve_type(self, texpr: Any, scope: ModuleScope, tparams: Any = ()) -> T.Type:
         if texpr is None:
             return T.UNIT
-        kind = texpr.kind
-        if kind == "prim":
-            return T.PRIMITIVES[texpr.name]
-        if kind == "fn":
-            return T.FnT([self.resolve_type(p, scope, tparams) for p in texpr.args[0]],
-                         self.resolve_type(texpr.args[1], scope, tparams))
-        if kind == "agent":
+        t = T.from_type_expr(texpr, lambda sub: self.resolve_type(sub, scope, tparams),
+                             lambda sub, args: self.named_type(sub, args, scope, tparams))
+        if texpr.kind == "map":
+            key = t.key
+            if not (prim_named(key, *MAP_KEYS, "_") or isinstance(key, T.TypeVar)):
+                self.error("E018", f"type mismatch: expected a map key type (String, Int or Bool), found "
+                           f"{T.type_name(key)}", texpr.args[0].span, scope.path)
+        return t
+
+    def named_type(self, texpr: Any, args: list, scope: ModuleScope, tparams: Any) -> T.Type:
+        if texpr.kind == "agent":
             entity = scope.lookup(texpr.name)
             if entity is None or entity.kind != "agent":
                 self.error("E011", f"unknown agent `{texpr.name}`", texpr.span, scope.path,
                            hint=self.did_you_mean(texpr.name, [n for n, e in self.agents.items()]))
                 return ANY
             return T.AgentT(texpr.name)
-        args = [self.resolve_type(a, scope, tparams) for a in texpr.args]
-        if kind == "list":
-            return T.ListT(args[0])
-        if kind == "option":
-            return T.OptionT(args[0])
-        if kind == "oracle":
-            return args[0]
-        if kind == "map":
-            key = args[0]
-            if not (prim_named(key, *MAP_KEYS, "_") or isinstance(key, T.TypeVar)):
-                self.error("E018", f"type mismatch: expected a map key type (String, Int or Bool), found "
-                           f"{T.type_name(key)}", texpr.args[0].span, scope.path)
-            return T.MapT(key, args[1])
-        if kind == "result":
-            return T.ResultT(args[0], args[1])
-        if kind == "tuple":
-            return T.TupleT(args)
-        return self.named_type(texpr, args, scope, tparams)
-
-    def named_type(self, texpr: Any, args: list, scope: ModuleScope, tparams: Any) -> T.Type:
         name = texpr.name
         if name in tparams:
             if args:

@@ -68,24 +68,8 @@ def _read_stdlib() -> Prelude:
 
 
 def _type(texpr: Any, prelude: Prelude, tparams: Any) -> T.Type:
-    kind = texpr.kind
-    if kind == "prim":
-        return T.PRIMITIVES[texpr.name]
-    if kind == "fn":
-        return T.FnT([_type(p, prelude, tparams) for p in texpr.args[0]], _type(texpr.args[1], prelude, tparams))
-    args = [_type(a, prelude, tparams) for a in texpr.args]
-    if kind == "list":
-        return T.ListT(args[0])
-    if kind == "option":
-        return T.OptionT(args[0])
-    if kind == "oracle":
-        return args[0]
-    if kind == "map":
-        return T.MapT(args[0], args[1])
-    if kind == "result":
-        return T.ResultT(args[0], args[1])
-    if kind == "tuple":
-        return T.TupleT(args)
-    if texpr.name in tparams:
-        return T.TypeVar(texpr.name)
-    return T.RecordT(prelude.records[texpr.name], args)
+    def named(t: Any, args: list) -> T.Type:
+        if t.name in tparams:
+            return T.TypeVar(t.name)
+        return T.RecordT(prelude.records[t.name], args)
+    return T.from_type_expr(texpr, lambda t: _type(t, prelude, tparams), named)

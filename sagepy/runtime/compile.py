@@ -299,27 +299,12 @@ class Compiler:
     def resolve_type(self, texpr: Any, env: ModuleEnv, tparams: Any = ()) -> T.Type:
         if texpr is None:
             return T.UNIT
-        kind = texpr.kind
-        if kind == "prim":
-            return T.PRIMITIVES[texpr.name]
-        args = [self.resolve_type(a, env, tparams) if not isinstance(a, list) else a for a in texpr.args]
-        if kind == "list":
-            return T.ListT(args[0])
-        if kind == "option":
-            return T.OptionT(args[0])
-        if kind == "oracle":
-            return args[0]
-        if kind == "map":
-            return T.MapT(args[0], args[1])
-        if kind == "result":
-            return T.ResultT(args[0], args[1])
-        if kind == "tuple":
-            return T.TupleT(args)
-        if kind == "agent":
+        return T.from_type_expr(texpr, lambda t: self.resolve_type(t, env, tparams),
+                                lambda t, args: self._named_type(t, args, env, tparams))
+
+    def _named_type(self, texpr: Any, args: list, env: ModuleEnv, tparams: Any) -> T.Type:
+        if texpr.kind == "agent":
             return T.AgentT(texpr.name)
-        if kind == "fn":
-            params = [self.resolve_type(p, env, tparams) for p in texpr.args[0]]
-            return T.FnT(params, self.resolve_type(texpr.args[1], env, tparams))
         name = texpr.name
         if name in (tparams or ()):
             return T.TypeVar(name)
