@@ -1,56 +1,250 @@
-"""The one background event-loop thread that runs all asynchronous I/O (DESIGN: concurrency model).
+"""The one event loop that runs all asynchronous I/O (DESIGN: concurrency model), and who runs it.
 
-Agent threads are synchronous; they hand coroutines to this loop and wait for the answer. The loop is
-started on first use and lives as long as the process (a daemon thread), so that a program that never
-touches MCP never starts it. The MCP SDK's loggers are routed to `.sage/logs/sdk.log` here as well: the
-SDK logs tracebacks for malformed server messages, and those must never reach the user's terminal.
+Agent threads are synchronous; they hand coroutines to this loop and wait for the answer (`run`). The loop
+is created on first use, so a program that never touches MCP never starts it.
+
+Who runs the loop: a thread that waits for a result runs the loop itself when nobody else is running it
+(it *drives* the loop), so a call costs no thread hand-off; this is what brings a sequential tool call down
+to what the SDK alone costs. Threads that find the loop driven by someone else submit their coroutine and
+sleep until it finishes, or until the driver finishes its own call and promotes them to driver. When no
+caller has driven the loop for `_IDLE_S`, a background thread ("sage-io") drives it, so that connections
+started in the background, server notifications and exits make progress while every agent is busy
+elsewhere; a caller that finds the background thread driving asks it to stop and takes over.
+
+The MCP SDK's loggers are routed to `.sage/logs/sdk.log` here as well: the SDK logs tracebacks for malformed
+server messages, and those must never reach the user's terminal.
 """
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import os
 import threading
-from typing import Any, Coroutine
+import time
+from collections import deque
+from typing import Any, Callable, Coroutine
 
-_lock = threading.Lock()
+_IDLE_S = 0.01   # how long the loop may go undriven before the background thread picks it up
+_TICK_S = 0.05   # how often the loop checks whether a caller's drive should pause for its checkpoint
+
+_lock = threading.Lock()     # guards every field below
 _loop: asyncio.AbstractEventLoop | None = None
-_thread: threading.Thread | None = None
+_background: threading.Thread | None = None
+_driver: int | None = None   # ident of the thread running the loop now
+_waiting: deque["_Call"] = deque()   # calls of threads that sleep while someone else drives
+_released_at = 0.0           # when the loop was last left undriven
+_slice_end = 0.0             # when the driving caller wants the loop back, to run its checkpoint
+_background_wakeup = threading.Condition(_lock)
+_background_parked = False   # the background thread sleeps until the loop is left undriven
+
+
+class _Call:
+    """One coroutine run for one waiting thread."""
+
+    __slots__ = ("thread", "task", "done", "promoted", "signal", "outcome", "failed")
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+        self.task: asyncio.Task | None = None
+        self.done = False
+        self.outcome: Any = None
+        self.failed = False
+        self.promoted = False
+        # Held while the caller sleeps; released when the call finishes or the caller becomes the driver.
+        self.signal = threading.Lock()
+        self.signal.acquire()
 
 
 def event_loop() -> asyncio.AbstractEventLoop:
-    """The shared loop, started on first use."""
-    global _loop, _thread
+    """The shared loop, created (with its background driver) on first use."""
+    global _loop, _background, _released_at
     with _lock:
         if _loop is None:
-            loop = asyncio.new_event_loop()
-            ready = threading.Event()
-
-            def run() -> None:
-                asyncio.set_event_loop(loop)
-                loop.call_soon(ready.set)
-                loop.run_forever()
-
-            _thread = threading.Thread(target=run, name="sage-io", daemon=True)
-            _thread.start()
-            ready.wait()
-            _loop = loop
+            _loop = asyncio.new_event_loop()
+            _released_at = time.monotonic()   # the caller that creates the loop is about to drive it
+            _background = threading.Thread(target=_drive_in_background, name="sage-io", daemon=True)
+            _background.start()
+            _loop.call_soon_threadsafe(_tick, _loop)
         return _loop
 
 
 def running_loop() -> asyncio.AbstractEventLoop | None:
-    """The shared loop if it was ever started, without taking the lock (safe on a signal path)."""
+    """The shared loop if it was ever created, without taking the lock (safe on a signal path)."""
     return _loop
 
 
 def in_loop_thread() -> bool:
-    return _thread is not None and threading.current_thread() is _thread
+    """Whether this thread is running the loop right now (so it must not wait for the loop)."""
+    return _driver == threading.get_ident()
 
 
-def submit(coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
-    """Schedule a coroutine on the shared loop from any other thread."""
-    return asyncio.run_coroutine_threadsafe(coro, event_loop())
+def run(coro: Coroutine[Any, Any, Any], checkpoint: Callable[[], None] | None = None,
+        poll_s: float = 0.1, timeout_s: float | None = None) -> Any:
+    """Run `coro` on the shared loop and return its result (or raise its exception).
+
+    `checkpoint`, when given, is called about every `poll_s` while waiting; whatever it raises cancels the
+    coroutine's task and propagates. With `timeout_s`, TimeoutError is raised (and the task cancelled) when
+    the coroutine has not finished by then."""
+    global _driver, _slice_end
+    loop = event_loop()
+    call = _Call()
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    with _lock:
+        drive = _driver is None
+        if drive:
+            _driver = call.thread
+        else:
+            _waiting.append(call)
+    try:
+        if drive:
+            _start(loop, coro, call)
+        else:
+            loop.call_soon_threadsafe(_start, loop, coro, call)
+            if _driver == _background_ident():
+                loop.call_soon_threadsafe(_yield_background, loop)
+        while True:
+            if drive:
+                if not call.done:
+                    _slice_end = time.monotonic() + _slice(poll_s, deadline)
+                    loop.run_forever()   # until the call finishes, or `_tick` sees the slice end
+            elif call.signal.acquire(timeout=_slice(poll_s, deadline)):
+                drive = call.promoted and not call.done
+            if call.done:
+                if call.failed:
+                    raise call.outcome
+                return call.outcome
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError
+            if checkpoint is not None:
+                checkpoint()
+    except BaseException:
+        _abandon(loop, call)
+        raise
+    finally:
+        _hand_over(call.thread)   # also when promoted just as this caller gave up waiting
+
+
+def _slice(poll_s: float, deadline: float | None) -> float:
+    if deadline is None:
+        return poll_s
+    return max(min(poll_s, deadline - time.monotonic()), 0.0)
+
+
+def _start(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], call: _Call) -> None:
+    """Create the call's task (on the loop, or by its driver before it runs the loop)."""
+    if call.done:   # abandoned before it started
+        coro.close()
+        return
+    call.task = loop.create_task(_outcome(loop, coro, call))
+
+
+async def _outcome(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], call: _Call) -> None:
+    """Run the call's coroutine and hand its result or exception to the caller. Finishing inside the task
+    (rather than in a done callback) saves the driver a loop iteration per call."""
+    try:
+        call.outcome = await coro
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the caller re-raises it in its own thread
+        call.outcome = exc
+        call.failed = True
+    with _lock:
+        if call.done:   # abandoned by its caller, who no longer waits
+            return
+        call.done = True
+        if call.thread == _driver:
+            loop.stop()
+        else:
+            try:
+                _waiting.remove(call)
+            except ValueError:
+                pass
+            call.signal.release()
+
+
+def _tick(loop: asyncio.AbstractEventLoop) -> None:
+    """Every `_TICK_S` on the loop: end a caller's drive whose slice is over, so it can run its checkpoint."""
+    if _driver != _background_ident() and time.monotonic() >= _slice_end:
+        loop.stop()
+    loop.call_later(_TICK_S, _tick, loop)
+
+
+def _abandon(loop: asyncio.AbstractEventLoop, call: _Call) -> None:
+    """The caller stops waiting (cancelled, timed out or interrupted): cancel its task, wherever it is."""
+    with _lock:
+        try:
+            _waiting.remove(call)
+        except ValueError:
+            pass
+        call.done = True
+        task = call.task
+    if task is not None and not task.done():
+        if _driver == call.thread:
+            task.cancel()
+        else:
+            loop.call_soon_threadsafe(task.cancel)
+
+
+def _hand_over(thread: int) -> None:
+    """If `thread` drives the loop, leave the driver's seat: to a thread still waiting for its call, else
+    (after `_IDLE_S`) to the background thread."""
+    global _driver, _released_at
+    with _lock:
+        if _driver != thread:
+            return
+        _driver = None
+        while _waiting:
+            call = _waiting.popleft()
+            if not call.done:
+                _driver = call.thread
+                call.promoted = True
+                call.signal.release()
+                return
+        _released_at = time.monotonic()
+        if _background_parked:   # a sleeping background thread is woken once, not at every call
+            _background_wakeup.notify()
+
+
+def _background_ident() -> int | None:
+    return _background.ident if _background is not None else None
+
+
+def _yield_background(loop: asyncio.AbstractEventLoop) -> None:
+    """Run on the loop: if the background thread is driving, stop so a waiting caller can take over."""
+    if _driver == _background_ident():
+        loop.stop()
+
+
+def _drive_in_background() -> None:
+    """The background driver: runs the loop whenever callers have left it undriven for `_IDLE_S`."""
+    global _driver, _background_parked
+    loop = event_loop()
+    me = threading.get_ident()
+    asyncio.set_event_loop(loop)
+    while True:
+        with _lock:
+            # While callers drive, look again every `_IDLE_S` rather than asking every caller to wake this
+            # thread when it lets go (a wake-up per call costs a GIL hand-off per call); sleep until woken
+            # only when a look found the loop driven twice in a row.
+            recheck = True
+            while True:
+                idle = time.monotonic() - _released_at
+                free = _driver is None and not _waiting
+                if free and idle >= _IDLE_S:
+                    break
+                if free or recheck:
+                    recheck = free
+                    _background_wakeup.wait(_IDLE_S - idle if free else _IDLE_S)
+                else:
+                    _background_parked = True
+                    _background_wakeup.wait()
+                    _background_parked = False
+                    recheck = True
+            _driver = me
+        try:
+            loop.run_forever()
+        finally:
+            _hand_over(me)
 
 
 # Logger names of the SDK and the libraries under it whose records belong in sdk.log.
