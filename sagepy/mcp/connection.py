@@ -14,6 +14,7 @@ Everything here raises `McpFailure`; nothing here knows about Sage values.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 from contextlib import AsyncExitStack, contextmanager
@@ -25,7 +26,6 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..convert import compact_json
 from ..diagnostics import display_path
 from .config import ServerConfig
 from .elicitation import DECLINE, ElicitationAnswer, ElicitationRefused, ElicitationRequest, answer_from
@@ -35,7 +35,6 @@ from .transports import HttpStatus, open_http, open_inprocess, open_stdio
 
 MAX_PAGES = 1000
 NOTE_LINES = 20
-_CANCEL_GRACE_S = 2.0
 _DISCOVER_S = 5.0  # how long a pinned-era connection waits to learn the server's name
 
 
@@ -362,46 +361,51 @@ class Connection:
         """Call a tool; the result in MCP wire form, checked against `max_result_bytes`."""
         await self.tools()
         result = await self._bounded(lambda: self.client.call_tool(remote, arguments), "tools/call", remote=remote)
-        data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        size = len(compact_json(data).encode("utf-8"))
+        text = result.model_dump_json(by_alias=True, exclude_none=True)   # compact, non-ASCII kept
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
         if size > self.config.max_result_bytes:
             raise McpFailure("result too large",
                              f"tool '{remote}' returned {size} bytes (limit {self.config.max_result_bytes})")
-        return data
+        return json.loads(text)
 
     async def _bounded(self, request: Callable[[], Awaitable[Any]], method: str, remote: str | None = None,
                        timeout_s: float | None = None) -> Any:
-        """Run one request under sagepy's pausable timer; map every failure to McpFailure."""
+        """Run one request under sagepy's pausable timer; map every failure to McpFailure.
+
+        The request runs in the caller's task (a task of its own would cost extra loop iterations on every
+        call); on expiry that task is cancelled, so the SDK tells the server, and the cancellation is taken
+        back once it has unwound."""
         if self.client is None or not self.alive:
             raise self._gone()
         budget = self.config.timeout_ms / 1000 if timeout_s is None else timeout_s
         self.http_status.reset()
-        task = asyncio.ensure_future(request())
+        task = asyncio.current_task()
+        assert task is not None
         expired = False
 
         def expire() -> None:
             nonlocal expired
             expired = True
-            task.cancel()   # the SDK tells the server while the task unwinds
+            task.cancel()
 
         deadline = _Deadline(asyncio.get_running_loop(), budget, expire)
         self._gate.add(deadline)
         try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError:
-            await _cancel(task)
-            raise
-        finally:
-            self._gate.discard(deadline)
-        if expired and task.cancelled():
-            ms = self.config.timeout_ms if timeout_s is None else int(timeout_s * 1000)
-            raise McpFailure("timeout", f"request '{method}' to '{self.label}' timed out after {ms} ms")
-        try:
-            return task.result()
+            result = await request()
         except McpFailure:
             raise
-        except Exception as exc:  # noqa: BLE001 - mapped to the sub-kinds of §8.10
+        except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - mapped to the sub-kinds of §8.10
+            if expired and task.uncancel() == 0:
+                ms = self.config.timeout_ms if timeout_s is None else int(timeout_s * 1000)
+                raise McpFailure("timeout", f"request '{method}' to '{self.label}' timed out after {ms} ms") from None
+            if isinstance(exc, asyncio.CancelledError):
+                raise
             raise self._request_failure(_leaf(exc), method, remote) from None
+        finally:
+            self._gate.discard(deadline)
+        if expired:   # the request finished as its time ran out: keep the result, take the cancellation back
+            task.uncancel()
+        return result
 
     # ------------------------------------------------------------ failure mapping
 
@@ -457,15 +461,6 @@ class Connection:
             return self.http_status.failure() or McpFailure("I/O error", f"'{self.label}': {_describe(exc)}")
         return McpFailure("protocol error", f"server '{self.label}' sent an invalid answer to '{method}': "
                                             f"{_describe(exc)}")
-
-
-async def _cancel(task: asyncio.Future) -> None:
-    """Cancel a request task and give the SDK a moment to tell the server."""
-    task.cancel()
-    done, _ = await asyncio.wait({task}, timeout=_CANCEL_GRACE_S)
-    for finished in done:
-        if not finished.cancelled():
-            finished.exception()
 
 
 def _is_http_transport_error(exc: BaseException) -> bool:
