@@ -217,9 +217,11 @@ def test_concurrent_calls_do_not_disturb_each_others_cancel_check(memory):
 
 
 def test_cancel_while_waiting_for_the_in_memory_database(memory):
-    busy = threading.Thread(target=db, args=("query", counting(1_000_000)))
+    # The busy statement must still hold the database when the cancel fires, 0.5 s after it started, even on
+    # a loaded machine: about 3 s of work.
+    busy = threading.Thread(target=db, args=("query", counting(3_000_000)))
     busy.start()
-    time.sleep(0.1)
+    time.sleep(0.3)
     cancel = threading.Event()
     threading.Timer(0.2, cancel.set).start()
     with pytest.raises(AgentCancelled):
