@@ -133,6 +133,7 @@ class Connection:
         self._list_lock = asyncio.Lock()
         self._log_mark = 0
         self._connect_scope: anyio.CancelScope | None = None
+        self._abandoned = False   # closed before the handshake finished
         self._login_s = 0.0  # time spent in OAuth logins, which connect_timeout_ms does not count
 
     # ------------------------------------------------------------ lifecycle
@@ -162,6 +163,9 @@ class Connection:
         """Orderly shutdown: the owner leaves the client and the transport (stdio: §8.3 sequence)."""
         self.alive = False
         self._closing.set()
+        if not self._ready.done() and self._connect_scope is not None:
+            self._abandoned = True
+            self._connect_scope.cancel()   # still connecting: stop now rather than at the connect deadline
         if self._owner is not None:
             await asyncio.wait({self._owner})
 
@@ -176,7 +180,9 @@ class Connection:
                     scope.deadline = math.inf
                     self._ready.set_result(None)
                     await self._closing.wait()
-            if scope.cancelled_caught and not self._ready.done():
+            if self._abandoned and not self._ready.done():
+                failure = McpFailure("connection failed", f"connection to '{self.label}' closed while connecting")
+            elif scope.cancelled_caught and not self._ready.done():
                 failure = self._exit_failure(" during start-up") or McpFailure(
                     "connection failed", f"'{self.label}' did not complete the handshake within "
                                          f"{self.config.connect_timeout_ms} ms")

@@ -70,6 +70,7 @@ class _Slot:
         self.log_file = log_file
         self.conn: Connection | None = None
         self.opening: asyncio.Future | None = None
+        self.connecting: Connection | None = None  # the connection `opening` is opening
         self.pending: McpFailure | None = None  # a failed eager connect, reported at first use
         self.warned = False
 
@@ -134,7 +135,11 @@ class McpManager:
         from .connection import Connection  # imports the SDK: only once a server is really needed
         conn = Connection(slot.label, slot.config, self.root, os.path.join(self.log_dir, slot.log_file), self.hooks)
         self._connections.append(conn)
-        await conn.open()
+        slot.connecting = conn
+        try:
+            await conn.open()
+        finally:
+            slot.connecting = None
         if self._closed:
             await conn.close()
             raise McpFailure("connection failed", "sagepy is shutting down")
@@ -315,6 +320,8 @@ class McpManager:
     async def _close_slot(self, slot: _Slot) -> None:
         opening = slot.opening
         if opening is not None:
+            if slot.connecting is not None:   # a handshake in progress is abandoned, not waited out
+                await slot.connecting.close()
             await asyncio.wait({opening})
         conn, slot.conn = slot.conn, None
         if conn is not None:

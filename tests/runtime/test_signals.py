@@ -68,3 +68,47 @@ def test_signal_reaps_mcp_servers(tmp_path: Path, signum: int, code: int) -> Non
     while _processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _processes_with(marker) == []
+
+
+HANGS = REPO / "tests" / "mcp" / "servers" / "hangs.py"
+
+
+@pytest.mark.parametrize("command", [["tools", "inspect", "Hangs"], ["run", "."]])
+def test_ctrl_c_during_a_handshake_stops_without_waiting_for_the_connect_deadline(tmp_path: Path, command) -> None:
+    """A server that never answers its handshake: Ctrl-C must not wait out `connect_timeout_ms` (60 s here)."""
+    marker = f"sage-handshake-test-{os.getpid()}-{command[0]}"
+    (tmp_path / "grove.toml").write_text(textwrap.dedent(f"""\
+        [project]
+        entry = "main.sg"
+        [tools.Hangs]
+        command = "{sys.executable}"
+        args = ["{HANGS}", "{marker}"]
+        connect_timeout_ms = 60000
+        """), encoding="utf-8")
+    (tmp_path / "main.sg").write_text(textwrap.dedent("""\
+        tool Hangs { fn echo(text: String) -> String }
+        agent Main {
+            use Hangs
+            on start { print(try Hangs.echo("never")); }
+        }
+        run Main;
+        """), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-m", "sagepy", *command], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _processes_with(marker), "the server should have been started"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    deadline = time.monotonic() + 5
+    while _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_with(marker) == []
