@@ -9,6 +9,7 @@ A resolver may raise `ElicitationRefused` to answer the server with an error (a 
 from __future__ import annotations
 
 import json
+import select
 import sys
 import threading
 from typing import Any, TextIO
@@ -79,6 +80,18 @@ def answer_from(value: Any) -> ElicitationAnswer:
 # ---------------------------------------------------------------- the terminal form
 
 _FORM_LOCK = threading.Lock()  # only one form at a time across all agents (§8.7)
+_form_open = threading.Event()      # a form is waiting for the user's input
+_form_interrupted = threading.Event()
+_POLL_S = 0.1
+
+
+def interrupt_open_form() -> bool:
+    """Ctrl-C while a form is open answers *cancel* (§8.7) instead of stopping the program: called from the
+    SIGINT handler; True when a form was open and takes the interrupt."""
+    if not _form_open.is_set():
+        return False
+    _form_interrupted.set()
+    return True
 
 
 class _Cancelled(Exception):
@@ -102,12 +115,17 @@ class TerminalElicitation:
         if not self._should_prompt(request.setting):
             return DECLINE
         with _FORM_LOCK:
+            _form_interrupted.clear()
+            _form_open.set()
             try:
                 if request.mode == "url":
                     return self._url(request)
                 return self._form(request)
             except (_Cancelled, KeyboardInterrupt, EOFError):
+                self._say("\n")
                 return CANCEL
+            finally:
+                _form_open.clear()
 
     def _in(self) -> TextIO:
         return self.stdin if self.stdin is not None else sys.stdin
@@ -131,10 +149,30 @@ class TerminalElicitation:
 
     def _ask(self, prompt: str) -> str:
         self._say(prompt)
-        line = self._in().readline()
+        stream = self._in()
+        self._wait_for_input(stream)
+        line = stream.readline()
         if line == "":
             raise _Cancelled()
         return line.rstrip("\r\n")
+
+    @staticmethod
+    def _wait_for_input(stream: TextIO) -> None:
+        """Wait until a line can be read, watching for Ctrl-C (`interrupt_open_form`) meanwhile. A stream
+        without a file descriptor (a test's StringIO) is read directly."""
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            return
+        while True:
+            if _form_interrupted.is_set():
+                raise _Cancelled()
+            try:
+                readable, _, _ = select.select([fd], [], [], _POLL_S)
+            except (OSError, ValueError):
+                return
+            if readable:
+                return
 
     def _url(self, request: ElicitationRequest) -> ElicitationAnswer:
         self._say(f"MCP server '{request.server}' asks you to open a URL: {request.message}\n  {request.url}\n")

@@ -309,6 +309,11 @@ class Effects:
         from ..mcp.elicitation import TerminalElicitation
         return TerminalElicitation()(server, request)
 
+    def interrupt_form(self) -> bool:
+        """Ctrl-C: if an elicitation form is open, it answers *cancel* and the program goes on (§8.7)."""
+        elicitation = sys.modules.get("sagepy.mcp.elicitation")   # not loaded: no form was ever shown
+        return elicitation is not None and elicitation.interrupt_open_form()
+
     # ---------------------------------------------------------------- tracing
     def trace(self, ctx: Any, kind: str, data: dict) -> None:
         stream = self.trace_stream

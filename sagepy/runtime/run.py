@@ -121,6 +121,8 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any) -> int:
     interrupted: list[int] = []
 
     def on_signal(signum: int, frame: Any) -> None:
+        if signum == signal.SIGINT and runtime.effects is not None and runtime.effects.interrupt_form():
+            return
         interrupted.append(130 if signum == signal.SIGINT else 143)
         finished.set()
 

@@ -112,3 +112,45 @@ def test_ctrl_c_during_a_handshake_stops_without_waiting_for_the_connect_deadlin
     while _processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _processes_with(marker) == []
+
+
+def test_ctrl_c_in_an_open_elicitation_form_answers_cancel_and_the_program_goes_on(tmp_path: Path) -> None:
+    """SPEC §8.7: Ctrl-C (or end of input) during a form answers *cancel*."""
+    (tmp_path / "grove.toml").write_text(textwrap.dedent(f"""\
+        [project]
+        entry = "main.sg"
+        [mcp]
+        elicitation = "prompt"
+        [tools.Suite]
+        command = "{sys.executable}"
+        args = ["{SUITE}"]
+        """), encoding="utf-8")
+    (tmp_path / "main.sg").write_text(textwrap.dedent("""\
+        tool Suite { fn ask(question: String) -> String }
+        agent Main {
+            use Suite
+            on start {
+                print("answer: " ++ (try Suite.ask("Go ahead?")));
+                print("still running");
+            }
+        }
+        run Main;
+        """), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-m", "sagepy", "run", "."], cwd=tmp_path, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        prompt = ""
+        while "[a/d/c]" not in prompt:
+            char = proc.stderr.read(1)
+            assert char, f"sage ended before showing the form: {prompt!r}"
+            prompt += char
+        assert "Go ahead?" in prompt
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out.splitlines() == ["answer: cancel", "still running"]
