@@ -6,7 +6,8 @@ is created on first use, so a program that never touches MCP never starts it.
 Who runs the loop: a thread that waits for a result runs the loop itself when nobody else is running it
 (it *drives* the loop), so a call costs no thread hand-off; this is what brings a sequential tool call down
 to what the SDK alone costs. Threads that find the loop driven by someone else submit their coroutine and
-sleep until it finishes, or until the driver finishes its own call and promotes them to driver. When no
+sleep until it finishes, or until the driver finishes its own call and promotes the longest waiting of
+them to driver. When no
 caller has driven the loop for `_IDLE_S`, a background thread ("sage-io") drives it, so that connections
 started in the background, server notifications and exits make progress while every agent is busy
 elsewhere; a caller that finds the background thread driving asks it to stop and takes over.

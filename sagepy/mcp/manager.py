@@ -1,8 +1,9 @@
 """The synchronous face of MCP for the runtime: typed calls, dynamic builtins, safety and shutdown.
 
 Agent threads call these methods; each one runs its work as a task on the shared event loop and waits for
-it. All connection state (which server is connected, which connect is in flight) is touched only on the
-loop thread, so there are no locks on this side, and `close_all` can run from a signal path.
+it (`loop.run`: the waiting thread usually runs the loop itself). All connection state (which server is
+connected, which connect is in flight) is touched only by code running on the loop, one thread at a time,
+so there are no locks on this side, and `close_all` can run from a signal path.
 
 One connection per configured server, opened on first use (or eagerly by `prestart`) and shared by every
 agent; one unshared connection per `mcp_connect` handle. A connection whose server exited is replaced by a
