@@ -20,6 +20,14 @@ async def _thread_of_loop(delay: float = 0.0) -> int:
     return threading.get_ident()
 
 
+async def _hang(cancelled: threading.Event) -> None:
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        cancelled.set()
+        raise
+
+
 def _in_thread(target):
     box: list = []
     thread = threading.Thread(target=lambda: box.append(target()))
@@ -72,12 +80,6 @@ def test_a_checkpoint_that_raises_cancels_the_call(waiters):
     cancelled = threading.Event()
     release = threading.Event()
 
-    async def hang() -> None:
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
 
     async def wait_for_release() -> None:
         while not release.is_set():
@@ -93,7 +95,7 @@ def test_a_checkpoint_that_raises_cancels_the_call(waiters):
             raise Stop
 
     with pytest.raises(Stop):
-        loop.run(hang(), checkpoint, poll_s=0.05)
+        loop.run(_hang(cancelled), checkpoint, poll_s=0.05)
     release.set()
     for t in others:
         t.join(30)
@@ -104,15 +106,9 @@ def test_a_checkpoint_that_raises_cancels_the_call(waiters):
 def test_timeout_cancels_the_call():
     cancelled = threading.Event()
 
-    async def hang() -> None:
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
 
     with pytest.raises(TimeoutError):
-        loop.run(hang(), timeout_s=0.2)
+        loop.run(_hang(cancelled), timeout_s=0.2)
     assert cancelled.wait(5)
 
 

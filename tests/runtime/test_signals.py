@@ -30,17 +30,34 @@ def _processes_with(marker: str) -> list[int]:
     return found
 
 
+def _project(root: Path, grove: str, program: str) -> None:
+    (root / "grove.toml").write_text(textwrap.dedent(grove), encoding="utf-8")
+    (root / "main.sg").write_text(textwrap.dedent(program), encoding="utf-8")
+
+
+def _assert_all_gone(marker: str) -> None:
+    deadline = time.monotonic() + 5
+    while _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_with(marker) == []
+
+
+def _end(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_reaps_mcp_servers(tmp_path: Path, signum: int, code: int) -> None:
     marker = f"sage-signal-test-{os.getpid()}-{signum}"
-    (tmp_path / "grove.toml").write_text(textwrap.dedent(f"""\
+    _project(tmp_path, f"""\
         [project]
         entry = "main.sg"
         [tools.Suite]
         command = "{sys.executable}"
         args = ["{SUITE}", "{marker}"]
-        """), encoding="utf-8")
-    (tmp_path / "main.sg").write_text(textwrap.dedent("""\
+        """, """\
         tool Suite { fn echo(text: String) -> String }
         agent Main {
             use Suite
@@ -50,7 +67,7 @@ def test_signal_reaps_mcp_servers(tmp_path: Path, signum: int, code: int) -> Non
             }
         }
         run Main;
-        """), encoding="utf-8")
+        """)
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "sagepy", "run", "."], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -61,13 +78,8 @@ def test_signal_reaps_mcp_servers(tmp_path: Path, signum: int, code: int) -> Non
         proc.send_signal(signum)
         assert proc.wait(20) == code
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    deadline = time.monotonic() + 5
-    while _processes_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _processes_with(marker) == []
+        _end(proc)
+    _assert_all_gone(marker)
 
 
 HANGS = REPO / "tests" / "mcp" / "servers" / "hangs.py"
@@ -77,22 +89,21 @@ HANGS = REPO / "tests" / "mcp" / "servers" / "hangs.py"
 def test_ctrl_c_during_a_handshake_stops_without_waiting_for_the_connect_deadline(tmp_path: Path, command) -> None:
     """A server that never answers its handshake: Ctrl-C must not wait out `connect_timeout_ms` (60 s here)."""
     marker = f"sage-handshake-test-{os.getpid()}-{command[0]}"
-    (tmp_path / "grove.toml").write_text(textwrap.dedent(f"""\
+    _project(tmp_path, f"""\
         [project]
         entry = "main.sg"
         [tools.Hangs]
         command = "{sys.executable}"
         args = ["{HANGS}", "{marker}"]
         connect_timeout_ms = 60000
-        """), encoding="utf-8")
-    (tmp_path / "main.sg").write_text(textwrap.dedent("""\
+        """, """\
         tool Hangs { fn echo(text: String) -> String }
         agent Main {
             use Hangs
             on start { print(try Hangs.echo("never")); }
         }
         run Main;
-        """), encoding="utf-8")
+        """)
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "sagepy", *command], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -105,18 +116,13 @@ def test_ctrl_c_during_a_handshake_stops_without_waiting_for_the_connect_deadlin
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 130
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    deadline = time.monotonic() + 5
-    while _processes_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _processes_with(marker) == []
+        _end(proc)
+    _assert_all_gone(marker)
 
 
 def test_ctrl_c_in_an_open_elicitation_form_answers_cancel_and_the_program_goes_on(tmp_path: Path) -> None:
     """SPEC §8.7: Ctrl-C (or end of input) during a form answers *cancel*."""
-    (tmp_path / "grove.toml").write_text(textwrap.dedent(f"""\
+    _project(tmp_path, f"""\
         [project]
         entry = "main.sg"
         [mcp]
@@ -124,8 +130,7 @@ def test_ctrl_c_in_an_open_elicitation_form_answers_cancel_and_the_program_goes_
         [tools.Suite]
         command = "{sys.executable}"
         args = ["{SUITE}"]
-        """), encoding="utf-8")
-    (tmp_path / "main.sg").write_text(textwrap.dedent("""\
+        """, """\
         tool Suite { fn ask(question: String) -> String }
         agent Main {
             use Suite
@@ -135,7 +140,7 @@ def test_ctrl_c_in_an_open_elicitation_form_answers_cancel_and_the_program_goes_
             }
         }
         run Main;
-        """), encoding="utf-8")
+        """)
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "sagepy", "run", "."], cwd=tmp_path, env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -147,10 +152,11 @@ def test_ctrl_c_in_an_open_elicitation_form_answers_cancel_and_the_program_goes_
             prompt += char
         assert "Go ahead?" in prompt
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        # stdin stays open: end of input would answer cancel too, and could beat the signal to the form
+        code = proc.wait(30)
+        out, err = proc.stdout.read(), proc.stderr.read()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, err
+        _end(proc)
+        proc.stdin.close()
+    assert code == 0, err
     assert out.splitlines() == ["answer: cancel", "still running"]
