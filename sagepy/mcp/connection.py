@@ -367,6 +367,9 @@ class Connection:
         """Call a tool; the result in MCP wire form, checked against `max_result_bytes`."""
         await self.tools()
         result = await self._bounded(lambda: self.client.call_tool(remote, arguments), "tools/call", remote=remote)
+        data = _small_text_result(result, self.config.max_result_bytes)
+        if data is not None:
+            return data
         text = result.model_dump_json(by_alias=True, exclude_none=True)   # compact, non-ASCII kept
         size = len(text) if text.isascii() else len(text.encode("utf-8"))
         if size > self.config.max_result_bytes:
@@ -467,6 +470,29 @@ class Connection:
             return self.http_status.failure() or McpFailure("I/O error", f"'{self.label}': {_describe(exc)}")
         return McpFailure("protocol error", f"server '{self.label}' sent an invalid answer to '{method}': "
                                             f"{_describe(exc)}")
+
+
+def _small_text_result(result: Any, limit: int) -> dict | None:
+    """The wire form of a result made of plain text items only, when its JSON is certainly within `limit`
+    bytes (a text character takes at most 6 bytes escaped); None for anything else, whose JSON is then
+    measured exactly. Most tool results take this path, which skips serialising them. `_meta` is left out
+    of the wire form: nothing reads it."""
+    if result.structured_content is not None:
+        return None
+    bound = 96
+    if result.meta is not None:   # the 2026-07-28 era's server info: left out of the wire form, counted
+        if type(result.meta) is not dict:
+            return None
+        bound += len(json.dumps(result.meta))   # escaped ASCII and blanks: never shorter than compact UTF-8
+    items = []
+    for item in result.content:
+        if type(item) is not types.TextContent or item.annotations is not None or item.meta is not None:
+            return None
+        items.append({"type": "text", "text": item.text})
+        bound += 32 + 6 * len(item.text)
+    if bound > limit:
+        return None
+    return {"content": items, "isError": result.is_error}
 
 
 def _is_http_transport_error(exc: BaseException) -> bool:

@@ -201,3 +201,15 @@ def test_eager_connect_error_is_reported_at_first_use(managers, capfd):
 
 def test_suite_path_exists():
     assert os.path.isfile(SUITE)
+
+
+@pytest.mark.parametrize("limit", [250, 200])
+def test_result_size_is_measured_exactly_near_the_limit(managers, limit):
+    """Two text items and the server's `_meta`, 203 bytes of JSON: the quick upper bound for plain text is
+    over both limits, so the exact size decides."""
+    manager = managers({"Suite": suite_server(max_result_bytes=limit)})
+    if limit == 250:
+        assert call(manager, "two_texts", {}, STRING) == "first\nsecond"
+    else:
+        assert failure(manager, "two_texts", {}, STRING) == \
+            "MCP result too large: tool 'two_texts' returned 203 bytes (limit 200)"
