@@ -365,7 +365,8 @@ class Connection:
 
     async def call(self, remote: str, arguments: dict) -> dict:
         """Call a tool; the result in MCP wire form, checked against `max_result_bytes`."""
-        await self.tools()
+        if self._tools is None:   # the SDK checks results against the listed output schemas: list first
+            await self.tools()
         result = await self._bounded(lambda: self.client.call_tool(remote, arguments), "tools/call", remote=remote)
         data = _small_text_result(result, self.config.max_result_bytes)
         if data is not None:

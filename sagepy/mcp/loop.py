@@ -52,6 +52,10 @@ class _Call:
         self.failed = False
         self.promoted = False
         # Held while the caller sleeps; released when the call finishes or the caller becomes the driver.
+        # Only a caller that has to wait behind another driver needs one.
+        self.signal: threading.Lock | None = None
+
+    def sleep(self) -> None:
         self.signal = threading.Lock()
         self.signal.acquire()
 
@@ -59,6 +63,8 @@ class _Call:
 def event_loop() -> asyncio.AbstractEventLoop:
     """The shared loop, created (with its background driver) on first use."""
     global _loop, _background, _released_at
+    if _loop is not None:
+        return _loop
     with _lock:
         if _loop is None:
             _loop = asyncio.new_event_loop()
@@ -95,6 +101,7 @@ def run(coro: Coroutine[Any, Any, Any], checkpoint: Callable[[], None] | None = 
         if drive:
             _driver = call.thread
         else:
+            call.sleep()
             _waiting.append(call)
     try:
         if drive:
@@ -108,7 +115,7 @@ def run(coro: Coroutine[Any, Any, Any], checkpoint: Callable[[], None] | None = 
                 if not call.done:
                     _slice_end = time.monotonic() + _slice(poll_s, deadline)
                     loop.run_forever()   # until the call finishes, or `_tick` sees the slice end
-            elif call.signal.acquire(timeout=_slice(poll_s, deadline)):
+            elif call.signal.acquire(timeout=_slice(poll_s, deadline)):  # type: ignore[union-attr]
                 drive = call.promoted and not call.done
             if call.done:
                 if call.failed:

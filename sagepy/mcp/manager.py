@@ -111,14 +111,22 @@ class McpManager:
             sys.setswitchinterval(min(sys.getswitchinterval(), 0.0002))
         return loop.run(coro, self.checkpoint, _POLL_S)
 
+    def _live(self, slot: _Slot) -> Connection | None:
+        """The slot's connection when it can be used as it is (the common case, without a coroutine)."""
+        conn = slot.conn
+        if conn is None or not conn.alive or slot.pending is not None or self._closed:
+            return None
+        return conn
+
     async def _connection(self, slot: _Slot) -> Connection:
+        conn = self._live(slot)
+        if conn is not None:
+            return conn
         if self._closed:
             raise McpFailure("connection failed", "sagepy is shutting down")
         if slot.pending is not None:
             failure, slot.pending = slot.pending, None
             raise failure
-        if slot.conn is not None and slot.conn.alive:
-            return slot.conn
         if slot.opening is None:
             slot.opening = asyncio.ensure_future(self._open(slot))
         task = slot.opening
@@ -191,7 +199,7 @@ class McpManager:
         if slot is None:
             block = label.split(".", 1)[0]
             raise McpFailure("tool not found", f"no [tools.{block}] entry in grove.toml")
-        conn = await self._connection(slot)
+        conn = self._live(slot) or await self._connection(slot)
         return await conn.call(remote, arguments)
 
     def safety(self, server: str, remote: str) -> str:
