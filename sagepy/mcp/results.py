@@ -18,24 +18,24 @@ def _texts(result: dict) -> list[str]:
             if isinstance(item, dict) and item.get("type") == "text"]
 
 
-def error_text(result: dict) -> str:
-    """The message of an `isError` result: its text items, else its structured content, else a marker."""
+def _text_of(result: dict, empty: str) -> str:
+    """The text items joined, else the compact JSON of structuredContent, else `empty`."""
     texts = _texts(result)
     if texts:
         return "\n".join(texts)
     if "structuredContent" in result:
         return compact_json(result["structuredContent"])
-    return "(no message)"
+    return empty
+
+
+def error_text(result: dict) -> str:
+    """The message of an `isError` result: its text items, else its structured content, else a marker."""
+    return _text_of(result, "(no message)")
 
 
 def dynamic_text(result: dict) -> str:
     """What `mcp_call` returns: the text items, else the compact JSON of structuredContent, else ""."""
-    texts = _texts(result)
-    if texts:
-        return "\n".join(texts)
-    if "structuredContent" in result:
-        return compact_json(result["structuredContent"])
-    return ""
+    return _text_of(result, "")
 
 
 def _render(data: Any) -> str:
@@ -57,11 +57,9 @@ def typed_value(result: dict, return_type: Type, label: str, remote: str) -> Any
             return from_json(candidate, return_type)
         except ConversionError as exc:
             failure = (candidate, exc)
-    texts = _texts(result)
     if return_type == STRING:
-        if texts:
-            return "\n".join(texts)
-        return compact_json(result["structuredContent"]) if "structuredContent" in result else ""
+        return _text_of(result, "")
+    texts = _texts(result)
     if len(texts) == 1:
         try:
             data = parse_json(texts[0])
