@@ -11,14 +11,16 @@ server process outlives sagepy. The child is reaped by asyncio's child watcher, 
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
-from contextlib import asynccontextmanager, suppress
+import subprocess
+from collections import deque
+from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
 import anyio
-import anyio.abc
 import mcp_types
 from mcp.shared.message import SessionMessage
 
@@ -27,7 +29,7 @@ logger = logging.getLogger("mcp.sagepy.stdio")
 STDIN_GRACE_S = 2.0
 TERM_GRACE_S = 2.0
 KILL_REAP_S = 2.0
-_POLL_S = 0.01
+_READ_AHEAD = 64   # parsed messages queued before sagepy stops reading the server's stdout
 
 class ChildProcess:
     """What the connection learns about its server process: pid, and exit status once it has ended."""
@@ -60,41 +62,205 @@ def kill_group(pid: int, sig: int = signal.SIGKILL) -> bool:
         return False
 
 
-async def _wait_exit(process: anyio.abc.Process, timeout: float) -> bool:
-    # Not process.wait(): on 3.11 it also waits for pipe EOF, which a grandchild holding the pipe delays.
-    with anyio.move_on_after(timeout):
-        while process.returncode is None:
-            await anyio.sleep(_POLL_S)
-    return process.returncode is not None
-
-
-async def _stop(process: anyio.abc.Process) -> None:
-    """Close stdin, wait, SIGTERM the group, wait, SIGKILL; then clear out the group."""
-    with suppress(Exception):
-        await process.stdin.aclose()  # type: ignore[union-attr]
-    if not await _wait_exit(process, STDIN_GRACE_S):
-        kill_group(process.pid, signal.SIGTERM)
-        if not await _wait_exit(process, TERM_GRACE_S):
-            kill_group(process.pid, signal.SIGKILL)
-            if not await _wait_exit(process, KILL_REAP_S):
-                logger.warning("MCP server process %d survived SIGKILL", process.pid)
-    # Grandchildren left in the group would outlive sagepy; the group id stays reserved while they live.
-    kill_group(process.pid, signal.SIGKILL)
-    for stream in (process.stdout, process.stdin):
-        with suppress(Exception):
-            await stream.aclose()  # type: ignore[union-attr]
-    transport = getattr(getattr(process, "_process", None), "_transport", None)
-    if transport is not None:
-        with suppress(Exception):
-            transport.close()
-
-
-def _parse_line(line: str) -> SessionMessage | Exception:
+def _parse_line(line: bytes) -> SessionMessage | Exception:
     try:
-        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValueError as exc:
-        logger.exception("Failed to parse a JSON-RPC message from the server")
-        return exc
+        message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError:
+        try:   # a line that is not valid UTF-8 is read the way a text stream would read it
+            message = mcp_types.jsonrpc_message_adapter.validate_json(
+                line.decode("utf-8", errors="replace"), by_name=False)
+        except ValueError as exc:
+            logger.exception("Failed to parse a JSON-RPC message from the server")
+            return exc
+    return SessionMessage(message)
+
+
+class _ServerPipes(asyncio.SubprocessProtocol):
+    """The child's stdin and stdout as the event loop sees them.
+
+    Lines arriving on stdout are parsed in the loop's read callback and queued for the session; messages
+    from the session are written to stdin in the sending task. Neither direction has a task of its own:
+    a request and its response each cost no more than the loop iteration that carries them (the SDK's own
+    stdio transport moves every message through a reader or writer task and a memory stream).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.transport: asyncio.SubprocessTransport | None = None
+        self.messages: deque[SessionMessage | Exception] = deque()
+        self.reader: asyncio.Future[None] | None = None   # the session, waiting for a message
+        self.ended = False          # stdout reached its end, or stdin broke: no more messages will come
+        self.stdout_ended = False
+        self.stdin_lost = False
+        self.reading_paused = False
+        self.writing_paused = False
+        self.drained: asyncio.Future[None] | None = None
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.stdout_closed: asyncio.Future[None] = loop.create_future()
+        self._partial = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd != 1:
+            return
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        for raw in lines:
+            line = raw.strip()
+            if line:
+                self.messages.append(_parse_line(line))
+        if self.messages:
+            self._wake_reader()
+            if len(self.messages) >= _READ_AHEAD and not self.reading_paused:
+                self._stdout().pause_reading()
+                self.reading_paused = True
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:   # the session sees the end once the exit status is known (`stdio_transport`)
+            self.stdout_ended = True
+            self.stdout_closed.set_result(None)
+        elif fd == 0:
+            self.stdin_lost = True
+            self._wake_writer()
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+        self._wake_writer()
+
+    def end(self) -> None:
+        """No message will follow the queued ones (the server is gone, or sagepy is closing)."""
+        self.ended = True
+        self._wake_reader()
+
+    def returncode(self) -> int | None:
+        return self.transport.get_returncode() if self.transport is not None else None
+
+    def message_taken(self) -> None:
+        if self.reading_paused and len(self.messages) <= _READ_AHEAD // 2 and not self.stdout_ended:
+            self.reading_paused = False
+            self._stdout().resume_reading()
+
+    def _stdout(self) -> Any:
+        return self.transport.get_pipe_transport(1)  # type: ignore[union-attr]
+
+    def _wake_reader(self) -> None:
+        if self.reader is not None and not self.reader.done():
+            self.reader.set_result(None)
+
+    def _wake_writer(self) -> None:
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
+
+
+class _Inbox:
+    """The session's read stream: messages the server wrote, in order, then the end."""
+
+    def __init__(self, pipes: _ServerPipes) -> None:
+        self._pipes = pipes
+        self._closed = False
+
+    async def receive(self) -> SessionMessage | Exception:
+        pipes = self._pipes
+        while not pipes.messages:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if pipes.ended:
+                raise anyio.EndOfStream
+            pipes.reader = pipes.loop.create_future()
+            try:
+                await pipes.reader
+            finally:
+                pipes.reader = None
+        message = pipes.messages.popleft()
+        pipes.message_taken()
+        return message
+
+    def __aiter__(self) -> "_Inbox":
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._pipes.end()
+
+    async def __aenter__(self) -> "_Inbox":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+class _Outbox:
+    """The session's write stream: each message is serialised and written to the server's stdin at once."""
+
+    def __init__(self, pipes: _ServerPipes) -> None:
+        self._pipes = pipes
+        self._closed = False
+
+    async def send(self, message: SessionMessage) -> None:
+        pipes = self._pipes
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if pipes.stdin_lost or pipes.transport is None:
+            # The server is gone: end the session's reads too, so that no request waits for an answer.
+            pipes.end()
+            raise anyio.BrokenResourceError
+        data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        pipes.transport.get_pipe_transport(0).write(data.encode("utf-8") + b"\n")  # type: ignore[union-attr]
+        while pipes.writing_paused and not pipes.stdin_lost:
+            pipes.drained = pipes.loop.create_future()
+            try:
+                await pipes.drained
+            finally:
+                pipes.drained = None
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> "_Outbox":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+async def _wait_exit(pipes: _ServerPipes, timeout: float) -> bool:
+    # Not the transport's wait: on 3.11 it also waits for pipe EOF, which a grandchild holding a pipe delays.
+    with anyio.move_on_after(timeout):
+        await asyncio.shield(pipes.exited)
+    return pipes.returncode() is not None
+
+
+async def _stop(pipes: _ServerPipes, pid: int) -> None:
+    """Close stdin, wait, SIGTERM the group, wait, SIGKILL; then clear out the group."""
+    transport = pipes.transport
+    assert transport is not None
+    stdin = transport.get_pipe_transport(0)
+    if stdin is not None:
+        stdin.close()
+    if not await _wait_exit(pipes, STDIN_GRACE_S):
+        kill_group(pid, signal.SIGTERM)
+        if not await _wait_exit(pipes, TERM_GRACE_S):
+            kill_group(pid, signal.SIGKILL)
+            if not await _wait_exit(pipes, KILL_REAP_S):
+                logger.warning("MCP server process %d survived SIGKILL", pid)
+    # Grandchildren left in the group would outlive sagepy; the group id stays reserved while they live.
+    kill_group(pid, signal.SIGKILL)
+    transport.close()
 
 
 @asynccontextmanager
@@ -104,54 +270,33 @@ async def stdio_transport(command: str, args: list[str], env: dict[str, str], cw
 
     Raises OSError when the command cannot be started.
     """
-    process = await anyio.open_process([command, *args], env=env, cwd=cwd, stderr=errlog,
-                                       start_new_session=True)
-    child.pid = process.pid
-    read_writer, read_stream = anyio.create_memory_object_stream[Any](0)
-    write_stream, write_reader = anyio.create_memory_object_stream[Any](0)
+    loop = asyncio.get_running_loop()
+    transport, pipes = await loop.subprocess_exec(
+        lambda: _ServerPipes(loop), command, *args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=errlog, env=env, cwd=cwd, start_new_session=True)
+    child.pid = pid = transport.get_pid()
     closing = False
 
-    async def read_stdout() -> None:
-        buffer = b""
-        try:
-            async with read_writer:
-                async for chunk in process.stdout:  # type: ignore[union-attr]
-                    lines = (buffer + chunk).split(b"\n")
-                    buffer = lines.pop()
-                    for raw in lines:
-                        text = raw.decode("utf-8", errors="replace").strip()
-                        if text:
-                            await read_writer.send(_parse_line(text))
-                # EOF: the server closed stdout, so it has ended or is about to.
-                if not closing:
-                    await _wait_exit(process, 0.5)
-                    child.returncode = process.returncode
-                    child.ended_by_itself = True
-                    child.on_exit(child)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
-            pass
-
-    async def write_stdin() -> None:
-        try:
-            async with write_reader:
-                async for message in write_reader:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send((data + "\n").encode("utf-8"))  # type: ignore[union-attr]
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            # A broken pipe means the server is gone: end the session's reads too, so no request hangs.
-            await read_writer.aclose()
+    async def notice_exit() -> None:
+        """When stdout ends while sagepy is not stopping the server, the server has ended (or is about to):
+        its exit status is recorded before the session learns of the end, so that the requests the end
+        fails can name it."""
+        await pipes.stdout_closed
+        if not closing:
+            await _wait_exit(pipes, 0.5)
+            child.returncode = pipes.returncode()
+            child.ended_by_itself = True
+            child.on_exit(child)
+        pipes.end()
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(read_stdout)
-        tg.start_soon(write_stdin)
+        tg.start_soon(notice_exit)
         try:
-            yield read_stream, write_stream
+            yield _Inbox(pipes), _Outbox(pipes)
         finally:
             closing = True
             with anyio.CancelScope(shield=True):
-                write_stream.close()
-                await _stop(process)
-                child.returncode = process.returncode
-                for stream in (read_stream, write_stream, read_writer, write_reader):
-                    await stream.aclose()
+                pipes.end()
+                await _stop(pipes, pid)
+                child.returncode = pipes.returncode()
             tg.cancel_scope.cancel()
