@@ -5,12 +5,12 @@ is created on first use, so a program that never touches MCP never starts it.
 
 Who runs the loop: a thread that waits for a result runs the loop itself when nobody else is running it
 (it *drives* the loop), so a call costs no thread hand-off; this is what brings a sequential tool call down
-to what the SDK alone costs. Threads that find the loop driven by someone else submit their coroutine and
-sleep until it finishes, or until the driver finishes its own call and promotes the longest waiting of
-them to driver. When no
-caller has driven the loop for `_IDLE_S`, a background thread ("sage-io") drives it, so that connections
-started in the background, server notifications and exits make progress while every agent is busy
-elsewhere; a caller that finds the background thread driving asks it to stop and takes over.
+to what the SDK alone costs. Threads that find the loop driven by someone else submit their coroutine (the
+driver starts it before its next wait for I/O) and sleep until it finishes, or until the driver finishes
+its own call and promotes the longest waiting of them to driver. When no caller has driven the loop for
+`_IDLE_S`, a background thread ("sage-io") drives it, so that connections started in the background, server
+notifications and exits make progress while every agent is busy elsewhere; a caller that finds the
+background thread driving asks it to stop and takes over.
 
 The MCP SDK's loggers are routed to `.sage/logs/sdk.log` here as well: the SDK logs tracebacks for malformed
 server messages, and those must never reach the user's terminal.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import selectors
 import threading
 import time
 from collections import deque
@@ -37,6 +38,11 @@ _released_at = 0.0           # when the loop was last left undriven
 _slice_end = 0.0             # when the driving caller wants the loop back, to run its checkpoint
 _background_wakeup = threading.Condition(_lock)
 _background_parked = False   # the background thread sleeps until the loop is left undriven
+# Calls submitted by threads that wait while another drives, started by the driver's next `_Selector.select`.
+# Appended and popped without `_lock`: deque operations are atomic, and `_selecting` is re-checked after it
+# is set, so a call appended just before the driver blocks is still seen.
+_inbox: deque[tuple[Coroutine[Any, Any, Any], "_Call"]] = deque()
+_selecting = False           # the driver is (or is about to be) blocked in select
 
 
 class _Call:
@@ -60,6 +66,34 @@ class _Call:
         self.signal.acquire()
 
 
+class _Selector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+    """The loop's selector. Before each wait for I/O it starts the calls that threads submitted while
+    another thread drove the loop (`_inbox`), and it tells submitters whether the loop needs waking: only
+    while it may block here. A busy loop thus takes a submitted call without the self-pipe write, the extra
+    callback and the extra loop iteration that `call_soon_threadsafe` costs per call."""
+
+    def select(self, timeout: float | None = None) -> list:
+        global _selecting
+        if _inbox:
+            _start_submitted()
+            timeout = 0
+        elif timeout is None or timeout > 0:
+            _selecting = True
+            if _inbox:    # submitted between the check above and the flag
+                timeout = 0
+        try:
+            return super().select(timeout)
+        finally:
+            _selecting = False
+
+
+def _start_submitted() -> None:
+    loop = _loop
+    while _inbox:
+        coro, call = _inbox.popleft()
+        _start(loop, coro, call)
+
+
 def event_loop() -> asyncio.AbstractEventLoop:
     """The shared loop, created (with its background driver) on first use."""
     global _loop, _background, _released_at
@@ -67,7 +101,7 @@ def event_loop() -> asyncio.AbstractEventLoop:
         return _loop
     with _lock:
         if _loop is None:
-            _loop = asyncio.new_event_loop()
+            _loop = asyncio.SelectorEventLoop(_Selector())
             _released_at = time.monotonic()   # the caller that creates the loop is about to drive it
             _background = threading.Thread(target=_drive_in_background, name="sage-io", daemon=True)
             _background.start()
@@ -107,7 +141,9 @@ def run(coro: Coroutine[Any, Any, Any], checkpoint: Callable[[], None] | None = 
         if drive:
             _start(loop, coro, call)
         else:
-            loop.call_soon_threadsafe(_start, loop, coro, call)
+            _inbox.append((coro, call))
+            if _selecting:   # the driver may be blocked waiting for I/O: wake it
+                loop.call_soon_threadsafe(_start_submitted)
             if _driver == _background_ident():
                 loop.call_soon_threadsafe(_yield_background, loop)
         while True:
