@@ -97,7 +97,7 @@ class _ServerPipes(asyncio.SubprocessProtocol):
         self.drained: asyncio.Future[None] | None = None
         self.exited: asyncio.Future[None] = loop.create_future()
         self.stdout_closed: asyncio.Future[None] = loop.create_future()
-        self._partial = b""
+        self._partial: list[bytes] = []   # the start of a line whose end has not arrived yet
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -105,8 +105,17 @@ class _ServerPipes(asyncio.SubprocessProtocol):
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd != 1:
             return
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
+        lines = data.split(b"\n")
+        if len(lines) == 1:   # the middle of a long line: joined once, when its end arrives
+            self._partial.append(data)
+            return
+        if self._partial:
+            self._partial.append(lines[0])
+            lines[0] = b"".join(self._partial)
+            self._partial.clear()
+        tail = lines.pop()
+        if tail:
+            self._partial.append(tail)
         for raw in lines:
             line = raw.strip()
             if line:

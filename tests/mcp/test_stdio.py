@@ -138,3 +138,18 @@ def test_written_messages_reach_the_server_and_a_gone_server_breaks_the_write(tm
     echoed, failure = asyncio.run(scenario())
     assert echoed.message.id == 1 and echoed.message.method == "ping"
     assert failure is anyio.BrokenResourceError
+
+
+def test_a_long_line_written_in_many_pieces_arrives_whole(tmp_path):
+    args = _script("""
+        import json, sys
+        line = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                           "params": {"level": "info", "data": "y" * 2_000_000}}) + "\\n"
+        for start in range(0, len(line), 1000):
+            sys.stdout.write(line[start:start + 1000])
+            sys.stdout.flush()
+    """)
+    with open(tmp_path / "err.log", "w") as errlog:
+        items, _ = asyncio.run(_read_all(args, errlog))
+    assert len(items) == 1
+    assert items[0].message.params["data"] == "y" * 2_000_000
