@@ -22,6 +22,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..convert import to_json
 from ..runtime.values import NONE, Record, Variant, some
 from ..types import Type
 from . import loop
@@ -183,6 +184,17 @@ class McpManager:
         if not task.cancelled() and task.exception() is not None:
             exc = task.exception()
             slot.pending = exc if isinstance(exc, McpFailure) else McpFailure("connection failed", str(exc))
+
+    def call_sage(self, server: str, sage_label: str, remote: str, params: list[str], args: list,
+                  return_type: Type) -> Any:
+        """`call_typed` with the arguments as Sage values, sent keyed by the declared parameter names; None
+        arguments are left out (SPEC §8.4)."""
+        arguments = {}
+        for name, value in zip(params, args):
+            if type(value) is Variant and value.enum == "Option" and value.name == "None":
+                continue
+            arguments[name] = to_json(value)
+        return self.call_typed(server, sage_label, remote, arguments, return_type)
 
     def call_typed(self, server: str, sage_label: str, remote: str, arguments: dict, return_type: Type) -> Any:
         """Call a typed tool function; the converted Sage value, or SageRaise with an `Mcp` error."""

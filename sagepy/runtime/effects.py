@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import types as T
 from .errors import SageRaise
-from .values import ErrorValue, Variant
+from .values import ErrorValue
 
 
 class ToolCallInfo:
@@ -177,14 +177,8 @@ class Effects:
         if info.builtin:
             from ..tools import call_builtin_tool
             return call_builtin_tool(info.tool, info.fn, args, cancel=getattr(ctx, "cancel_event", None))
-        from ..convert import to_json
-        arguments = {}
-        for name, value in zip(info.params, args):
-            if type(value) is Variant and value.enum == "Option" and value.name == "None":
-                continue   # None arguments are omitted (SPEC §8.4)
-            arguments[name] = to_json(value)
-        return (self._mcp or self.mcp()).call_typed(self.server_key(info.tool), info.label, info.remote, arguments,
-                                                    info.ret)
+        return (self._mcp or self.mcp()).call_sage(self.server_key(info.tool), info.label, info.remote,
+                                                   info.params, args, info.ret)
 
     def server_key(self, tool: str) -> str:
         """The `[tools.X]` key a tool block binds to (exact, else unique case-insensitive; SPEC §8.1)."""

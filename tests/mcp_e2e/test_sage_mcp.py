@@ -459,3 +459,28 @@ def test_no_server_process_is_left_after_sigterm(tmp_path):
         process.stdout.close()  # type: ignore[union-attr]
         process.stderr.close()  # type: ignore[union-attr]
     assert_nothing_left(project, [int(out[0]), int(out[1])])
+
+
+OPTIONAL_ARGUMENT_MAIN = """\
+tool Suite {
+    fn slow(seconds: Float, tag: Option<String>) -> String
+}
+
+agent Main {
+    use Suite
+
+    on start {
+        print(try Suite.slow(0.0, None));
+        print(try Suite.slow(0.0, Some("tagged")));
+        yield(0);
+    }
+}
+
+run Main;
+"""
+
+
+def test_a_none_argument_is_left_out_so_the_server_default_applies(tmp_path):
+    # `tag: str = "slow"` on the server refuses null; an omitted tag takes the default (SPEC §8.4).
+    project = make_project(tmp_path / "optional", {"Suite": suite_server()}, OPTIONAL_ARGUMENT_MAIN)
+    assert run_ok(project) == ["slept 0.0", "slept 0.0"]
