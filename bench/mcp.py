@@ -20,7 +20,7 @@ reported:
 The SDK baseline is this script run with `--sdk CASE SERVER`; it prints its milliseconds. The AST cache is
 warmed before timing, so parsing is not measured.
 
-    python bench/mcp.py [--runs N] [--server everything|suite]
+    python bench/mcp.py [--runs N] [--server everything|suite] [--case sequential|concurrent|first]
 """
 from __future__ import annotations
 
@@ -217,6 +217,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="rounds to time (default 5)")
     parser.add_argument("--server", choices=list(SERVERS), action="append",
                         help="benchmark only this server (repeatable; default: all)")
+    parser.add_argument("--case", choices=CASES, action="append",
+                        help="time only this case (repeatable; default: all)")
     parser.add_argument("--sdk", nargs=2, metavar=("CASE", "SERVER"), help=argparse.SUPPRESS)
     parser.add_argument("--errlog", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -232,7 +234,8 @@ def main() -> None:
     try:
         env = bench_env(scratch / "cache")
         errlog = scratch / "sdk-servers.log"
-        projects = {(s, c): write_project(scratch, s, c) for s in servers for c in CASES}
+        cases = args.case or list(CASES)
+        projects = {(s, c): write_project(scratch, s, c) for s in servers for c in cases}
         for (server, case), project in projects.items():  # warm the AST cache, node's and Python's caches
             _, result = timed_run([*sage_command(), "run", str(project)], env)
             require_success(f"sage run {case} on {server} (warm-up)", result)
@@ -255,6 +258,8 @@ def main() -> None:
         verdict = "" if target is None else ("  ok" if ratio <= target else "  over")
         target_text = "-" if target is None else f"<= {target:g}x"
         print(f"{server:<12}{case:<12}{sdk:>10.1f}{sage:>10.1f}{ratio:>8.2f}x{target_text:>10}{verdict}")
+    print("per-round ratios: " + "; ".join(
+        f"{server} {case} " + " ".join(f"{p[1] / p[0]:.2f}" for p in pairs) for (server, case), pairs in samples.items()))
 
 
 if __name__ == "__main__":
