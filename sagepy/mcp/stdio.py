@@ -3,6 +3,9 @@
 sagepy runs its own transport instead of the SDK's `stdio_client` because it needs what that one keeps to
 itself: the child's pid and process group (so `close_all` can still kill the server from a signal path
 when the event loop is stuck) and its exit status (for the `note: MCP server 'X' exited (status N)` line).
+It is also cheaper: the child's pipes are an asyncio protocol (`_ServerPipes`), so a response is parsed in
+the pipe's read callback and a request is written by the task that sends it, with no reader or writer task
+and no memory stream in between (about four loop iterations fewer per call than the SDK's transport).
 
 The child starts in its own session, hence its own process group, so a Ctrl-C typed in the terminal does
 not reach it. Shutdown follows §8.3: close its stdin, wait 2 s, SIGTERM to the group, wait 2 s, SIGKILL;
@@ -224,12 +227,14 @@ class _Outbox:
         pipes = self._pipes
         if self._closed:
             raise anyio.ClosedResourceError
-        if pipes.stdin_lost or pipes.transport is None:
-            # The server is gone: end the session's reads too, so that no request waits for an answer.
+        stdin = pipes.transport.get_pipe_transport(0) if pipes.transport is not None else None
+        if pipes.stdin_lost or stdin is None or stdin.is_closing():
+            # The server is gone (or being stopped): end the session's reads too, so that no request waits
+            # for an answer. (asyncio would drop the write, and warn on the terminal after a few.)
             pipes.end()
             raise anyio.BrokenResourceError
         data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-        pipes.transport.get_pipe_transport(0).write(data.encode("utf-8") + b"\n")  # type: ignore[union-attr]
+        stdin.write(data.encode("utf-8") + b"\n")  # type: ignore[attr-defined]
         while pipes.writing_paused and not pipes.stdin_lost:
             pipes.drained = pipes.loop.create_future()
             try:
