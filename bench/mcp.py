@@ -214,7 +214,7 @@ def measure(case: str, server: str, project: Path, env: dict[str, str], errlog: 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="rounds to time (default 5)")
+    parser.add_argument("--runs", type=int, default=9, help="rounds to time (default 9)")
     parser.add_argument("--server", choices=list(SERVERS), action="append",
                         help="benchmark only this server (repeatable; default: all)")
     parser.add_argument("--case", choices=CASES, action="append",
