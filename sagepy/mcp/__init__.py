@@ -2,6 +2,8 @@
 calls, safety classes and elicitation.
 
 This package is imported only when a program uses MCP, and even then `import sagepy.mcp` stays cheap: the
-SDK (`import mcp` costs about a second) is imported by `connection`, `stdio` and `transports` only, which
-`manager` pulls in. `config`, `safety`, `failures` and `results` never import it.
+SDK (`import mcp` costs over a second) is imported by `connection`, which `manager` pulls in only after it
+has started a stdio server's process (`transports.start_stdio`), so the server starts up during the import.
+`stdio` loads the SDK's message types when the first message arrives; `config`, `safety`, `failures`,
+`results` and `transports` never import it.
 """

@@ -30,8 +30,8 @@ from ..diagnostics import display_path
 from .config import ServerConfig
 from .elicitation import DECLINE, ElicitationAnswer, ElicitationRefused, ElicitationRequest, answer_from
 from .failures import McpFailure
-from .stdio import ChildProcess
-from .transports import HttpStatus, open_http, open_inprocess, open_stdio
+from .stdio import ChildProcess, StartedServer
+from .transports import HttpStatus, file_size, open_http, open_inprocess, open_stdio
 
 MAX_PAGES = 1000
 NOTE_LINES = 20
@@ -109,14 +109,19 @@ def _leaf(exc: BaseException) -> BaseException:
 class Connection:
     """A connection to one server. Create it, `await open()`, use it, `await close()`; all on the loop."""
 
-    def __init__(self, label: str, config: ServerConfig, root: str, log_path: str, hooks: Any) -> None:
-        """`hooks` is the manager's `Hooks`: settings, resolvers, tracing and the stderr note writer."""
+    def __init__(self, label: str, config: ServerConfig, root: str, log_path: str, hooks: Any,
+                 started: StartedServer | None = None) -> None:
+        """`hooks` is the manager's `Hooks`: settings, resolvers, tracing and the stderr note writer.
+        A stdio server comes `started` (`transports.start_stdio`); the connection takes over its process."""
         self.label = label
         self.config = config
         self.root = root
         self.log_path = log_path
         self.hooks = hooks
         self.child = ChildProcess(self._child_exited)
+        self._started = started
+        if started is not None:
+            self.child.pid = started.pid
         self.http_status = HttpStatus()
         self.client: Any = None
         self.alive = False
@@ -142,7 +147,7 @@ class Connection:
         """Start, negotiate and list the tools, within `connect_timeout_ms`. Raises McpFailure."""
         loop = asyncio.get_running_loop()
         started = loop.time()
-        self._log_mark = _file_size(self.log_path)
+        self._log_mark = self._started.log_mark if self._started is not None else file_size(self.log_path)
         self._owner = asyncio.create_task(self._own(), name=f"mcp-owner-{self.label}")
         await asyncio.shield(self._ready)
         self.alive = True
@@ -197,7 +202,8 @@ class Connection:
     async def _enter(self, stack: AsyncExitStack) -> None:
         config = self.config
         if config.transport == "stdio":
-            target = open_stdio(stack, config, self.root, self.log_path, self.child)
+            assert self._started is not None, "the manager starts a stdio server before connecting to it"
+            target = open_stdio(stack, self._started, self.child)
         elif config.transport == "http":
             target = open_http(config, self.root, self.log_path, self.http_status, self._waiting_on_login,
                                self.hooks.settings.client_name)
@@ -514,13 +520,6 @@ def _describe(exc: BaseException) -> str:
 def _sampling_text(content: Any) -> str:
     items = content if isinstance(content, list) else [content]
     return "\n".join(getattr(item, "text", "") for item in items if getattr(item, "type", "") == "text")
-
-
-def _file_size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def _log_tail(path: str, start: int, count: int) -> list[str]:

@@ -35,6 +35,7 @@ from .safety import safety_of
 
 if TYPE_CHECKING:
     from .connection import Connection
+    from .stdio import StartedServer
 
 _CLOSE_WAIT_S = 10.0
 _POLL_S = 0.1
@@ -92,6 +93,7 @@ class McpManager:
         self._servers = {name: _Slot(name, config, f"{name}.log") for name, config in servers.items()}
         self._dynamic: dict[int, _Slot] = {}
         self._connections: list[Connection] = []  # every connection ever opened, for the last-resort kill
+        self._starting: list[StartedServer] = []  # stdio servers started whose connection is not made yet
         self._closed = False
         self._started = False
 
@@ -142,9 +144,25 @@ class McpManager:
         if old is not None:
             slot.conn = None
             await old.close()
-        from .connection import Connection  # imports the SDK: only once a server is really needed
-        conn = Connection(slot.label, slot.config, self.root, os.path.join(self.log_dir, slot.log_file), self.hooks)
-        self._connections.append(conn)
+        log_path = os.path.join(self.log_dir, slot.log_file)
+        started = None
+        if slot.config.transport == "stdio":
+            # The server's process first, then the SDK's import (about 1.5 s the first time): its start-up
+            # runs meanwhile. Until its connection exists, the last-resort kill finds it in `_starting`.
+            from .transports import start_stdio
+            started = await start_stdio(slot.config, self.root, log_path)
+            self._starting.append(started)
+        try:
+            from .connection import Connection  # imports the SDK: only once a server is really needed
+            conn = Connection(slot.label, slot.config, self.root, log_path, self.hooks, started)
+            self._connections.append(conn)
+        except BaseException:
+            if started is not None:
+                started.discard()
+            raise
+        finally:
+            if started is not None:
+                self._starting.remove(started)
         slot.connecting = conn
         try:
             await conn.open()
@@ -370,10 +388,12 @@ class McpManager:
                 loop.run(self._close_all(slots), timeout_s=_CLOSE_WAIT_S)
             except BaseException:  # noqa: BLE001 - fall through to the direct kill below
                 pass
-        for conn in self._connections:
-            if conn.child.pid is not None and conn.child.returncode is None:
+        pids = [conn.child.pid for conn in self._connections if conn.child.returncode is None]
+        pids += [started.pid for started in list(self._starting)]
+        for pid in pids:
+            if pid is not None:
                 try:
-                    os.killpg(conn.child.pid, signal.SIGKILL)
+                    os.killpg(pid, signal.SIGKILL)
                 except OSError:
                     pass
 

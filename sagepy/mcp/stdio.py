@@ -21,11 +21,12 @@ import signal
 import subprocess
 from collections import deque
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 import anyio
-import mcp_types
-from mcp.shared.message import SessionMessage
+
+if TYPE_CHECKING:
+    from mcp.shared.message import SessionMessage
 
 logger = logging.getLogger("mcp.sagepy.stdio")
 
@@ -65,17 +66,27 @@ def kill_group(pid: int, sig: int = signal.SIGKILL) -> bool:
         return False
 
 
+# The SDK's message adapter and SessionMessage, imported when the first message arrives: this module starts
+# server processes before the SDK is imported (`StartedServer`), so it must not import the SDK itself.
+_sdk: tuple[Any, Any] | None = None
+
+
 def _parse_line(line: bytes) -> SessionMessage | Exception:
+    global _sdk
+    if _sdk is None:
+        import mcp_types
+        from mcp.shared.message import SessionMessage as session_message
+        _sdk = (mcp_types.jsonrpc_message_adapter, session_message)
+    adapter, session_message = _sdk
     try:
-        message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        message = adapter.validate_json(line, by_name=False)
     except ValueError:
         try:   # a line that is not valid UTF-8 is read the way a text stream would read it
-            message = mcp_types.jsonrpc_message_adapter.validate_json(
-                line.decode("utf-8", errors="replace"), by_name=False)
+            message = adapter.validate_json(line.decode("utf-8", errors="replace"), by_name=False)
         except ValueError as exc:
             logger.exception("Failed to parse a JSON-RPC message from the server")
             return exc
-    return SessionMessage(message)
+    return session_message(message)
 
 
 class _ServerPipes(asyncio.SubprocessProtocol):
@@ -277,17 +288,54 @@ async def _stop(pipes: _ServerPipes, pid: int) -> None:
     transport.close()
 
 
-@asynccontextmanager
-async def stdio_transport(command: str, args: list[str], env: dict[str, str], cwd: str | None, errlog: Any,
-                          child: ChildProcess) -> AsyncIterator[tuple[Any, Any]]:
-    """Start the server and yield the (read, write) streams the SDK's `Client` takes as a transport.
+class StartedServer:
+    """A stdio server process started before its connection exists.
 
-    Raises OSError when the command cannot be started.
+    The manager starts the process first and imports the MCP SDK (about 1.5 s) afterwards, so that the
+    server's own start-up overlaps the import. What went wrong is kept, to be raised where the connection
+    would have met it had it started the process itself: `setup_failure` (environment, working directory)
+    when the transport is opened, `spawn_failure` (an OSError) when it is entered."""
+
+    def __init__(self, log_mark: int) -> None:
+        self.log_mark = log_mark   # the log's size before this start: the exit note shows what follows it
+        self.log: Any = None
+        self.transport: asyncio.SubprocessTransport | None = None
+        self.pipes: _ServerPipes | None = None
+        self.setup_failure: BaseException | None = None
+        self.spawn_failure: OSError | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.transport.get_pid() if self.transport is not None else None
+
+    async def spawn(self, command: str, args: list[str], env: dict[str, str], cwd: str | None) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            self.transport, self.pipes = await loop.subprocess_exec(
+                lambda: _ServerPipes(loop), command, *args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=self.log, env=env, cwd=cwd, start_new_session=True)
+        except OSError as exc:
+            self.spawn_failure = exc
+
+    def discard(self) -> None:
+        """Kill the process and close what it holds: its connection will never be made."""
+        if self.transport is not None:
+            kill_group(self.transport.get_pid())
+            self.transport.close()
+        if self.log is not None:
+            self.log.close()
+
+
+@asynccontextmanager
+async def stdio_transport(started: StartedServer, child: ChildProcess) -> AsyncIterator[tuple[Any, Any]]:
+    """Yield the (read, write) streams of a started server, which the SDK's `Client` takes as a transport.
+
+    Raises the OSError met when the command could not be started.
     """
-    loop = asyncio.get_running_loop()
-    transport, pipes = await loop.subprocess_exec(
-        lambda: _ServerPipes(loop), command, *args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=errlog, env=env, cwd=cwd, start_new_session=True)
+    if started.spawn_failure is not None:
+        raise started.spawn_failure
+    transport, pipes = started.transport, started.pipes
+    assert transport is not None and pipes is not None
     child.pid = pid = transport.get_pid()
     closing = False
 

@@ -13,7 +13,7 @@ from typing import Any, AsyncIterator, Callable
 
 from .config import ServerConfig, resolve_env
 from .failures import McpFailure
-from .stdio import ChildProcess, stdio_transport
+from .stdio import ChildProcess, StartedServer, stdio_transport
 
 # The variables a stdio server gets when `inherit_env` is false (§8.2).
 BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
@@ -60,18 +60,41 @@ def write_log_header(log: Any, what: str) -> None:
     log.flush()
 
 
-def open_stdio(stack: AsyncExitStack, config: ServerConfig, root: str, log_path: str,
-               child: ChildProcess) -> Any:
-    """The transport (not yet entered: the SDK's Client enters it) of a stdio server; its log stays open
-    on `stack` for as long as the connection lives."""
-    env = child_env(config)
-    cwd = os.path.join(root, config.cwd) if config.cwd else root
-    command = config.command or ""
-    if not os.path.isdir(cwd):
-        raise McpFailure("connection failed", f"cannot start '{command}': working directory {cwd} does not exist")
-    log = stack.enter_context(open(log_path, "a", encoding="utf-8"))
-    write_log_header(log, " ".join([command, *config.args]))
-    return stdio_transport(command, config.args, env, cwd, log, child)
+async def start_stdio(config: ServerConfig, root: str, log_path: str) -> StartedServer:
+    """Start a stdio server's process, its stderr appended to its log. Nothing here imports the SDK, so the
+    manager can start the server first and import the SDK while the server starts up. A failure is kept
+    in the result, to be raised when the connection opens the transport."""
+    started = StartedServer(file_size(log_path))
+    try:
+        env = child_env(config)
+        cwd = os.path.join(root, config.cwd) if config.cwd else root
+        command = config.command or ""
+        if not os.path.isdir(cwd):
+            raise McpFailure("connection failed",
+                             f"cannot start '{command}': working directory {cwd} does not exist")
+        started.log = open(log_path, "a", encoding="utf-8")
+    except (McpFailure, OSError) as exc:
+        started.setup_failure = exc
+        return started
+    write_log_header(started.log, " ".join([command, *config.args]))
+    await started.spawn(command, config.args, env, cwd)
+    return started
+
+
+def open_stdio(stack: AsyncExitStack, started: StartedServer, child: ChildProcess) -> Any:
+    """The transport (not yet entered: the SDK's Client enters it) of a started stdio server; its log stays
+    open on `stack` for as long as the connection lives."""
+    if started.setup_failure is not None:
+        raise started.setup_failure
+    stack.enter_context(started.log)
+    return stdio_transport(started, child)
+
+
+def file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def http_headers(config: ServerConfig) -> dict[str, str]:

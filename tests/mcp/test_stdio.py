@@ -12,7 +12,7 @@ import anyio
 import mcp_types
 from mcp.shared.message import SessionMessage
 
-from sagepy.mcp.stdio import ChildProcess, stdio_transport
+from sagepy.mcp.stdio import ChildProcess, StartedServer, stdio_transport
 
 
 def _script(body: str) -> list[str]:
@@ -24,11 +24,18 @@ def _notification(i: int) -> str:
                        "params": {"level": "info", "data": f"line {i}"}})
 
 
+async def _start(args: list[str], errlog) -> StartedServer:
+    started = StartedServer(0)
+    started.log = errlog
+    await started.spawn(sys.executable, args, {}, None)
+    return started
+
+
 async def _read_all(args: list[str], errlog, *, pause_s: float = 0.0) -> tuple[list, ChildProcess]:
     exits: list[ChildProcess] = []
     child = ChildProcess(exits.append)
     items: list = []
-    async with stdio_transport(sys.executable, args, {}, None, errlog, child) as (read, _write):
+    async with stdio_transport(await _start(args, errlog), child) as (read, _write):
         with anyio.fail_after(30):
             async for item in read:
                 items.append(item)
@@ -97,7 +104,7 @@ def test_the_exit_status_is_known_before_the_session_sees_the_end(tmp_path):
         exits: list[ChildProcess] = []
         child = ChildProcess(exits.append)
         with open(tmp_path / "err.log", "w") as errlog:
-            async with stdio_transport(sys.executable, args, {}, None, errlog, child) as (read, _write):
+            async with stdio_transport(await _start(args, errlog), child) as (read, _write):
                 received = [item async for item in read]
                 # At the end of the stream the exit has been recorded and reported.
                 return child.returncode, bool(exits), len(received)
@@ -120,7 +127,7 @@ def test_written_messages_reach_the_server_and_a_gone_server_breaks_the_write(tm
     async def scenario() -> tuple[object, type]:
         child = ChildProcess(lambda c: None)
         with open(tmp_path / "err.log", "w") as errlog:
-            async with stdio_transport(sys.executable, args, {}, None, errlog, child) as (read, write):
+            async with stdio_transport(await _start(args, errlog), child) as (read, write):
                 await write.send(SessionMessage(request))
                 echoed = await read.receive()
                 with anyio.fail_after(10):
@@ -153,3 +160,54 @@ def test_a_long_line_written_in_many_pieces_arrives_whole(tmp_path):
         items, _ = asyncio.run(_read_all(args, errlog))
     assert len(items) == 1
     assert items[0].message.params["data"] == "y" * 2_000_000
+
+
+STARTS_BEFORE_THE_SDK = """\
+import importlib.abc, os, sys, time
+from sagepy.mcp.config import McpSettings, parse_tools_config
+from sagepy.mcp.manager import McpManager
+from sagepy.types import STRING
+
+root, suite, marker = sys.argv[1:4]
+
+
+class WatchSdkImport(importlib.abc.MetaPathFinder):
+    # When the SDK is first imported, wait (at most 20 s) for the server to show that it is running.
+    seen = None
+
+    def find_spec(self, name, path, target=None):
+        if name == "mcp" and WatchSdkImport.seen is None:
+            deadline = time.monotonic() + 20
+            while not os.path.exists(marker) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            WatchSdkImport.seen = os.path.exists(marker)
+        return None
+
+
+sys.meta_path.insert(0, WatchSdkImport())
+assert "mcp" not in sys.modules
+server = ("import runpy, sys; open(sys.argv[1], 'w').close(); sys.argv = sys.argv[2:]; "
+          "runpy.run_path(sys.argv[0], run_name='__main__')")
+config = {"tools": {"Suite": {"command": sys.executable, "args": ["-c", server, marker, suite]}}}
+servers, _ = parse_tools_config(config, None)
+manager = McpManager(root, servers, McpSettings())
+try:
+    print(manager.call_typed("Suite", "Suite.echo", "echo", {"text": "hi"}, STRING))
+finally:
+    manager.close_all()
+print("server running when the SDK was imported:", WatchSdkImport.seen)
+"""
+
+
+def test_a_stdio_server_is_started_before_the_sdk_is_imported(tmp_path):
+    # The SDK's import takes about 1.5 s; the server's own start-up runs meanwhile (time to first result).
+    import subprocess
+    from pathlib import Path
+
+    suite = Path(__file__).parent / "servers" / "suite.py"
+    script = tmp_path / "starts_first.py"
+    script.write_text(STARTS_BEFORE_THE_SDK)
+    result = subprocess.run([sys.executable, str(script), str(tmp_path), str(suite), str(tmp_path / "marker")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["hi", "server running when the SDK was imported: True"]
