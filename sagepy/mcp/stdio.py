@@ -35,6 +35,7 @@ TERM_GRACE_S = 2.0
 KILL_REAP_S = 2.0
 _READ_AHEAD = 64   # parsed messages queued before sagepy stops reading the server's stdout
 
+
 class ChildProcess:
     """What the connection learns about its server process: pid, and exit status once it has ended."""
 
@@ -104,7 +105,6 @@ class _ServerPipes(asyncio.SubprocessProtocol):
         self.messages: deque[SessionMessage | Exception] = deque()
         self.reader: asyncio.Future[None] | None = None   # the session, waiting for a message
         self.ended = False          # stdout reached its end, or stdin broke: no more messages will come
-        self.stdout_ended = False
         self.stdin_lost = False
         self.reading_paused = False
         self.writing_paused = False
@@ -142,7 +142,6 @@ class _ServerPipes(asyncio.SubprocessProtocol):
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 1:   # the session sees the end once the exit status is known (`stdio_transport`)
-            self.stdout_ended = True
             self.stdout_closed.set_result(None)
         elif fd == 0:
             self.stdin_lost = True
@@ -168,7 +167,8 @@ class _ServerPipes(asyncio.SubprocessProtocol):
         return self.transport.get_returncode() if self.transport is not None else None
 
     def message_taken(self) -> None:
-        if self.reading_paused and len(self.messages) <= _READ_AHEAD // 2 and not self.stdout_ended:
+        drained = len(self.messages) <= _READ_AHEAD // 2
+        if self.reading_paused and drained and not self.stdout_closed.done():
             self.reading_paused = False
             self._stdout().resume_reading()
 

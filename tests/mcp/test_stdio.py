@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import anyio
 import mcp_types
@@ -201,9 +203,6 @@ print("server running when the SDK was imported:", WatchSdkImport.seen)
 
 def test_a_stdio_server_is_started_before_the_sdk_is_imported(tmp_path):
     # The SDK's import takes about 1.5 s; the server's own start-up runs meanwhile (time to first result).
-    import subprocess
-    from pathlib import Path
-
     suite = Path(__file__).parent / "servers" / "suite.py"
     script = tmp_path / "starts_first.py"
     script.write_text(STARTS_BEFORE_THE_SDK)
