@@ -362,6 +362,8 @@ class McpManager:
             if slot.connecting is not None:   # a handshake in progress is abandoned, not waited out
                 await slot.connecting.close()
             await asyncio.wait({opening})
+            if not opening.cancelled():
+                opening.exception()   # a failed connect is moot once closing: retrieved, so asyncio stays quiet
         conn, slot.conn = slot.conn, None
         if conn is not None:
             await conn.close()

@@ -141,8 +141,8 @@ class _ServerPipes(asyncio.SubprocessProtocol):
                 self.reading_paused = True
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd == 1:   # the session sees the end once the exit status is known (`stdio_transport`)
-            self.stdout_closed.set_result(None)
+        if fd == 1 and not self.stdout_closed.done():   # the session sees the end once the exit status
+            self.stdout_closed.set_result(None)                # is known (`stdio_transport`)
         elif fd == 0:
             self.stdin_lost = True
             self._wake_writer()
@@ -343,7 +343,7 @@ async def stdio_transport(started: StartedServer, child: ChildProcess) -> AsyncI
         """When stdout ends while sagepy is not stopping the server, the server has ended (or is about to):
         its exit status is recorded before the session learns of the end, so that the requests the end
         fails can name it."""
-        await pipes.stdout_closed
+        await asyncio.shield(pipes.stdout_closed)   # cancelling this task must leave the future as it is
         if not closing:
             await _wait_exit(pipes, 0.5)
             child.returncode = pipes.returncode()

@@ -86,15 +86,20 @@ HANGS = REPO / "tests" / "mcp" / "servers" / "hangs.py"
 
 
 @pytest.mark.parametrize("command", [["tools", "inspect", "Hangs"], ["run", "."]])
-def test_ctrl_c_during_a_handshake_stops_without_waiting_for_the_connect_deadline(tmp_path: Path, command) -> None:
-    """A server that never answers its handshake: Ctrl-C must not wait out `connect_timeout_ms` (60 s here)."""
+@pytest.mark.parametrize("moment", ["server started", "handshake began"])
+def test_ctrl_c_while_connecting_stops_without_waiting_for_the_connect_deadline(tmp_path: Path, command,
+                                                                                 moment) -> None:
+    """A server that never answers its handshake: Ctrl-C must not wait out `connect_timeout_ms` (60 s here),
+    neither as soon as the server's process exists (sagepy may still be importing the SDK) nor once the
+    handshake has begun, and it must leave nothing behind: no server, no traceback."""
     marker = f"sage-handshake-test-{os.getpid()}-{command[0]}"
+    handshake = tmp_path / "handshake-began"   # the server creates it when the client's first message arrives
     _project(tmp_path, f"""\
         [project]
         entry = "main.sg"
         [tools.Hangs]
         command = "{sys.executable}"
-        args = ["{HANGS}", "{marker}"]
+        args = ["{HANGS}", "{marker}", "{handshake}"]
         connect_timeout_ms = 60000
         """, """\
         tool Hangs { fn echo(text: String) -> String }
@@ -109,12 +114,19 @@ def test_ctrl_c_during_a_handshake_stops_without_waiting_for_the_connect_deadlin
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
-        while not _processes_with(marker) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert _processes_with(marker), "the server should have been started"
-        time.sleep(0.5)
+        if moment == "server started":
+            while not _processes_with(marker) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert _processes_with(marker), "the server should have been started"
+        else:
+            while not handshake.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert handshake.exists(), "the client should have started the handshake"
+            time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 130
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err and "never retrieved" not in err, err
     finally:
         _end(proc)
     _assert_all_gone(marker)
