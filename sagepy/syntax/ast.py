@@ -12,6 +12,22 @@ from typing import Any
 Span = tuple  # (line, col, end_line, end_col)
 
 
+class UnitLiteral:
+    """The value of the `Literal` written `()`. The AST holds no runtime value: the checker types this marker as
+    `Unit` and the runtime turns it into its own unit value."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "()"
+
+    def __reduce__(self) -> str:
+        return "UNIT"  # pickles as a reference to this module's singleton, so `is UNIT` holds after a cache load
+
+
+UNIT = UnitLiteral()
+
+
 class Node:
     __slots__ = ("span",)
     _fields: tuple = ()

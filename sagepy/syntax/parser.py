@@ -735,8 +735,7 @@ class ASTBuilder(Transformer):
         return A.SelfExpr(span=_meta_span(meta))
 
     def unit_lit(self, meta, c):
-        from ..runtime.values import UNIT
-        return A.Literal(UNIT, span=_meta_span(meta))
+        return A.Literal(A.UNIT, span=_meta_span(meta))
 
     def paren(self, meta, c):
         return c[0]
