@@ -13,19 +13,9 @@ import pickle
 import sys
 from pathlib import Path
 
+from .cache_dir import cache_root
+
 _TOOL_HASH: str | None = None
-
-
-def cache_root() -> str | None:
-    if os.environ.get("SAGE_NO_CACHE"):
-        return None
-    explicit = os.environ.get("SAGE_CACHE_DIR")
-    if explicit:
-        return explicit
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        return os.path.join(xdg, "sagepy")
-    return os.path.join(os.path.expanduser("~"), ".cache", "sagepy")
 
 
 def _tool_hash() -> str:
@@ -56,7 +46,7 @@ def _entry_path(root: str, source_path: str, text: str) -> str:
     return os.path.join(root, "ast", key.hexdigest()[:32] + ".pickle")
 
 
-def load(source_path: str, text: str):
+def load(source_path: str, text: str) -> tuple[list, list] | None:
     """The cached (items, diagnostics) of this file, or None."""
     root = cache_root()
     if root is None:
@@ -68,7 +58,7 @@ def load(source_path: str, text: str):
         return None
 
 
-def store(source_path: str, text: str, value) -> None:
+def store(source_path: str, text: str, value: tuple[list, list]) -> None:
     root = cache_root()
     if root is None:
         return
@@ -86,8 +76,8 @@ def store(source_path: str, text: str, value) -> None:
             pass
 
 
-def parse_file_cached(source_path: str, text: str):
-    """(items, diagnostics) for a file, from the cache when possible."""
+def parse_file_cached(source_path: str, text: str) -> tuple[list, list]:
+    """(items, diagnostics) for a file, from the cache when possible. The parser is imported only on a miss."""
     cached = load(source_path, text)
     if cached is not None:
         return cached
