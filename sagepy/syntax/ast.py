@@ -2,8 +2,9 @@
 
 Plain classes with `__slots__`, generated once from a compact table: a `@dataclass` per node would cost about a
 millisecond of import time each. Every node has `span = (line, col, end_line, end_col)` (1-based, columns in
-code points). The resolver adds annotations in the slots listed under `ANNOTATIONS`; the parser leaves them None.
-Nodes pickle (the AST cache of SPEC §0.1 stores them).
+code points). The checker fills the annotation slots (the second column of `_TABLE`); the parser leaves them
+None. Nodes pickle (the AST cache of SPEC §0.1 stores them). The AST holds no runtime value: `()` is
+`Literal(UNIT)` with this module's `UNIT` marker.
 """
 from __future__ import annotations
 
