@@ -54,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("action", nargs="?", choices=["list", "show", "resolve"])
     runs.add_argument("rest", nargs=argparse.REMAINDER)
 
+    explain = sub.add_parser("explain", help="explain an error code",
+                             description="Print the explanation of an error code, with a wrong and a fixed example.")
+    from .explain import add_arguments as add_explain_arguments
+    add_explain_arguments(explain)
+
     new = sub.add_parser("new", help="create a new project", description="Create a project skeleton in NAME/.")
     new.add_argument("name", metavar="NAME")
 
@@ -74,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return USAGE_EXIT
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
-                   "new": _new}[args.command]
+                   "new": _new, "explain": _explain}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -134,6 +139,11 @@ def _tools(args: argparse.Namespace) -> int:
 def _runs(args: argparse.Namespace) -> int:
     sys.stderr.write("error: durable runs are not available in this version\n")
     return 1
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from .explain import run_explain_command
+    return run_explain_command(args)
 
 
 def _new(args: argparse.Namespace) -> int:
