@@ -14,7 +14,8 @@ def run_explain_command(args: Any) -> int:
     entry = lookup(args.code)
     if entry is None:
         sys.stderr.write(f"error: unknown error code '{args.code}'\n"
-                         "  = help: codes look like E013 or W008; docs/errors.md lists them all\n")
+                         "  = help: codes look like E013 or W008; docs/errors.md in the sagepy repository "
+                         "lists them all\n")
         return 1
     sys.stdout.write(explain_text(entry))
     return 0

@@ -39,17 +39,17 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=["text", "json"], default="text", help="diagnostic output format")
 
     test = sub.add_parser("test", help="run the tests of *_test.sg files",
-                          description="Discover and run `test` blocks in *_test.sg files (SPEC §9).")
+                          description="Discover and run `test` blocks in *_test.sg files.")
     from .test import add_arguments
     add_arguments(test)
 
     tools = sub.add_parser("tools", help="list, inspect, generate and verify MCP servers",
-                           description="Work with the MCP servers of grove.toml (SPEC §10.2).")
+                           description="Work with the MCP servers configured in grove.toml.")
     from .tools import add_arguments as add_tools_arguments
     add_tools_arguments(tools)
 
     runs = sub.add_parser("runs", help="durable runs (planned)",
-                          description="List, show and resolve durable runs (SPEC §14, planned: not available in "
+                          description="List, show and resolve durable runs (planned: not available in "
                           "this version).")
     runs.add_argument("action", nargs="?", choices=["list", "show", "resolve"])
     runs.add_argument("rest", nargs=argparse.REMAINDER)
