@@ -6,7 +6,8 @@ followed by the output it prints (stdout and stderr, interleaved as on a termina
 scratch directory, in document order, and their output must match. `$ cd DIR` changes the directory for the
 rest of its block; `$ echo $?` prints the previous command's exit code; `NAME=value` before `sage` sets an
 environment variable. A Sage file that no command runs, checks or tests is checked: it must check clean.
-Test durations (`[0.31s]`) and the date `sage tools generate` writes are not compared.
+Test durations (`[0.31s]`) and the date `sage tools generate` writes are not compared. After a deliberate
+change of output, `python tests/test_docs_guide.py --update` rewrites the outputs in the guide.
 """
 from __future__ import annotations
 
@@ -84,13 +85,16 @@ def test_every_sage_block_is_a_file() -> None:
     assert not unnamed, f"docs/guide.md: Sage blocks without `<!-- file: … -->` above them, at lines {unnamed}"
 
 
-def test_guide_examples(tmp_path: Path) -> None:
+def run_guide(tmp_path: Path) -> tuple[list[tuple[Block, str]], list[str]]:
+    """Write the guide's files and run its commands: (each console block with the output its commands
+    print now, in the block's own layout), and the list of mismatches and files that do not check."""
     work = tmp_path / "work"
     work.mkdir()
     env = _environment(tmp_path)
     written: list[Path] = []
     covered: set[Path] = set()
     failures: list[str] = []
+    actual_blocks: list[tuple[Block, str]] = []
     status = 0
     for block in guide_blocks():
         if block.file:
@@ -101,7 +105,9 @@ def test_guide_examples(tmp_path: Path) -> None:
         if block.language != "console":
             continue
         cwd = work
+        actual = ""
         for command, expected in _commands(block.text):
+            actual += f"$ {command}\n"
             words = shlex.split(command)
             if words[0] == "cd":
                 cwd = cwd / words[1]
@@ -119,13 +125,43 @@ def test_guide_examples(tmp_path: Path) -> None:
                 status, output = result.returncode, result.stdout
                 targets = [cwd / w for w in words[2:] if (cwd / w).exists()] or [cwd]
                 covered.update(p for p in written if any(p.is_relative_to(t) for t in targets))
+            actual += output if output.endswith("\n") or not output else output + "\n"
             if _normalise(output) != _normalise(expected):
                 failures.append(f"guide block at line {block.line}: `{command}` printed:\n{output}\n"
                                 f"the guide shows:\n{expected}")
+        actual_blocks.append((block, actual))
     for path in written:
         if path.suffix == ".sg" and path not in covered:
             result = subprocess.run([sys.executable, "-m", "sagepy", "check", str(path)], cwd=work, env=env,
                                     capture_output=True, text=True, timeout=120)
             if result.returncode != 0:
                 failures.append(f"{path.relative_to(work)} does not check clean:\n{result.stderr}")
-    assert not failures, "\n\n".join(failures)
+    return actual_blocks, failures
+
+
+def test_guide_examples(tmp_path: Path) -> None:
+    _, failures = run_guide(tmp_path)
+    assert not failures, "\n\n".join(failures) + "\n\n(after a deliberate change of output, " + UPDATE_HINT + ")"
+
+
+UPDATE_HINT = "`python tests/test_docs_guide.py --update` writes the new outputs into docs/guide.md: review the diff"
+
+
+def update_guide() -> None:
+    """Replace the output shown in every console block of the guide with what the commands print now."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as scratch:
+        actual_blocks, failures = run_guide(Path(scratch))
+    lines = GUIDE.read_text(encoding="utf-8").splitlines()
+    for block, actual in reversed(actual_blocks):
+        end = lines.index("```", block.line)
+        lines[block.line:end] = actual.rstrip("\n").split("\n")
+    GUIDE.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    remaining = [f for f in failures if "does not check clean" in f]
+    print("\n\n".join(remaining) or "docs/guide.md updated")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--update"]:
+        sys.exit(f"usage: python {sys.argv[0]} --update")
+    update_guide()
