@@ -9,7 +9,6 @@ fail (never skip) with the reason.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import shutil
 import subprocess
@@ -55,6 +54,8 @@ def _install() -> None:
 @pytest.fixture(scope="session")
 def node_servers() -> Path:
     """tests/mcp/node/node_modules with the locked Node servers in it (their commands are in `.bin/`)."""
+    import fcntl  # POSIX only: imported here so that the rest of the suite still loads elsewhere
+
     with open(NODE_DIR / ".install.lock", "w") as lock:
         # Checked under the lock too: another process may be halfway through its install.
         fcntl.flock(lock, fcntl.LOCK_EX)

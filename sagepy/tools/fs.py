@@ -225,21 +225,34 @@ def _os_reason(exc: Exception) -> str:
     return str(exc)
 
 
-def _regular_file(fd: int) -> None:
-    """Refuse anything but a regular file behind `fd` (which the caller closes)."""
-    mode = os.fstat(fd).st_mode
-    if stat.S_ISDIR(mode):
-        raise _error(errno.EISDIR)
-    if not stat.S_ISREG(mode):
-        raise OSError(errno.EINVAL, "not a regular file")
+def _not_regular() -> OSError:
+    return OSError(errno.EINVAL, "not a regular file")
+
+
+def _open_file(dir_fd: int, name: str, flags: int) -> int:
+    """Open the last component, never through a symlink, then refuse anything but a regular file."""
+    try:
+        fd = os.open(name, flags | _FILE_FLAGS, 0o666, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket, or a FIFO that nobody reads
+            raise _not_regular() from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise _error(errno.EISDIR)
+        if not stat.S_ISREG(mode):
+            raise _not_regular()
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _read_bytes(dir_fd: int, name: str | None) -> bytes:
     if name is None:
         raise _error(errno.EISDIR)
-    fd = os.open(name, os.O_RDONLY | _FILE_FLAGS, dir_fd=dir_fd)
-    with open(fd, "rb") as f:
-        _regular_file(fd)
+    with open(_open_file(dir_fd, name, os.O_RDONLY), "rb") as f:
         return f.read()
 
 
@@ -247,10 +260,8 @@ def _write_bytes(data: bytes) -> Callable[[int, str | None], None]:
     def final(dir_fd: int, name: str | None) -> None:
         if name is None:
             raise _error(errno.EISDIR)
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | _FILE_FLAGS, 0o666, dir_fd=dir_fd)
-        with open(fd, "wb") as f:
-            # Truncated only once known to be a regular file: a device or FIFO is left as it was.
-            _regular_file(fd)
+        # Not O_TRUNC: a file is emptied only once known to be a regular file.
+        with open(_open_file(dir_fd, name, os.O_WRONLY | os.O_CREAT), "wb") as f:
             f.truncate(0)
             f.write(data)
     return final
