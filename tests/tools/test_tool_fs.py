@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -333,8 +334,19 @@ def test_a_symlink_swapped_in_during_a_call_never_leads_outside(root):
 
 def test_only_regular_files_are_read_or_written(root):
     # A FIFO would block an open for reading until a writer comes; it is refused at once instead.
-    os.mkfifo(root / "pipe")
+    fifo = root / "pipe"
+    os.mkfifo(fifo)
+
+    def writer() -> None:  # should Fs.read block on the FIFO, it gets end-of-file instead of hanging the test
+        with open(fifo, "wb"):
+            pass
+
+    unblocker = threading.Thread(target=writer, daemon=True)
+    unblocker.start()
     assert fs_error("read", "pipe") == "Fs.read: cannot read 'pipe': not a regular file"
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer's open return, if it has not yet
+    unblocker.join()
+    os.close(reader)
     assert fs_error("write", "pipe", "x") == "Fs.write: cannot write 'pipe': not a regular file"
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(str(root / "sock"))
