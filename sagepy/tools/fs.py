@@ -2,7 +2,9 @@
 
 Paths are relative to the root. An absolute path, a `..` that climbs above the root, or a symlink whose
 target lies outside the root is refused before anything outside is touched. Symlinks that stay inside the
-root work as usual. The root is read on every call, so a program (or a test) can change it between calls.
+root work as usual (SPEC §7 refuses only ways out): they are followed, as the kernel would follow them, by
+the walk below, so `link/..` is the parent of the link's target. The root is read on every call, so a
+program (or a test) can change it between calls.
 
 Confinement cannot race: nothing is ever opened by a path name that the kernel would resolve on its own.
 Every operation opens the root once and walks the path from it one component at a time, opening each
@@ -10,7 +12,8 @@ directory relative to its parent's descriptor with `O_NOFOLLOW` and the last com
 When a component turns out to be a symlink, its target is read and walked the same way, from the directory
 that holds the link (or from the root, for an absolute target inside it), so a link swapped in at any moment
 is judged like any other: either it stays inside the root or the call fails. `..` returns to the descriptor
-the walk came from, never to a directory looked up by name.
+the walk came from, never to a directory looked up by name. (What no path walk can prevent is someone who
+can write on both sides renaming a directory out of the root while a call stands in it.)
 
 Text is UTF-8 without newline translation, so a file round-trips byte for byte. Only regular files are
 read or written: a FIFO, a device or a socket is refused (a FIFO is opened non-blocking, so it cannot hang).
