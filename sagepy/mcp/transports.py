@@ -11,6 +11,7 @@ import time
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
+from ..tls import trust_store
 from .config import ServerConfig, resolve_env
 from .failures import McpFailure
 from .stdio import ChildProcess, StartedServer, stdio_transport
@@ -120,8 +121,9 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
             status.code = response.status_code
 
     # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request.
+    # Servers are verified against sagepy's one trust store, as the LLM client and the Http tool do.
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(connect_s, read=None), auth=auth,
-                                  event_hooks={"response": [on_response]}) as http:
+                                  verify=trust_store(), event_hooks={"response": [on_response]}) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 
