@@ -77,3 +77,25 @@ def _holds_certificates(directory: str) -> bool:
         return any(_HASHED_CERT_NAME.fullmatch(name) for name in os.listdir(directory))
     except OSError:
         return False
+
+
+def failure_reason(exc: BaseException) -> str | None:
+    """What went wrong with TLS, when an SSL error caused `exc`: `certificate verify failed: <why>` when the
+    store did not vouch for the server, else OpenSSL's reason (`TLS error: wrong version number`); None when
+    TLS was not the problem. The exception chain is searched, since HTTP clients wrap the SSL error."""
+    import ssl
+
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, ssl.SSLCertVerificationError):
+            return f"certificate verify failed: {link.verify_message}"
+        if isinstance(link, ssl.SSLError):
+            return "TLS error: " + _OPENSSL_DECORATION.sub("", link.strerror or link.reason or str(link))
+        link = link.__cause__ or link.__context__
+    return None
+
+
+# The library code and source location OpenSSL's messages are wrapped in: `[SSL: CODE] reason (_ssl.c:1006)`.
+_OPENSSL_DECORATION = re.compile(r"^\[[^\]]*\]\s*|\s*\(_ssl\.c:\d+\)$")

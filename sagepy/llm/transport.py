@@ -3,7 +3,7 @@
 HTTP 429 (after `Retry-After` seconds when the server sends them), HTTP 5xx and connection errors are
 retried with exponential backoff, up to `retries` extra attempts. A request timeout is not retried: the
 server may still be working on it, and a second wait of the same length rarely ends differently. Other 4xx
-answers are final.
+answers are final, and so is a TLS failure (a certificate the trust store refuses stays refused).
 
 Requests run synchronously in the calling agent's thread, on a client made by net.py, so they share the
 `Http` tool's settings and trust store (the operating system's) but not its event loop: on a local
@@ -20,6 +20,7 @@ from typing import Any
 
 from ..convert import parse_json
 from ..net import sync_client
+from ..tls import failure_reason
 from .config import LlmConfig
 
 BODY_LIMIT = 500
@@ -108,6 +109,9 @@ class ChatTransport:
         except httpx.TimeoutException:
             raise TransportError(f"request failed: timed out after {self.config.timeout_ms} ms") from None
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            tls_reason = failure_reason(exc)
+            if tls_reason is not None:   # the server's certificate will not be any better next time
+                raise TransportError("request failed: " + self.redact(tls_reason)) from None
             if final:
                 raise TransportError("request failed: " + self._reason(exc)) from None
             raise _Retry(None) from None

@@ -17,7 +17,7 @@ import os
 import threading
 from typing import Any, Callable
 
-from .. import __version__, aio, net
+from .. import __version__, aio, net, tls
 from ..runtime.errors import AgentCancelled
 from ..runtime.values import Record
 from . import env_seconds, seconds_text, tool_error
@@ -28,8 +28,11 @@ _POLL_SECONDS = 0.05
 
 
 def _reason(exc: BaseException) -> str:
-    """The most specific description available: httpx wraps the OS error that says what went wrong
-    (for asyncio, under a generic "All connection attempts failed"), so the innermost one is used."""
+    """The most specific description available: a TLS failure as tls.py describes it; else the OS error
+    that httpx wraps (for asyncio, under a generic "All connection attempts failed"), the innermost one."""
+    tls_reason = tls.failure_reason(exc)
+    if tls_reason is not None:
+        return tls_reason
     innermost = None
     seen: set[int] = set()
     link: BaseException | None = exc
