@@ -212,3 +212,20 @@ def test_without_the_ca_every_client_refuses_the_server(project, https_base, tls
     assert done.stdout.strip() == ""
     assert FAILURES[name] in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_speaking_tls_to_a_plain_http_server_is_a_tls_error():
+    from sagepy.runtime.errors import SageRaise
+    from sagepy.tools import call_builtin_tool
+
+    plain = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=plain.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(SageRaise) as caught:
+            call_builtin_tool("Http", "get", [f"https://127.0.0.1:{plain.server_address[1]}/hello"])
+    finally:
+        plain.shutdown()
+        plain.server_close()
+        thread.join()
+    assert caught.value.error.message == "Http.get: request failed: TLS error: wrong version number"
