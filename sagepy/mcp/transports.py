@@ -11,7 +11,6 @@ import time
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
-from ..tls import trust_store
 from .config import ServerConfig, resolve_env
 from .failures import McpFailure
 from .stdio import ChildProcess, StartedServer, stdio_transport
@@ -114,6 +113,8 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
                 auth: Any) -> AsyncIterator[Any]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
+
+    from ..tls import trust_store
 
     async def on_response(response: Any) -> None:
         # Only the POSTs carry requests; a GET refused for the optional event stream is no failure.
