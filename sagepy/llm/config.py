@@ -2,7 +2,9 @@
 
 Precedence, highest first: the per-call overrides of an effect handler (given to `LlmClient.divine`, not
 resolved here), the environment, grove.toml's `[llm]` section, the defaults. The key is read from the
-variable that `[llm] api_key_env` names; grove.toml never holds the key itself.
+variable that `[llm] api_key_env` names; grove.toml never holds the key itself. The variables most users
+already have for OpenAI's own clients serve as fallbacks (SPEC §12): `OPENAI_API_KEY` when that variable is
+unset, `OPENAI_BASE_URL` when neither `SAGE_LLM_URL` nor `[llm] url` is set.
 
 Resolving never fails: a malformed value (`SAGE_TEMPERATURE=hot`) is kept as `error` and raised as an Llm
 error by the first call that needs the network, so that a program that never calls `divine`, or that runs
@@ -15,6 +17,8 @@ from typing import Any, Callable, Mapping
 DEFAULT_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_KEY_ENV = "SAGE_API_KEY"
+FALLBACK_KEY_ENV = "OPENAI_API_KEY"
+FALLBACK_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_TIMEOUT_MS = 120_000
 DEFAULT_RETRIES = 2
 DEFAULT_INFER_RETRIES = 3
@@ -75,16 +79,17 @@ _SETTINGS: list[tuple[str, str, str, Callable[[Any, str], Any], Any]] = [
 
 class LlmConfig:
     """Resolved LLM settings. `configured` is False when nothing points at a model (SPEC's no-model rule);
-    `error` holds the first malformed setting, if any."""
+    `error` holds the first malformed setting, if any; `key_env` names the variable the key was read from
+    (or would have been), which a refused key's error message points to."""
 
     __slots__ = ("url", "model", "api_key", "temperature", "max_tokens", "timeout_ms", "retries",
-                 "infer_retries", "configured", "error")
+                 "infer_retries", "configured", "error", "key_env")
 
     def __init__(self, url: str = DEFAULT_URL, model: str = DEFAULT_MODEL, api_key: str | None = None,
                  temperature: float | None = None, max_tokens: int | None = None,
                  timeout_ms: int = DEFAULT_TIMEOUT_MS, retries: int = DEFAULT_RETRIES,
                  infer_retries: int = DEFAULT_INFER_RETRIES, configured: bool = False,
-                 error: str | None = None) -> None:
+                 error: str | None = None, key_env: str = DEFAULT_KEY_ENV) -> None:
         self.url = url
         self.model = model
         self.api_key = api_key
@@ -95,6 +100,7 @@ class LlmConfig:
         self.infer_retries = infer_retries
         self.configured = configured
         self.error = error
+        self.key_env = key_env
 
     def __repr__(self) -> str:
         # The key stays out of every rendering of the configuration.
@@ -116,6 +122,8 @@ class LlmConfig:
         errors: list[str] = []
         for field, env_name, key, parse, default in _SETTINGS:
             raw_env = environ.get(env_name)
+            if not raw_env and field == "url" and key not in section:
+                env_name, raw_env = FALLBACK_URL_ENV, environ.get(FALLBACK_URL_ENV)
             if raw_env:
                 source, raw = env_name, raw_env
             elif key in section:
@@ -133,5 +141,9 @@ class LlmConfig:
             errors.append("invalid [llm] api_key_env: expected the name of an environment variable")
             key_env = DEFAULT_KEY_ENV
         api_key = environ.get(key_env) or None
-        configured = bool(environ.get("SAGE_LLM_URL") or api_key or section or values["model"] == ECHO_MODEL)
-        return cls(api_key=api_key, configured=configured, error=errors[0] if errors else None, **values)
+        if api_key is None and environ.get(FALLBACK_KEY_ENV):
+            key_env, api_key = FALLBACK_KEY_ENV, environ[FALLBACK_KEY_ENV]
+        configured = bool(environ.get("SAGE_LLM_URL") or environ.get(FALLBACK_URL_ENV) or api_key or section
+                          or values["model"] == ECHO_MODEL)
+        return cls(api_key=api_key, configured=configured, error=errors[0] if errors else None, key_env=key_env,
+                   **values)

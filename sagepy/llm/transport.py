@@ -18,8 +18,8 @@ import time
 from typing import Any
 
 from ..convert import parse_json
-from ..net import sync_client
-from ..tls import failure_reason
+from ..net import failure_reason, sync_client, url_for_display
+from ..tls import failure_reason as tls_failure_reason
 from .config import LlmConfig
 
 BODY_LIMIT = 500
@@ -108,21 +108,37 @@ class ChatTransport:
         except httpx.TimeoutException:
             raise TransportError(f"request failed: timed out after {self.config.timeout_ms} ms") from None
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            tls_reason = failure_reason(exc)
-            if tls_reason is not None:   # the server's certificate will not be any better next time
-                raise TransportError("request failed: " + self.redact(tls_reason)) from None
+            if tls_failure_reason(exc) is not None:
+                final = True   # the server's certificate will not be any better next time
             if final:
-                raise TransportError("request failed: " + self._reason(exc)) from None
+                raise TransportError(self._failed(exc)) from None
             raise _Retry(None) from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise TransportError("request failed: " + self._reason(exc)) from None
+            raise TransportError(self._failed(exc)) from None
         status = response.status_code
         if 200 <= status < 300:
             return self._decode(response)
         text = self.redact(response.text)
         if final or not (status == 429 or status >= 500):
-            raise TransportError(f"API error {status}: {text[:BODY_LIMIT]}", status, text)
+            raise TransportError(self._api_error(status, text), status, text)
         raise _Retry(self._retry_after(response) if status == 429 else None)
+
+    def _failed(self, exc: Exception) -> str:
+        """`request failed: <endpoint>: <why>`, naming what was tried (`Connection refused`, a DNS or TLS
+        failure)."""
+        return f"request failed: {self.redact(url_for_display(self.endpoint))}: {self.redact(failure_reason(exc))}"
+
+    def _api_error(self, status: int, text: str) -> str:
+        """`API error <status>: <body>` on one line; a refused key (401, 403) names the variable it came from,
+        or says that none was sent."""
+        message = f"API error {status}: {' '.join(text.split())[:BODY_LIMIT]}"
+        if status in (401, 403):
+            key_env = self.config.key_env
+            if self.config.api_key:
+                message += f" (the key in {key_env} was refused)"
+            else:
+                message += f" (no key was sent: {key_env} is not set)"
+        return message
 
     def _http(self) -> Any:
         with self._lock:
@@ -135,9 +151,6 @@ class ChatTransport:
             return parse_json(response.text)
         except ValueError as exc:
             raise TransportError(f"request failed: the answer is not JSON ({exc})") from None
-
-    def _reason(self, exc: Exception) -> str:
-        return self.redact(str(exc) or type(exc).__name__)
 
     @staticmethod
     def _backoff(attempt: int) -> float:

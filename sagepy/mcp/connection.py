@@ -27,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..diagnostics import display_path
+from ..net import failure_reason, url_for_display
 from .config import ServerConfig
 from .elicitation import DECLINE, ElicitationAnswer, ElicitationRefused, ElicitationRequest, answer_from
 from .failures import McpFailure
@@ -122,7 +123,7 @@ class Connection:
         self._started = started
         if started is not None:
             self.child.pid = started.pid
-        self.http_status = HttpStatus()
+        self.http_status = HttpStatus(config.url or "")
         self.client: Any = None
         self.alive = False
         self.protocol = ""
@@ -442,9 +443,16 @@ class Connection:
         exited = self._exit_failure(" during start-up")
         if exited is not None:
             return exited
+        if self.config.transport == "http":
+            not_mcp = self.http_status.not_mcp(isinstance(exc, MCPError) and exc.code == types.PARSE_ERROR)
+            if not_mcp is not None:
+                return not_mcp
         http = self.http_status.failure()
         if http is not None:
             return http
+        if self.config.transport == "http" and (isinstance(exc, OSError) or _is_http_transport_error(exc)):
+            return McpFailure("connection failed", f"'{self.label}' at {url_for_display(self.config.url or '')}: "
+                                                   f"{failure_reason(exc)}")
         if isinstance(exc, FileNotFoundError) and self.config.transport == "stdio":
             return McpFailure("connection failed", f"cannot start '{self.config.command}': command not found")
         if isinstance(exc, OSError) and self.child.pid is None and self.config.transport == "stdio":
@@ -513,7 +521,7 @@ def _first_line(exc: BaseException) -> str:
 def _describe(exc: BaseException) -> str:
     text = _first_line(exc)
     if isinstance(exc, MCPError):
-        return f"error {exc.code}: {exc.error.message}"
+        return f"error {exc.code}: {exc.error.message.split(chr(10), 1)[0]}"
     return text if text else type(exc).__name__
 
 

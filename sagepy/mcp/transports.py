@@ -20,18 +20,22 @@ BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
 
 
 class HttpStatus:
-    """The status of the last failed HTTP answer, captured by a response hook: the SDK turns a 401 into a
-    generic JSON-RPC error, and §8.10 needs the number for `MCP auth error` / `MCP HTTP error`. An OAuth
-    failure (oauth.py) is kept here too, and wins: it explains the status that follows from it."""
+    """What the server's HTTP answers said, captured by a response hook: the SDK turns a 401 into a generic
+    JSON-RPC error, and §8.10 needs the number for `MCP auth error` / `MCP HTTP error`. An OAuth failure
+    (oauth.py) is kept here too, and wins: it explains the status that follows from it. The status and
+    content type of the last answer to a POST tell a web server that is not MCP at all from a failing one."""
 
-    def __init__(self) -> None:
+    def __init__(self, url: str = "") -> None:
+        self.url = url
         self.code: int | None = None
         self.oauth: McpFailure | None = None
+        self.answer: tuple[int, str] | None = None
 
     def reset(self) -> None:
         """Forget the last failure: called as each request starts."""
         self.code = None
         self.oauth = None
+        self.answer = None
 
     def failure(self) -> McpFailure | None:
         if self.oauth is not None:
@@ -41,6 +45,22 @@ class HttpStatus:
         if self.code in (401, 403):
             return McpFailure("auth error", f"server returned HTTP {self.code}")
         return McpFailure("HTTP error", f"server returned HTTP {self.code}")
+
+    def not_mcp(self, unparsable: bool) -> McpFailure | None:
+        """`<URL> answered HTTP <status> <content type>, not MCP` when the last answer cannot be MCP's: a
+        content type MCP never uses, or JSON that is not JSON-RPC (`unparsable`, the SDK's parse error).
+        A refused login (401, 403) is an auth error instead."""
+        if self.answer is None or self.oauth is not None:
+            return None
+        status, content_type = self.answer
+        if status in (401, 403) or (content_type in _MCP_CONTENT_TYPES and not unparsable):
+            return None
+        from ..net import url_for_display
+        shown = content_type or "without a content type"
+        return McpFailure("connection failed", f"{url_for_display(self.url)} answered HTTP {status} {shown}, not MCP")
+
+
+_MCP_CONTENT_TYPES = ("application/json", "text/event-stream")
 
 
 def child_env(config: ServerConfig) -> dict[str, str]:
@@ -118,8 +138,11 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
 
     async def on_response(response: Any) -> None:
         # Only the POSTs carry requests; a GET refused for the optional event stream is no failure.
-        if response.status_code >= 400 and response.request.method == "POST":
-            status.code = response.status_code
+        if response.request.method == "POST":
+            status.answer = (response.status_code,
+                             response.headers.get("content-type", "").split(";", 1)[0].strip().lower())
+            if response.status_code >= 400:
+                status.code = response.status_code
 
     # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request.
     # Servers are verified against sagepy's one trust store, as the LLM client and the Http tool do.

@@ -13,11 +13,10 @@ is cancelled, which closes its connection, and `AgentCancelled` is raised.
 """
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any, Callable
 
-from .. import __version__, aio, net, tls
+from .. import __version__, aio, net
 from ..runtime.errors import AgentCancelled
 from ..runtime.values import Record
 from . import env_seconds, seconds_text, tool_error
@@ -25,28 +24,6 @@ from . import env_seconds, seconds_text, tool_error
 _DEFAULT_TIMEOUT = 30.0
 # How often a running request checks its cancel flag; bounds how long cancellation takes.
 _POLL_SECONDS = 0.05
-
-
-def _reason(exc: BaseException) -> str:
-    """The most specific description available: a TLS failure as tls.py describes it; else the OS error
-    that httpx wraps (for asyncio, under a generic "All connection attempts failed"), the innermost one."""
-    tls_reason = tls.failure_reason(exc)
-    if tls_reason is not None:
-        return tls_reason
-    innermost = None
-    seen: set[int] = set()
-    link: BaseException | None = exc
-    while link is not None and id(link) not in seen:
-        seen.add(id(link))
-        if isinstance(link, OSError):
-            innermost = link
-        link = link.__cause__ or link.__context__
-    if innermost is not None:
-        if innermost.errno is not None and innermost.errno > 0:
-            return os.strerror(innermost.errno)
-        if innermost.strerror:
-            return innermost.strerror
-    return str(exc) or type(exc).__name__
 
 
 def _request(method: str, url: str, body: str | None, cancel: threading.Event | None) -> Record:
@@ -66,7 +43,7 @@ def _request(method: str, url: str, body: str | None, cancel: threading.Event | 
     except (TimeoutError, httpx.TimeoutException):
         raise tool_error(where, f"request timed out after {seconds_text(timeout)} s") from None
     except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
-        raise tool_error(where, f"request failed: {_reason(exc)}") from None
+        raise tool_error(where, f"request failed: {net.failure_reason(exc)}") from None
     headers = {name.lower(): value for name, value in response.headers.items()}
     return Record("HttpResponse", {"status": response.status_code, "body": response.text, "headers": headers})
 

@@ -394,7 +394,7 @@ def test_chat_errors_and_offline_models(server):
     run = Run(server)
     with pytest.raises(SageRaise) as info:
         run.client.chat([{"role": "user", "content": "x"}])
-    assert info.value.error.message == "API error 401: no"
+    assert info.value.error.message == "API error 401: no (the key in SAGE_API_KEY was refused)"
     assert Run(server, model="echo").client.chat([{"role": "user", "content": "hi"}]) == "echo: hi"
     with pytest.raises(SageRaise) as info:
         Run(None, env={}).client.chat([{"role": "user", "content": "x"}])
