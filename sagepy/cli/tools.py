@@ -171,7 +171,8 @@ def _describe_target(args: argparse.Namespace, project: Any) -> tuple[str | None
                 return 1
             if config is None:
                 _report(diags)
-                sys.stderr.write(f"error: no [tools.{args.name}] entry in grove.toml\n")
+                known = ", ".join(sorted(servers)) if servers else "none"
+                sys.stderr.write(f"error: no [tools.{args.name}] entry in grove.toml (configured: {known})\n")
                 return 1
             name, config = config.name, with_extras(config, env, headers)
     except AdhocError as exc:

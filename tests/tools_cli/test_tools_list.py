@@ -63,7 +63,14 @@ def test_tools_usage_errors(tmp_path, capsys, monkeypatch):
 def test_inspect_unknown_name_and_unstartable_server(tmp_path, capsys, monkeypatch):
     write(tmp_path / "grove.toml", '[tools.Gone]\ncommand = "/nonexistent/mcp-server"\n')
     code, out, err = run_sage(capsys, monkeypatch, tmp_path, "tools", "inspect", "Nope")
-    assert (code, out, err) == (1, "", "error: no [tools.Nope] entry in grove.toml\n")
+    assert (code, out, err) == (1, "", "error: no [tools.Nope] entry in grove.toml (configured: Gone)\n")
+    write(tmp_path / "grove.toml", '[tools.Gone]\ncommand = "/nonexistent/mcp-server"\n[tools.Alpha]\nurl = "http://127.0.0.1:1/mcp"\n')
+    code, out, err = run_sage(capsys, monkeypatch, tmp_path, "tools", "inspect", "Nope")
+    assert (code, out, err) == (1, "", "error: no [tools.Nope] entry in grove.toml (configured: Alpha, Gone)\n")
+    write(tmp_path / "grove.toml", "")
+    code, out, err = run_sage(capsys, monkeypatch, tmp_path, "tools", "inspect", "Nope")
+    assert (code, out, err) == (1, "", "error: no [tools.Nope] entry in grove.toml (configured: none)\n")
+    write(tmp_path / "grove.toml", '[tools.Gone]\ncommand = "/nonexistent/mcp-server"\n')
     code, out, err = run_sage(capsys, monkeypatch, tmp_path, "tools", "inspect", "gone")  # binds ignoring case
     assert (code, out) == (1, "")
     assert err == "error: MCP connection failed: cannot start '/nonexistent/mcp-server': command not found\n"
