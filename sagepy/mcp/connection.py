@@ -461,6 +461,14 @@ class Connection:
         return McpFailure("connection failed", f"'{self.label}': {_describe(exc)}",
                           during_handshake=isinstance(exc, (MCPError, RuntimeError)))
 
+    def _needs_legacy(self) -> McpFailure:
+        """A server that pushes its questions (`ctx.elicit`) cannot ask them on the 2026-07-28 era, which
+        has no channel for server-initiated requests; the handshake era has one."""
+        setting = (f'protocol = "legacy" in {self.config.table}' if self.config.table.startswith("[tools.")
+                   else '"protocol": "legacy" in its mcp_connect configuration')
+        return McpFailure("protocol error", f"server '{self.label}' can only ask questions over the legacy "
+                                            f"protocol; set {setting}")
+
     def _request_failure(self, exc: BaseException, method: str, remote: str | None) -> McpFailure:
         if isinstance(exc, MCPError):
             if exc.code == types.CONNECTION_CLOSED:
@@ -469,6 +477,8 @@ class Connection:
             http = self.http_status.failure()
             if http is not None:
                 return http
+            if exc.code == types.INVALID_REQUEST and "back-channel" in exc.error.message:
+                return self._needs_legacy()
             return McpFailure("protocol error", f"server '{self.label}' answered '{method}' with error "
                                                 f"{exc.code}: {exc.error.message}")
         if isinstance(exc, RuntimeError) and remote is not None and (

@@ -12,7 +12,7 @@ import json
 import select
 import sys
 import threading
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 
 class ElicitationRequest:
@@ -184,7 +184,14 @@ class TerminalElicitation:
                 return DECLINE
 
     def _form(self, request: ElicitationRequest) -> ElicitationAnswer:
-        self._say(f"MCP server '{request.server}' asks: {request.message}\n")
+        schema = request.schema or {}
+        properties = {name: prop if isinstance(prop, dict) else {}
+                      for name, prop in (schema.get("properties") or {}).items()}
+        required = set(schema.get("required") or [])
+        # The whole form first, limits included, so that the user can decide before accepting.
+        lines = [f"MCP server '{request.server}' asks: {request.message}"]
+        lines += [f"  {field_summary(name, prop, name in required)}" for name, prop in properties.items()]
+        self._say("\n".join(lines) + "\n")
         while True:
             choice = self._ask("accept / decline / cancel? [a/d/c] ").strip().lower()
             if choice in ("d", "decline"):
@@ -193,12 +200,9 @@ class TerminalElicitation:
                 return CANCEL
             if choice in ("a", "accept"):
                 break
-        schema = request.schema or {}
-        properties = schema.get("properties") or {}
-        required = set(schema.get("required") or [])
         content: dict[str, Any] = {}
         for name, prop in properties.items():
-            value = self._property(name, prop if isinstance(prop, dict) else {}, name in required)
+            value = self._property(name, prop, name in required)
             if value is not _SKIP:
                 content[name] = value
         return ElicitationAnswer("accept", content)
@@ -211,8 +215,9 @@ class TerminalElicitation:
             lines.append(f"  {prop['description']}")
         if choices is not None:
             lines.append("  one of: " + ", ".join(f"{i + 1}) {label}" for i, (_, label) in enumerate(choices)))
-        if prop.get("format"):
-            lines.append(f"  format: {prop['format']}")
+        limits = _limits(prop)
+        if limits:
+            lines.append("  " + ", ".join(limits))
         if "default" in prop:
             lines.append(f"  default: {json.dumps(prop['default'], ensure_ascii=False)}")
         self._say("\n".join(lines) + "\n")
@@ -226,9 +231,87 @@ class TerminalElicitation:
                 self._say("  a value is required\n")
                 continue
             try:
-                return _parse_value(text, prop, choices)
+                value = _parse_value(text, prop, choices)
+                refusal = schema_refusal(value, prop)
             except ValueError as exc:
-                self._say(f"  {exc}\n")
+                refusal = str(exc)
+            if refusal is None:
+                return value
+            self._say(f"  {refusal}; try again\n")
+
+
+def field_summary(name: str, prop: dict, required: bool) -> str:
+    """One line of the form's overview: `guests (required): integer, at most 4, default 2`."""
+    parts = [prop["type"]] if isinstance(prop.get("type"), str) else []
+    choices = _choices(prop)
+    if choices is not None:
+        parts = ["one of " + ", ".join(label for _, label in choices)]
+    parts += _limits(prop)
+    if "default" in prop:
+        parts.append(f"default {json.dumps(prop['default'], ensure_ascii=False)}")
+    title = prop.get("title")
+    label = f"{name} ({title})" if title and title.lower() != name.lower().replace("_", " ") else name
+    summary = f"{label}{' (required)' if required else ''}: {', '.join(parts) or 'any value'}"
+    return f"{summary} - {prop['description']}" if prop.get("description") else summary
+
+
+def _limits(prop: dict) -> list[str]:
+    """The constraints of a property, in words: ranges, lengths, pattern and format."""
+    limits = []
+    low, high = prop.get("minimum"), prop.get("maximum")
+    if low is not None:
+        limits.append(f"at least {low}")
+    if prop.get("exclusiveMinimum") is not None:
+        limits.append(f"more than {prop['exclusiveMinimum']}")
+    if high is not None:
+        limits.append(f"at most {high}")
+    if prop.get("exclusiveMaximum") is not None:
+        limits.append(f"less than {prop['exclusiveMaximum']}")
+    if prop.get("minLength") is not None:
+        limits.append(f"at least {prop['minLength']} characters")
+    if prop.get("maxLength") is not None:
+        limits.append(f"at most {prop['maxLength']} characters")
+    if prop.get("minItems") is not None:
+        limits.append(f"at least {prop['minItems']} items")
+    if prop.get("maxItems") is not None:
+        limits.append(f"at most {prop['maxItems']} items")
+    if prop.get("pattern"):
+        limits.append(f"matching {prop['pattern']}")
+    if prop.get("format"):
+        limits.append(f"format {prop['format']}")
+    return limits
+
+
+def schema_refusal(value: Any, prop: dict) -> str | None:
+    """Why `value` does not satisfy its property schema (formats checked too: `format: email` refuses
+    `not-an-email`), or None when it does. jsonschema is imported when a form is first answered."""
+    import jsonschema
+
+    validator_class = jsonschema.validators.validator_for(prop, default=jsonschema.Draft202012Validator)
+    try:
+        validator_class.check_schema(prop)
+        validator = validator_class(prop, format_checker=validator_class.FORMAT_CHECKER)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    except jsonschema.exceptions.SchemaError:
+        return None   # the server's schema is broken: the server itself will judge the answer
+    if error is None:
+        return None
+    return _REASONS.get(error.validator, lambda e: e.message)(error)
+
+
+# Readable reasons for the usual keywords; jsonschema's own message for the rest.
+_REASONS: dict[str, Callable[[Any], str]] = {
+    "format": lambda e: f"not a valid {e.validator_value}",
+    "minimum": lambda e: f"must be at least {e.validator_value}",
+    "maximum": lambda e: f"must be at most {e.validator_value}",
+    "exclusiveMinimum": lambda e: f"must be more than {e.validator_value}",
+    "exclusiveMaximum": lambda e: f"must be less than {e.validator_value}",
+    "minLength": lambda e: f"must be at least {e.validator_value} characters long",
+    "maxLength": lambda e: f"must be at most {e.validator_value} characters long",
+    "pattern": lambda e: f"must match {e.validator_value}",
+    "minItems": lambda e: f"needs at least {e.validator_value} items",
+    "maxItems": lambda e: f"takes at most {e.validator_value} items",
+}
 
 
 _SKIP = object()
