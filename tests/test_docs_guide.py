@@ -53,7 +53,7 @@ def guide_blocks() -> list[Block]:
 
 def _environment(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("SAGE_") and k not in ("NO_COLOR", "FORCE_COLOR", "OPENAI_API_KEY")}
+           if not k.startswith(("SAGE_", "OPENAI_")) and k not in ("NO_COLOR", "FORCE_COLOR")}
     # `python3` in the guide's grove.toml must be this interpreter, the one with sagepy's dependencies.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
