@@ -451,8 +451,7 @@ class Connection:
         if http is not None:
             return http
         if self.config.transport == "http" and (isinstance(exc, OSError) or _is_http_transport_error(exc)):
-            return McpFailure("connection failed", f"'{self.label}' at {url_for_display(self.config.url or '')}: "
-                                                   f"{failure_reason(exc)}")
+            return McpFailure("connection failed", self._at_url(exc))
         if isinstance(exc, FileNotFoundError) and self.config.transport == "stdio":
             return McpFailure("connection failed", f"cannot start '{self.config.command}': command not found")
         if isinstance(exc, OSError) and self.child.pid is None and self.config.transport == "stdio":
@@ -460,6 +459,10 @@ class Connection:
                               f"cannot start '{self.config.command}': {exc.strerror or _describe(exc)}")
         return McpFailure("connection failed", f"'{self.label}': {_describe(exc)}",
                           during_handshake=isinstance(exc, (MCPError, RuntimeError)))
+
+    def _at_url(self, exc: BaseException) -> str:
+        """`'<Name>' at <url>: <why>` for an HTTP server that could not be reached (refused, unknown host, TLS)."""
+        return f"'{self.label}' at {url_for_display(self.config.url or '')}: {failure_reason(exc)}"
 
     def _needs_legacy(self) -> McpFailure:
         """A server that pushes its questions (`ctx.elicit`) cannot ask them on the 2026-07-28 era, which
@@ -492,7 +495,7 @@ class Connection:
             return McpFailure("I/O error", f"'{self.label}': {_describe(exc)}")
         if _is_http_transport_error(exc):
             self.alive = False
-            return self.http_status.failure() or McpFailure("I/O error", f"'{self.label}': {_describe(exc)}")
+            return self.http_status.failure() or McpFailure("I/O error", self._at_url(exc))
         return McpFailure("protocol error", f"server '{self.label}' sent an invalid answer to '{method}': "
                                             f"{_describe(exc)}")
 
