@@ -534,7 +534,8 @@ def _first_line(exc: BaseException) -> str:
 def _describe(exc: BaseException) -> str:
     text = _first_line(exc)
     if isinstance(exc, MCPError):
-        return f"error {exc.code}: {exc.error.message.split(chr(10), 1)[0]}"
+        first_line = exc.error.message.partition("\n")[0]   # pydantic's reports run to dozens of lines
+        return f"error {exc.code}: {first_line}"
     return text if text else type(exc).__name__
 
 

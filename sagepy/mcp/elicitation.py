@@ -5,6 +5,10 @@ supplied by the runtime: under `sage run` a `TerminalElicitation`, under `sage t
 queue. The request carries the server's effective mode setting (`prompt`/`decline`/`auto`) so that the
 terminal resolver can honour it while a test resolver answers from mocks whatever the setting says.
 A resolver may raise `ElicitationRefused` to answer the server with an error (a `fail("m")` mock).
+
+The terminal form shows the message and every field with its limits before asking to accept, and checks
+each answer against its property schema with jsonschema, formats included, asking again with the reason:
+a server that validates the answer itself would otherwise reject the whole call, long after the typo.
 """
 from __future__ import annotations
 

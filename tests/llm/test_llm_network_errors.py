@@ -90,8 +90,8 @@ def test_a_refused_key_names_the_variable_it_came_from(tmp_path, server, status,
 def test_a_401_without_a_key_says_which_variable_is_unset(tmp_path, server):
     server.push(echo_auth(401))
     line = one_error_line(sage_run(tmp_path, {"SAGE_LLM_URL": server.url}))
-    assert line.endswith("LLM error: API error 401: "
-                         '{"error": {"message": "Incorrect API key provided: "}} (no key was sent: SAGE_API_KEY is not set)')
+    assert line.endswith('LLM error: API error 401: {"error": {"message": "Incorrect API key provided: "}} '
+                         "(no key was sent: SAGE_API_KEY is not set)")
 
 
 def test_a_multi_line_error_body_is_shown_on_one_line(tmp_path, server):

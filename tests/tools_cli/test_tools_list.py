@@ -64,7 +64,8 @@ def test_inspect_unknown_name_and_unstartable_server(tmp_path, capsys, monkeypat
     write(tmp_path / "grove.toml", '[tools.Gone]\ncommand = "/nonexistent/mcp-server"\n')
     code, out, err = run_sage(capsys, monkeypatch, tmp_path, "tools", "inspect", "Nope")
     assert (code, out, err) == (1, "", "error: no [tools.Nope] entry in grove.toml (configured: Gone)\n")
-    write(tmp_path / "grove.toml", '[tools.Gone]\ncommand = "/nonexistent/mcp-server"\n[tools.Alpha]\nurl = "http://127.0.0.1:1/mcp"\n')
+    write(tmp_path / "grove.toml",
+          '[tools.Gone]\ncommand = "/nonexistent/mcp-server"\n[tools.Alpha]\nurl = "http://127.0.0.1:1/mcp"\n')
     code, out, err = run_sage(capsys, monkeypatch, tmp_path, "tools", "inspect", "Nope")
     assert (code, out, err) == (1, "", "error: no [tools.Nope] entry in grove.toml (configured: Alpha, Gone)\n")
     write(tmp_path / "grove.toml", "")
