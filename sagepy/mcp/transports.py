@@ -138,11 +138,13 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
 
     async def on_response(response: Any) -> None:
         # Only the POSTs carry requests; a GET refused for the optional event stream is no failure.
-        if response.request.method == "POST":
+        if response.request.method != "POST":
+            return
+        if response.status_code not in (202, 204):   # a notification's acceptance has no body to judge
             status.answer = (response.status_code,
                              response.headers.get("content-type", "").split(";", 1)[0].strip().lower())
-            if response.status_code >= 400:
-                status.code = response.status_code
+        if response.status_code >= 400:
+            status.code = response.status_code
 
     # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request.
     # Servers are verified against sagepy's one trust store, as the LLM client and the Http tool do.
