@@ -89,4 +89,3 @@ def test_unset_token_variable(url, managers, monkeypatch):
 def test_nothing_listening(managers):
     manager = managers({"Gone": {"url": f"http://127.0.0.1:{_free_port()}/mcp", "connect_timeout_ms": 3000}})
     assert error_of(manager.call_typed, "Gone", "Gone.e", "echo", {}, STRING).startswith("MCP connection failed: ")
-
