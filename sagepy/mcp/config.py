@@ -72,22 +72,18 @@ class ServerConfig:
 
 
 class McpSettings:
-    """The `[mcp]` table: client identity and the default elicitation mode (§8.7, §8.9)."""
+    """The `[mcp]` table: client identity and the default elicitation mode (§8.7, §8.9); and `oauth_open`,
+    the command of SAGE_OAUTH_OPEN that follows OAuth authorisation URLs (§8.2), from the session."""
 
-    __slots__ = ("client_name", "client_version", "elicitation")
+    __slots__ = ("client_name", "client_version", "elicitation", "oauth_open")
 
     def __init__(self, client_name: str | None = None, client_version: str | None = None,
-                 elicitation: str = "auto") -> None:
+                 elicitation: str = "auto", oauth_open: str | None = None) -> None:
         from .. import __version__
         self.client_name = client_name or "sagepy"
         self.client_version = client_version or __version__
         self.elicitation = elicitation
-
-    @classmethod
-    def from_config(cls, config: dict) -> "McpSettings":
-        """The settings of a grove.toml document; invalid values (reported by `parse_mcp_settings`) are
-        left at their defaults."""
-        return parse_mcp_settings(config, None)[0]
+        self.oauth_open = oauth_open
 
 
 class AmbiguousBinding(Exception):

@@ -17,15 +17,18 @@ import difflib
 import json
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..diagnostics import Diagnostic
 from ..syntax import ast as A
 from ..types import (BOOL, FLOAT, INT, STRING, UNIT, EnumT, ListT, MapT, OptionT, Prim, RecordT, ResultT,
                      TupleT, Type, type_name)
-from .config import AmbiguousBinding, McpSettings, ServerConfig, _Locator, bind_tool_block, parse_tools_config
+from .config import AmbiguousBinding, ServerConfig, _Locator
 from .failures import McpFailure
 from .inspect import describe_servers, json_type_text, resolve_ref, schema_defs
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MAX_DEPTH = 24  # nesting bound for recursive types and schemas
@@ -89,18 +92,17 @@ def _did_you_mean(name: str, candidates: list[str]) -> str | None:
 
 # ---------------------------------------------------------------- tool blocks (E080-W083)
 
-def verify_tool_blocks(program: Any, project: Any) -> list[Diagnostic]:
+def verify_tool_blocks(program: Any, settings: Settings) -> list[Diagnostic]:
     """Compare every tool block of the program that binds to a configured server with that live server."""
-    if project is None or project.config_path is None or project.toml_error is not None:
+    if settings.grove_path is None or settings.toml_broken:
         return []
-    servers, _ = parse_tools_config(project.config, project.config_path)
     blocks: list[tuple[Any, Any, ServerConfig]] = []
     for module in program.modules:
         for item in module.items:
             if not isinstance(item, A.ToolDecl):
                 continue
             try:
-                config = bind_tool_block(item.name, servers)
+                config = settings.tools.bind(item.name)
             except AmbiguousBinding:
                 continue  # E090, reported with the configuration
             if config is not None:
@@ -111,13 +113,13 @@ def verify_tool_blocks(program: Any, project: Any) -> list[Diagnostic]:
     unset: dict[str, list[Diagnostic]] = {}
     for _module, _decl, config in blocks:
         if config.name not in unset:
-            unset[config.name] = unset_variable_diagnostics(config, project.config_path)
+            unset[config.name] = unset_variable_diagnostics(config, settings.grove_path)
             diags += unset[config.name]
     wanted = {config.name: config for _m, _d, config in blocks if not unset[config.name]}
-    descriptions = _describe(project, wanted)
+    descriptions = _describe(settings, wanted)
     for name, result in descriptions.items():
         if not isinstance(result, McpFailure):
-            diags += safety_diagnostics(wanted[name], [t.get("name") for t in result["tools"]], project.config_path)
+            diags += safety_diagnostics(wanted[name], [t.get("name") for t in result["tools"]], settings.grove_path)
     resolver = _TypeResolver(program)
     for module, decl, config in blocks:
         result = descriptions.get(config.name)
@@ -133,12 +135,12 @@ def verify_tool_blocks(program: Any, project: Any) -> list[Diagnostic]:
     return diags
 
 
-def _describe(project: Any, wanted: dict[str, ServerConfig]) -> dict[str, dict | McpFailure]:
-    tables = project.config.get("tools", {})
-    keys = {name: (project.root, name, json.dumps(tables.get(name), sort_keys=True, default=str)) for name in wanted}
+def _describe(settings: Settings, wanted: dict[str, ServerConfig]) -> dict[str, dict | McpFailure]:
+    tables = settings.tools.tables
+    keys = {name: (settings.root, name, json.dumps(tables.get(name), sort_keys=True, default=str)) for name in wanted}
     missing = {name: quiet_safety(config) for name, config in wanted.items() if keys[name] not in _described}
     if missing:
-        for name, result in describe_servers(project.root, missing, McpSettings.from_config(project.config)).items():
+        for name, result in describe_servers(settings.root, missing, settings.mcp).items():
             _described[keys[name]] = result
     return {name: _described[keys[name]] for name in wanted}
 

@@ -8,29 +8,30 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import SageFail
 from .. import types as T
 from .errors import SageRaise
 from .values import ErrorValue
 
+if TYPE_CHECKING:
+    from ..settings import Settings
+
 
 class ExternModules:
     """The `[extern] modules` of a project, each loaded once, in the listed order."""
 
-    def __init__(self, project: Any) -> None:
-        self.project = project
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
         self.modules: list[Any] | None = None
         self.errors: list[str] = []
 
     def _load(self) -> list[Any]:
         if self.modules is None:
             self.modules = []
-            section = self.project.section("extern") if self.project is not None else {}
-            root = self.project.root if self.project is not None else os.getcwd()
-            for i, rel in enumerate(section.get("modules", []) or []):
-                path = os.path.join(root, rel)
+            for i, rel in enumerate(self.settings.extern.modules):
+                path = os.path.join(self.settings.root, rel)
                 if not os.path.isfile(path):
                     self.errors.append(f"extern module not found: {rel}")
                     continue

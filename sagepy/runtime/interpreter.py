@@ -71,7 +71,7 @@ class Host:
     def extern_impl(self, decl: Any, ret: T.Type) -> Callable | None:
         from .externs import ExternModules, bind_extern
         if self.externs is None:
-            self.externs = ExternModules(self.effects.project)
+            self.externs = ExternModules(self.effects.settings)
         fn = self.externs.find(decl.name)
         return None if fn is None else bind_extern(decl.name, fn, ret)
 

@@ -87,10 +87,9 @@ def compile_supervisor(c: Any, entity: Any) -> None:
 def supervise(host: Any, inst: AgentInstance, plan: SupervisorPlan) -> None:
     """Run the children until none is running or due to restart; raise E209 past the intensity limit."""
     runtime = inst.runtime
-    project = getattr(runtime.effects, "project", None)
-    section = project.section("supervision") if project is not None else {}
-    max_restarts = int(section.get("max_restarts", 5))
-    window = float(section.get("within_seconds", 60))
+    limits = runtime.effects.settings.supervision
+    max_restarts = limits.max_restarts
+    window = float(limits.within_seconds)
     children: list[AgentInstance | None] = [None] * len(plan.children)
     restarts: collections.deque = collections.deque()
 

@@ -17,7 +17,6 @@ connection, but ends with its call's connection for a file).
 """
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from typing import Any, Callable, Iterator
 
 from ..runtime.errors import AgentCancelled
 from ..runtime.values import Record
-from . import tool_error
+from . import setting, tool_error
 
 _MEMORY_LOCK = threading.Lock()
 _memory: sqlite3.Connection | None = None
@@ -37,7 +36,7 @@ _LOCK_POLL_SECONDS = 0.05
 
 def _database_path() -> str | None:
     """The database file named by SAGE_DATABASE_URL, or None for the in-memory database."""
-    url = os.environ.get("SAGE_DATABASE_URL", "")
+    url = setting("SAGE_DATABASE_URL") or ""
     if not url:
         raise tool_error("Database", "SAGE_DATABASE_URL is not set")
     scheme, colon, rest = url.partition(":")

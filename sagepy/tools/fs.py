@@ -2,8 +2,8 @@
 
 Paths are relative to the root. An absolute path, a `..` that climbs above the root, or a symlink whose
 target lies outside the root is refused before anything is touched; such a symlink is never followed, in
-any component of the path. Symlinks that stay inside the root work as usual. The root is read from the
-environment on every call, so a program (or a test) can change it between calls.
+any component of the path. Symlinks that stay inside the root work as usual. The root is the session's
+SAGE_FS_ROOT; a call from outside a session reads the environment at each call.
 
 Text is UTF-8 without newline translation, so a file round-trips byte for byte.
 """
@@ -14,11 +14,11 @@ import threading
 from typing import Any, Callable
 
 from ..runtime.values import UNIT
-from . import tool_error
+from . import setting, tool_error
 
 
 def _root(where: str) -> str:
-    root = os.environ.get("SAGE_FS_ROOT") or os.getcwd()
+    root = setting("SAGE_FS_ROOT") or os.getcwd()
     real = os.path.realpath(root)
     if not os.path.isdir(real):
         raise tool_error(where, f"SAGE_FS_ROOT '{root}' is not a directory")

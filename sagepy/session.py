@@ -1,0 +1,124 @@
+"""One `Session` per command (DESIGN.md "One resolver, one Session"; Jinja2's `Environment` is the model).
+
+A session is built once from the project: grove.toml parsed into typed settings, the `SAGE_*` variables read
+once from a snapshot of the environment taken after `.env` is loaded (sagepy.settings), and the AST cache
+directory they select. It loads and checks programs, and `runtime_stack` is the one factory of the runtime
+stack (Runtime, effects, host, store) that `sage run`, `sage test` (and its pytest plugin) and `sage check`
+use alike.
+
+Importing this module is cheap: the runtime, the checker and the parser are imported when first needed.
+"""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from .project import Project, find_project
+from .settings import Overrides, Settings
+
+if TYPE_CHECKING:
+    from .diagnostics import Diagnostic
+    from .loader import Program
+    from .runtime.agents import Runtime
+    from .runtime.effects import Effects
+    from .runtime.interpreter import Host
+
+
+class RuntimeStack:
+    """What one program run (one test under `sage test`) executes on."""
+
+    __slots__ = ("runtime", "effects", "host")
+
+    def __init__(self, runtime: Runtime, effects: Effects, host: Host) -> None:
+        self.runtime = runtime
+        self.effects = effects
+        self.host = host
+
+    @property
+    def store(self) -> Any:
+        return self.runtime.store
+
+
+class Session:
+    def __init__(self, project: Project, environ: Mapping[str, str] | None = None) -> None:
+        self.project = project
+        self.overrides = Overrides(os.environ if environ is None else environ)
+        self.settings = Settings.from_project(project, self.overrides)
+
+    @classmethod
+    def open(cls, path: str | None) -> tuple["Session", str | None]:
+        """The session of the project PATH lies in (SPEC §10.1), and PATH itself when it names a file.
+        `.env` is loaded first, so that its variables are part of the snapshot. Raises ProjectError."""
+        project, explicit = find_project(path)
+        return cls(project), explicit
+
+    @property
+    def root(self) -> str:
+        return self.settings.root
+
+    def entry_file(self) -> str:
+        return self.settings.entry_file()
+
+    # ---------------------------------------------------------------- programs
+
+    def load(self, path: str) -> Program:
+        from .loader import load_program
+        return load_program(path, cache_dir=self.overrides.cache_dir)
+
+    def check(self, program: Program, test_file: bool = False) -> list[Diagnostic]:
+        from .check import check_program
+        return check_program(program, tools=self.settings.tools, test_file=test_file)
+
+    def compile(self, path: str, stack: RuntimeStack, test_file: bool = False,
+                prestart: bool = False) -> tuple[Program, list[Diagnostic]]:
+        """Load, check and compile the program of `path` onto `stack`. With `prestart`, the servers of the
+        tool blocks agents `use` start in the background first (SPEC §8.3)."""
+        from .runtime.compile import Compiler
+        from .syntax import ast as A
+        program = self.load(path)
+        diags = list(program.diagnostics)
+        if prestart and not diags:
+            used = {name for module in program.modules for item in module.items if isinstance(item, A.AgentDecl)
+                    for name, _span in item.uses}
+            stack.effects.prestart(used)
+        diags.extend(self.settings.diagnostics)
+        if any(d.severity == "error" for d in diags):
+            return program, diags
+        diags.extend(self.check(program, test_file=test_file))
+        if any(d.severity == "error" for d in diags):
+            return program, diags
+        compiler = Compiler(stack.host)
+        compiler.compile_program(program)
+        diags.extend(compiler.diagnostics)
+        program.compiler = compiler
+        return program, diags
+
+    # ---------------------------------------------------------------- the runtime stack
+
+    def trace_target(self, trace_file: str | None, trace_stderr: bool) -> tuple[str | None, bool]:
+        """Where `sage run` writes trace events: the flags, else SAGE_TRACE_FILE / SAGE_TRACE."""
+        return trace_file or self.overrides.trace_file, trace_stderr or self.overrides.trace
+
+    def runtime_stack(self, *, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None,
+                      trace: tuple[str | None, bool] = (None, False), persistent: bool = False,
+                      mocks: Any = None, real_llm: bool = False, test_file: bool = False) -> RuntimeStack:
+        """The one place a Runtime, its effects, its host and its store are built.
+
+        `persistent`: `@persistent` fields use the project's store (`sage run`), else a fresh in-memory one;
+        `mocks`: the test's mock queues (`sage test`), consulted before the real world; `test_file`: the
+        host compiles `test` blocks and assertions."""
+        from .runtime.agents import Runtime
+        from .runtime.effects import Effects
+        from .runtime.interpreter import Host
+        runtime = Runtime(out=out, err=err)
+        trace_path, trace_stderr = trace
+        effects = Effects(runtime, self.settings, trace_path, trace_stderr)
+        effects.mocks = mocks
+        effects.real_llm = real_llm
+        runtime.effects = effects
+        if persistent:
+            from .runtime.persistence import StateStore
+            runtime.store = StateStore(self.settings.state_path())
+        host = Host(runtime, effects)
+        host.test_file = test_file
+        return RuntimeStack(runtime, effects, host)
