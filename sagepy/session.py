@@ -67,7 +67,31 @@ class Session:
 
     def check(self, program: Program, test_file: bool = False) -> list[Diagnostic]:
         from .check import check_program
-        return check_program(program, tools=self.settings.tools, test_file=test_file)
+        diags = check_program(program, tools=self.settings.tools, test_file=test_file)
+        return diags + self._ambiguous_bindings(program)
+
+    def _ambiguous_bindings(self, program: Program) -> list[Diagnostic]:
+        """E090 for a tool block that matches several `[tools.X]` keys ignoring case (SPEC §8.1, §11),
+        pointing at the first of them in grove.toml."""
+        tools = self.settings.tools
+        if len(tools) < 2:
+            return []
+        from .diagnostics import Diagnostic
+        from .mcp.config import AmbiguousBinding, _Locator
+        from .syntax import ast as A
+        found = []
+        for module in program.modules:
+            for item in module.items:
+                if not isinstance(item, A.ToolDecl):
+                    continue
+                try:
+                    tools.bind(item.name)
+                except AmbiguousBinding as exc:
+                    first = next(key for key in tools if key.lower() == item.name.lower())
+                    grove = self.settings.grove_path
+                    span = _Locator(grove).span(f"tools.{first}")
+                    found.append(Diagnostic("E090", f"{os.path.basename(grove or 'grove.toml')}: {exc}", grove, span))
+        return found
 
     def compile(self, path: str, stack: RuntimeStack, test_file: bool = False,
                 prestart: bool = False) -> tuple[Program, list[Diagnostic]]:
