@@ -93,22 +93,28 @@ class Session:
                     found.append(Diagnostic("E090", f"{os.path.basename(grove or 'grove.toml')}: {exc}", grove, span))
         return found
 
-    def compile(self, path: str, stack: RuntimeStack, test_file: bool = False,
-                prestart: bool = False) -> tuple[Program, list[Diagnostic]]:
-        """Load, check and compile the program of `path` onto `stack`. With `prestart`, the servers of the
-        tool blocks agents `use` start in the background first (SPEC §8.3)."""
-        from .runtime.compile import Compiler
+    def analyze(self, path: str, test_file: bool = False,
+                prestart: Effects | None = None) -> tuple[Program, list[Diagnostic]]:
+        """Load the program of `path` and check it with grove.toml's diagnostics (the checker runs only when
+        loading and configuration found no error). With `prestart`, the servers of the tool blocks agents
+        `use` start in the background through those effects as soon as the program is loaded (SPEC §8.3)."""
         from .syntax import ast as A
         program = self.load(path)
         diags = list(program.diagnostics)
-        if prestart and not diags:
+        if prestart is not None and not diags:
             used = {name for module in program.modules for item in module.items if isinstance(item, A.AgentDecl)
                     for name, _span in item.uses}
-            stack.effects.prestart(used)
+            prestart.prestart(used)
         diags.extend(self.settings.diagnostics)
-        if any(d.severity == "error" for d in diags):
-            return program, diags
-        diags.extend(self.check(program, test_file=test_file))
+        if not any(d.severity == "error" for d in diags):
+            diags.extend(self.check(program, test_file=test_file))
+        return program, diags
+
+    def compile(self, path: str, stack: RuntimeStack, test_file: bool = False,
+                prestart: bool = False) -> tuple[Program, list[Diagnostic]]:
+        """`analyze`, then compile the program onto `stack` when it has no error."""
+        from .runtime.compile import Compiler
+        program, diags = self.analyze(path, test_file, stack.effects if prestart else None)
         if any(d.severity == "error" for d in diags):
             return program, diags
         compiler = Compiler(stack.host)

@@ -224,10 +224,6 @@ class Settings:
             read_grove(project, settings)
         return settings
 
-    @property
-    def project_name(self) -> str:
-        return self.project.name or os.path.basename(self.root)
-
     def entry_file(self) -> str:
         return os.path.join(self.root, self.project.entry)
 
