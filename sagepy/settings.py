@@ -55,6 +55,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SAGE_CACHE_DIR", None, "AST cache directory (default: $XDG_CACHE_HOME/sagepy or ~/.cache/sagepy)"),
     Variable("SAGE_NO_CACHE", None, "any value: never read or write the AST cache"),
     Variable("SAGE_OAUTH_OPEN", None, "command that opens OAuth authorisation URLs instead of the browser"),
+    Variable("SAGE_DEBUG", None, "any value: an internal error shows its Python traceback (sagepy's addition, "
+             "for its developers)"),
 )
 _NAMES = frozenset(v.name for v in VARIABLES)
 _DEFAULTS = {v.name: v.default for v in VARIABLES}

@@ -7,6 +7,7 @@ the plugin), on a copy of the triage example: a project with `[mcp]`, `[llm]`, `
 """
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from collections import Counter
@@ -19,6 +20,7 @@ import sagepy.mcp.config
 import sagepy.project
 from sagepy.cli.main import main
 from sagepy.session import Session
+from sagepy.settings import VARIABLES, Overrides
 from sagepy.testing.runner import load_test_file, run_case
 
 REPO = Path(__file__).resolve().parent.parent
@@ -123,3 +125,23 @@ def test_checker_and_runtime_share_the_settings(triage: Path) -> None:
     assert stack.effects.settings is session.settings
     assert session.settings.tools.server_key("tracker") == "Tracker"
     assert "Tracker" in session.settings.tools and "tracker" not in session.settings.tools
+
+
+def test_every_variable_sagepy_reads_is_listed_once() -> None:
+    listed = [v.name for v in VARIABLES]
+    assert len(listed) == len(set(listed))
+    named = set()
+    for path in (REPO / "sagepy").rglob("*.py"):
+        named.update(re.findall(r"\bSAGE_[A-Z_]+\b", path.read_text(encoding="utf-8")))
+    assert named <= set(listed), f"not in sagepy.settings.VARIABLES: {sorted(named - set(listed))}"
+
+
+def test_overrides_read_only_listed_variables_and_treat_empty_as_unset() -> None:
+    overrides = Overrides({"SAGE_HTTP_TIMEOUT": "", "SAGE_MODEL": "m", "XDG_CACHE_HOME": "/xdg"})
+    assert overrides.setting("SAGE_MODEL") == "m"
+    assert overrides.setting("SAGE_HTTP_TIMEOUT") is None
+    assert overrides.value("SAGE_HTTP_TIMEOUT") == "30"
+    assert overrides.cache_dir == "/xdg/sagepy"
+    assert Overrides({"SAGE_NO_CACHE": "1", "SAGE_CACHE_DIR": "/c"}).cache_dir is None
+    with pytest.raises(KeyError):
+        overrides.setting("SAGE_NO_SUCH_VARIABLE")

@@ -85,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the one place a Python exception becomes a user-facing message
         sys.stderr.write(f"internal error: {type(exc).__name__}: {exc}\n"
                          "  = help: this is a bug in sagepy; please report it with the program that caused it\n")
-        if os.environ.get("SAGE_DEBUG"):
+        from ..settings import Overrides
+        if Overrides(os.environ).setting("SAGE_DEBUG"):
             raise
         return 1
 
