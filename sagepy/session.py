@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 
 class RuntimeStack:
-    """What one program run (one test under `sage test`) executes on."""
+    """What one program run (one test under `sage test`) executes on; the `@persistent` store is
+    `runtime.store`."""
 
     __slots__ = ("runtime", "effects", "host")
 
@@ -34,12 +35,11 @@ class RuntimeStack:
         self.effects = effects
         self.host = host
 
-    @property
-    def store(self) -> Any:
-        return self.runtime.store
-
 
 class Session:
+    """What one `sage` command shares: the project, its settings and the environment snapshot they came
+    from, and the AST cache they select. Nothing in it changes while the command runs."""
+
     def __init__(self, project: Project, environ: Mapping[str, str] | None = None) -> None:
         self.project = project
         self.overrides = Overrides(os.environ if environ is None else environ)
