@@ -28,14 +28,6 @@ class Diagnostic:
         return f"Diagnostic({self.code}, {self.message!r}, {self.file}:{self.span})"
 
 
-class SageSyntaxError(Exception):
-    """Raised by the loader when a file cannot be parsed; carries every diagnostic found."""
-
-    def __init__(self, diagnostics: list[Diagnostic]) -> None:
-        super().__init__(f"{len(diagnostics)} error(s)")
-        self.diagnostics = diagnostics
-
-
 def display_path(path: str | None) -> str:
     """Relative to the current directory when the file lies inside it, else absolute (SPEC §10.1)."""
     if not path:

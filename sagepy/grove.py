@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from .diagnostics import Diagnostic
 from .mcp.config import (_apply_keys, _Collector, _did_you_mean, _one_of, _positive_int, _string, _string_list,
                          _toml_type, parse_mcp_settings, parse_tools_config)
-from .settings import ToolSettings
 
 if TYPE_CHECKING:
     from .project import Project
@@ -97,7 +96,7 @@ def read_grove(project: Project, settings: Settings) -> None:
                                               out.locator.span("extern", "modules")))
     servers, tool_diagnostics = parse_tools_config(config, path)
     tables = config.get("tools")
-    settings.tools = ToolSettings(tables if isinstance(tables, dict) else {}, servers)
+    settings.configure_tools(tables if isinstance(tables, dict) else {}, servers)
     settings.mcp, mcp_diagnostics = parse_mcp_settings(config, path)
     settings.tool_diagnostics = tool_diagnostics + mcp_diagnostics
     settings.diagnostics = diagnostics + settings.tool_diagnostics

@@ -101,15 +101,8 @@ class Overrides(Mapping[str, str]):
     @property
     def cache_dir(self) -> str | None:
         """Where parsed ASTs are cached (SPEC §0.1); None when SAGE_NO_CACHE says never."""
-        if self.setting("SAGE_NO_CACHE"):
-            return None
-        explicit = self.setting("SAGE_CACHE_DIR")
-        if explicit:
-            return explicit
-        xdg = self._environ.get("XDG_CACHE_HOME")
-        if xdg:
-            return os.path.join(xdg, "sagepy")
-        return os.path.join(os.path.expanduser("~"), ".cache", "sagepy")
+        from .syntax.cache_dir import cache_root
+        return cache_root(self)
 
 
 # ---------------------------------------------------------------- grove.toml sections (SPEC §11)
@@ -225,6 +218,10 @@ class Settings:
             from .grove import read_grove
             read_grove(project, settings)
         return settings
+
+    def configure_tools(self, tables: Mapping[str, Any], servers: dict[str, ServerConfig]) -> None:
+        """The `[tools]` tables as written and the valid servers among them (sagepy.grove)."""
+        self.tools = ToolSettings(tables, servers)
 
     def entry_file(self) -> str:
         return os.path.join(self.root, self.project.entry)

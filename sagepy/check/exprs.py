@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
-from ..runtime.values import UNIT as UNIT_VALUE
 from ..syntax import ast as A
 from .context import Body, Locals, Var
 from .types import (ANY, MAP_KEYS, NEVER, ORDERABLE, PersistedT, fits, instantiate, is_open, merge, prim_named,
@@ -48,7 +47,7 @@ class Expressions:
             return T.FLOAT
         if kind is str:
             return T.STRING
-        return T.UNIT if node.value is UNIT_VALUE else ANY
+        return T.UNIT if node.value is A.UNIT else ANY
 
     def e_Template(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
         for part in node.parts:

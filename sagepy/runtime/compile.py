@@ -733,7 +733,7 @@ class Compiler:
         return method(node, scope, expected)
 
     def e_Literal(self, node: Any, scope: BlockScope, expected: Any):
-        value = node.value
+        value = UNIT if node.value is A.UNIT else node.value
         return lambda frame: value
 
     def e_Template(self, node: Any, scope: BlockScope, expected: Any):

@@ -2,14 +2,31 @@
 
 Plain classes with `__slots__`, generated once from a compact table: a `@dataclass` per node would cost about a
 millisecond of import time each. Every node has `span = (line, col, end_line, end_col)` (1-based, columns in
-code points). The resolver adds annotations in the slots listed under `ANNOTATIONS`; the parser leaves them None.
-Nodes pickle (the AST cache of SPEC §0.1 stores them).
+code points). The checker fills the annotation slots (the second column of `_TABLE`); the parser leaves them
+None. Nodes pickle (the AST cache of SPEC §0.1 stores them). The AST holds no runtime value: `()` is
+`Literal(UNIT)` with this module's `UNIT` marker.
 """
 from __future__ import annotations
 
 from typing import Any
 
 Span = tuple  # (line, col, end_line, end_col)
+
+
+class UnitLiteral:
+    """The value of the `Literal` written `()`. The AST holds no runtime value: the checker types this marker as
+    `Unit` and the runtime turns it into its own unit value."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "()"
+
+    def __reduce__(self) -> str:
+        return "UNIT"  # pickles as a reference to this module's singleton, so `is UNIT` holds after a cache load
+
+
+UNIT = UnitLiteral()
 
 
 class Node:

@@ -13,15 +13,12 @@ import pickle
 import sys
 from pathlib import Path
 
+from .cache_dir import cache_root
+
 _TOOL_HASH: str | None = None
 # `parse_file_cached` without a session's cache directory (the prelude, shared by every session of the
-# process) asks the environment, by the same rule (sagepy.settings).
+# process) asks the environment now, by the same rule (cache_dir.cache_root).
 FROM_ENVIRONMENT = "<environment>"
-
-
-def cache_root() -> str | None:
-    from ..settings import Overrides
-    return Overrides(os.environ).cache_dir
 
 
 def _tool_hash() -> str:
@@ -52,7 +49,7 @@ def _entry_path(root: str, source_path: str, text: str) -> str:
     return os.path.join(root, "ast", key.hexdigest()[:32] + ".pickle")
 
 
-def load(source_path: str, text: str, root: str | None):
+def load(source_path: str, text: str, root: str | None) -> tuple[list, list] | None:
     """The cached (items, diagnostics) of this file, or None."""
     if root is None:
         return None
@@ -63,7 +60,7 @@ def load(source_path: str, text: str, root: str | None):
         return None
 
 
-def store(source_path: str, text: str, value, root: str | None) -> None:
+def store(source_path: str, text: str, value: tuple[list, list], root: str | None) -> None:
     if root is None:
         return
     target = _entry_path(root, source_path, text)
@@ -80,8 +77,9 @@ def store(source_path: str, text: str, value, root: str | None) -> None:
             pass
 
 
-def parse_file_cached(source_path: str, text: str, cache_dir: str | None = FROM_ENVIRONMENT):
-    """(items, diagnostics) for a file, from the cache under `cache_dir` when possible (None: no cache)."""
+def parse_file_cached(source_path: str, text: str, cache_dir: str | None = FROM_ENVIRONMENT) -> tuple[list, list]:
+    """(items, diagnostics) for a file, from the cache under `cache_dir` when possible (None: no cache). The
+    parser is imported only on a miss."""
     root = cache_root() if cache_dir is FROM_ENVIRONMENT else cache_dir
     cached = load(source_path, text, root)
     if cached is not None:
