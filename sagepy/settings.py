@@ -5,7 +5,8 @@ after `.env` is loaded; every consumer (checker, effects, MCP, LLM, built-in too
 the CLI) receives these objects instead of reading the grove.toml dictionary or `os.environ` itself, so a
 variable changed while a command runs does not change that command.
 
-`VARIABLES` is the one list of the variables SPEC §12 names, with their defaults. Values that can be wrong
+`VARIABLES` is the one list of the variables sagepy reads (SPEC §12; those of the model's tool use, §4.12,
+join it with that feature), with their defaults. Values that can be wrong
 (`SAGE_HTTP_TIMEOUT=soon`) are kept as written and reported by the call that uses them, as before: a setting a
 program never uses never stops it.
 
@@ -40,8 +41,6 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SAGE_LLM_URL", "https://api.openai.com/v1", "base URL of an OpenAI-compatible API"),
     Variable("SAGE_MODEL", "gpt-4o-mini", "default model"),
     Variable("SAGE_INFER_RETRIES", "3", "attempts for typed `divine` (overrides [llm] infer_retries)"),
-    Variable("SAGE_MAX_TOOL_STEPS", "10", "model answers with tool calls in one `divine` (§4.12)"),
-    Variable("SAGE_MAX_TOOL_RESULT_CHARS", "20000", "longest tool message sent back to the model (§4.12)"),
     Variable("SAGE_LLM_RETRIES", "2", "extra attempts on transient LLM failures (overrides [llm] retries)"),
     Variable("SAGE_TEMPERATURE", None, "optional request field"),
     Variable("SAGE_MAX_TOKENS", None, "optional request field"),
