@@ -27,6 +27,7 @@ def check_files(session: Session, entry: str | None, test_files: list[str],
                 verify_tools: bool = False) -> tuple[list[Diagnostic], set[str]]:
     diags: list[Diagnostic] = []
     files: set[str] = set()
+    described: dict = {}   # each verified server is contacted once per command
     targets = ([entry] if entry else []) + test_files
     for path in targets:
         test_file = path.endswith("_test.sg")
@@ -36,7 +37,7 @@ def check_files(session: Session, entry: str | None, test_files: list[str],
         diags.extend(found)
         if verify_tools:
             from ..mcp.verify import verify_tool_blocks
-            diags.extend(verify_tool_blocks(program, session.settings))
+            diags.extend(verify_tool_blocks(program, session.settings, described))
     unique: dict[tuple, Diagnostic] = {}
     for d in diags:
         unique.setdefault((os.path.abspath(d.file or ""), d.span, d.code), d)

@@ -33,10 +33,6 @@ if TYPE_CHECKING:
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MAX_DEPTH = 24  # nesting bound for recursive types and schemas
 
-# `sage check` builds one program per entry and test file, and they share tool blocks: each server is
-# described once per process (keyed by project root, name and its grove.toml table), not once per program.
-_described: dict[tuple[str, str, str], dict | McpFailure] = {}
-
 
 # ---------------------------------------------------------------- configuration findings (E091, E092)
 
@@ -92,8 +88,11 @@ def _did_you_mean(name: str, candidates: list[str]) -> str | None:
 
 # ---------------------------------------------------------------- tool blocks (E080-W083)
 
-def verify_tool_blocks(program: Any, settings: Settings) -> list[Diagnostic]:
-    """Compare every tool block of the program that binds to a configured server with that live server."""
+def verify_tool_blocks(program: Any, settings: Settings, described: dict[str, dict | McpFailure]) -> list[Diagnostic]:
+    """Compare every tool block of the program that binds to a configured server with that live server.
+
+    `sage check` verifies one program per entry and test file, and they share tool blocks: `described`
+    keeps each server's description (or failure) for the whole command, so each server is contacted once."""
     if settings.grove_path is None or settings.toml_broken:
         return []
     blocks: list[tuple[Any, Any, ServerConfig]] = []
@@ -116,7 +115,7 @@ def verify_tool_blocks(program: Any, settings: Settings) -> list[Diagnostic]:
             unset[config.name] = unset_variable_diagnostics(config, settings.grove_path)
             diags += unset[config.name]
     wanted = {config.name: config for _m, _d, config in blocks if not unset[config.name]}
-    descriptions = _describe(settings, wanted)
+    descriptions = _describe(settings, wanted, described)
     for name, result in descriptions.items():
         if not isinstance(result, McpFailure):
             diags += safety_diagnostics(wanted[name], [t.get("name") for t in result["tools"]], settings.grove_path)
@@ -135,14 +134,12 @@ def verify_tool_blocks(program: Any, settings: Settings) -> list[Diagnostic]:
     return diags
 
 
-def _describe(settings: Settings, wanted: dict[str, ServerConfig]) -> dict[str, dict | McpFailure]:
-    tables = settings.tools.tables
-    keys = {name: (settings.root, name, json.dumps(tables.get(name), sort_keys=True, default=str)) for name in wanted}
-    missing = {name: quiet_safety(config) for name, config in wanted.items() if keys[name] not in _described}
+def _describe(settings: Settings, wanted: dict[str, ServerConfig],
+              described: dict[str, dict | McpFailure]) -> dict[str, dict | McpFailure]:
+    missing = {name: quiet_safety(config) for name, config in wanted.items() if name not in described}
     if missing:
-        for name, result in describe_servers(settings.root, missing, settings.mcp).items():
-            _described[keys[name]] = result
-    return {name: _described[keys[name]] for name in wanted}
+        described.update(describe_servers(settings.root, missing, settings.mcp))
+    return {name: described[name] for name in wanted}
 
 
 class _TypeResolver:
