@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..convert import to_json
 from ..runtime.values import NONE, Record, Variant, some
 from ..types import Type
-from . import loop
+from .. import aio as loop
 from .config import McpSettings, ServerConfig
 from .dynamic import (handle_id, listing_object, log_name, parse_arguments, parse_connect_config,
                       server_info_record, tool_records)
 from .failures import McpFailure, dynamic_error, typed_error
 from .results import dynamic_text, error_text, typed_value
 from .safety import safety_of
+from .sdk_logs import route_sdk_logs
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -110,7 +111,7 @@ class McpManager:
             with self._start_lock:
                 if not self._started:
                     os.makedirs(self.log_dir, exist_ok=True)
-                    loop.route_sdk_logs(self.log_dir)
+                    route_sdk_logs(self.log_dir)
                     atexit.register(self.close_all)
                     # When agents call at once, the thread driving the loop hands results to the others, who
                     # then wait for the GIL; CPython's default 5 ms switch interval makes them wait out the

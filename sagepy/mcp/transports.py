@@ -114,14 +114,17 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
+    from ..tls import trust_store
+
     async def on_response(response: Any) -> None:
         # Only the POSTs carry requests; a GET refused for the optional event stream is no failure.
         if response.status_code >= 400 and response.request.method == "POST":
             status.code = response.status_code
 
     # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request.
+    # Servers are verified against sagepy's one trust store, as the LLM client and the Http tool do.
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(connect_s, read=None), auth=auth,
-                                  event_hooks={"response": [on_response]}) as http:
+                                  verify=trust_store(), event_hooks={"response": [on_response]}) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 

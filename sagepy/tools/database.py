@@ -1,6 +1,6 @@
 """The `Database` tool (SPEC §7) on the standard library's sqlite3.
 
-`SAGE_DATABASE_URL` is read on every call:
+The session's `SAGE_DATABASE_URL` names the database:
 - `sqlite::memory:` is one in-memory database per process, shared by every call and every agent through a
   single connection guarded by a lock;
 - `sqlite:<path>` is a database file, relative to the working directory (`sqlite://<path>` is accepted too,
