@@ -8,10 +8,10 @@ from lark.exceptions import UnexpectedInput, VisitError
 
 from . import ast as A
 from .context import INT_MAX, ParseContext
+from .describe import describe_unexpected
 from .grammar import lark_parser
 from .lexical import decode_string, lexical_errors
 from .nesting import NESTING_MESSAGE, first_token_too_deep
-from .recovery import describe_unexpected
 
 
 class BuilderBase(Transformer_NonRecursive):

@@ -19,7 +19,8 @@ from .grammar import lark_parser
 from .item_rules import ItemRules
 from .lexical import lexical_errors
 from .nesting import NESTING_MESSAGE, first_token_too_deep
-from .recovery import dedupe, report_later_syntax_errors, report_syntax_error, scan_literals
+from .describe import report_syntax_error
+from .recovery import dedupe, report_later_syntax_errors, scan_literals
 
 
 class ASTBuilder(ItemRules, ExpressionRules):
