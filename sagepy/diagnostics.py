@@ -5,7 +5,6 @@ Styled output (rich) lives in sagepy/render.py; this module only builds the exac
 from __future__ import annotations
 
 import os
-import unicodedata
 
 
 class Diagnostic:
@@ -89,6 +88,7 @@ def display_cells(text: str) -> tuple[str, list[int]]:
 def _cell_width(ch: str) -> int:
     if ch.isascii():
         return 1
+    import unicodedata  # only for lines with non-ASCII text: most diagnostics never need it
     if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
         return 0
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1

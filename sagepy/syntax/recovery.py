@@ -18,8 +18,9 @@ from .context import INT_MAX, ParseContext, token_span
 from .describe import report_syntax_error
 from .grammar import lark_parser
 
-_ITEM_START = re.compile(r"^(?:pub\s+)?(?:fn|agent|record|enum|const|tool|supervisor|test|run|mod|use|extern|"
-                         r"protocol|handler|@|#\[)\b|^(?:@|#\[)", re.M)
+# `test` and `handler` are names too (SPEC §1.2): they start an item only in the shape of one
+_ITEM_START = re.compile(r"^(?:pub\s+)?(?:fn|agent|record|enum|const|tool|supervisor|run|mod|use|extern|"
+                         r"protocol)\b|^(?:@|#\[)|^test\s*\"|^(?:pub\s+)?handler\s+\w+\s+handles\b", re.M)
 _MAX_RESYNCS = 20
 
 
