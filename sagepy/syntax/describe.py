@@ -152,7 +152,8 @@ def _report_unexpected_token(ctx: ParseContext, exc: UnexpectedToken, text: str)
         ctx.error("E005", f"missing `;` before {_describe_token(tok)}", _just_after(previous),
                   hint="add `;` here")
         return
-    if _is_word(tok) and "IDENT" in expected and "INT" not in expected:
+    # where a name could stand (not at a statement's start, where a misplaced `else` is likelier than a name)
+    if _is_word(tok) and "IDENT" in expected and "let" not in expected:
         ctx.error("E005", f"`{tok.value}` is a keyword and cannot be used as a name", token_span(tok),
                   hint=f"rename it, e.g. `{tok.value}_`")
         return

@@ -63,6 +63,7 @@ def test_contextual_words_keep_their_meaning_in_their_construct() -> None:
     ("fn match() -> Int { 1 }\n", "match", 4),
     ("fn f(Int: Int) -> Int { 1 }\n", "Int", 6),
     ("agent A { let x: Int }\n", "let", 11),
+    ("fn f() -> Int { print(loop); 1 }\n", "loop", 23),
 ])
 def test_a_reserved_word_used_as_a_name_says_it_is_a_keyword(text: str, word: str, col: int) -> None:
     code, message, _, column, hint = one(text)
@@ -85,6 +86,8 @@ def test_a_missing_semicolon_at_the_end_of_the_file() -> None:
 def test_a_stray_token_after_a_complete_statement_is_not_a_missing_semicolon() -> None:
     text = "fn f() -> Int {\n    let x = 1;\n    )\n}\n"
     assert one(text) == ("E005", "unexpected `)`, expected a statement or `}`", 3, 5, None)
+    text = "fn f() -> Int {\n    if true { 1; };\n    else { 2; }\n    1\n}\n"
+    assert one(text) == ("E005", "unexpected `else`, expected a statement or `}`", 3, 5, None)
 
 
 def test_an_unclosed_brace_at_the_end_of_the_file_is_placed_at_its_opening() -> None:
