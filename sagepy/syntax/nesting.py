@@ -30,10 +30,14 @@ _LEVELS = frozenset({
 })
 
 
+# Left-recursive rules: a long chain of them is one deep spine in the tree.
+_LEFT_CHAINS = frozenset({"binop", "field", "tuple_index", "call"})
+
+
 def first_token_too_deep(tree: Tree) -> tuple | None:
     """The span of the first token (in source order) of the first construct nested past the limit, or None."""
     candidates: list[tuple] = []
-    # (node, level of its parent, parent is an `if`, node is the left operand of a `binop`)
+    # (node, level of its parent, parent is an `if`, node is the left operand of a link of a chain)
     stack: list[tuple[Tree, int, bool, bool]] = [(tree, 0, False, False)]
     while stack:
         node, depth, parent_is_if, continues_chain = stack.pop()
@@ -41,33 +45,38 @@ def first_token_too_deep(tree: Tree) -> tuple | None:
             level = depth + 1 if parent_is_if else depth   # only an `else if` link nests
         else:
             level = depth + 1 if node.data in _LEVELS else depth
-        if node.data == "binop" and not continues_chain:
-            span = _chain_operator_past_limit(node, level)
+        in_chain = node.data in _LEFT_CHAINS
+        if in_chain and not continues_chain:
+            span = _chain_link_past_limit(node, level)
             if span is not None:
                 candidates.append(span)
         if level > NESTING_LIMIT:
-            if not (node.data == "binop" and continues_chain):   # a chain is reported from its top
+            if not (in_chain and continues_chain):   # a chain is reported from its top
                 candidates.append(_start_span(node))
             continue
         is_if = node.data == "if_stmt"
         for i, child in enumerate(node.children):
             if isinstance(child, Tree):
-                stack.append((child, level, is_if, node.data == "binop" and i == 0))
+                stack.append((child, level, is_if, in_chain and i == 0))
     spans = [c for c in candidates if c is not None]
     return min(spans) if spans else None
 
 
-def _chain_operator_past_limit(top: Tree, level: int) -> tuple | None:
-    """A left-leaning chain `a + b + c …` has its first operator deepest in the tree. Read in source order,
-    the chain goes past the limit at the operator that makes it one level too long: that one is reported."""
+def _chain_link_past_limit(top: Tree, level: int) -> tuple | None:
+    """A left-leaning chain (`a + b + c …`, `x.f.g …`, `f()()…`) has its first link deepest in the tree. Read
+    in source order, the chain goes past the limit at the link that makes it one level too long: that one is
+    reported, at its operator (for `.` and calls: right after the operand they apply to)."""
     spine = [top]
-    while isinstance(spine[-1].children[0], Tree) and spine[-1].children[0].data == "binop":
+    while isinstance(spine[-1].children[0], Tree) and spine[-1].children[0].data in _LEFT_CHAINS:
         spine.append(spine[-1].children[0])
     if level + len(spine) - 1 <= NESTING_LIMIT:
         return None
-    first_past = max(0, NESTING_LIMIT + 1 - level)      # counted from the chain's first operator
-    operator = spine[-1 - first_past].children[1]
-    return (operator.line, operator.column, operator.end_line, operator.end_column)
+    link = spine[-1 - max(0, NESTING_LIMIT + 1 - level)]
+    if link.data == "binop":
+        operator = link.children[1]
+        return (operator.line, operator.column, operator.end_line, operator.end_column)
+    operand = link.children[0].meta
+    return (operand.end_line, operand.end_column, operand.end_line, operand.end_column + 1)
 
 
 def _start_span(node: Tree) -> tuple | None:

@@ -144,6 +144,12 @@ def test_a_chain_at_the_limit_parses_and_one_past_it_is_reported_at_its_operator
         assert col == 3 + 4 * (NESTING_LIMIT - 1)    # the operator that makes the chain one level too deep
 
 
+@pytest.mark.parametrize("link", [".a", "()", ".0"])
+def test_a_postfix_chain_past_the_limit_is_reported_at_its_first_link_too_many(link: str) -> None:
+    code, _, line, col, _ = one("fn f() -> Int { x" + link * 20_000 + " }\n")
+    assert (code, line, col) == ("E005", 1, 18 + len(link) * (NESTING_LIMIT - 1))
+
+
 def test_deep_parentheses_are_reported_once_at_the_first_one_past_the_limit() -> None:
     assert diagnostics(_body("(" * (NESTING_LIMIT - 1) + "1" + ")" * (NESTING_LIMIT - 1))) == []
     code, message, line, col, _ = one(_body("(" * 17_000 + "1" + ")" * 17_000))
