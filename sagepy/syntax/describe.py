@@ -190,13 +190,13 @@ def _just_after(tok: Token) -> tuple:
 class _BracketScan:
     """The tokens before an offset: the last of them, and the brackets still open there.
 
-    An opener whose closer stands first on its line with another indentation than the opener's line is the
-    likeliest to have lost its own closer (the closer that matched it belonged to an enclosing bracket)."""
+    Which `{` lost its `}`: the first one, after the innermost `{` still open, whose `}` stands first on its line
+    with another indentation than the `{`'s line (that `}` belonged to an enclosing block); else the innermost."""
 
     def __init__(self, text: str, end: int) -> None:
         self.previous: Token | None = None
         self.open: list[Token] = []
-        self.misindented: Token | None = None
+        self.misindented: list[Token] = []
         lines = text.split("\n")
         for tok in _tokens(text):
             if tok.start_pos >= end:
@@ -206,16 +206,19 @@ class _BracketScan:
                 self.open.append(tok)
             elif tok.value in _CLOSERS and self.open:
                 opener = self.open.pop()
-                if self.misindented is None and _first_on_line(tok, lines) and \
+                if opener.value == "{" and _first_on_line(tok, lines) and \
                         _indent(lines[tok.line - 1]) != _indent(lines[opener.line - 1]):
-                    self.misindented = opener
+                    self.misindented.append(opener)
 
     def unclosed(self) -> Token | None:
         if not self.open:
             return None
-        if self.misindented is not None and self.misindented.value == "{" and self.open[-1].value == "{":
-            return self.misindented
-        return self.open[-1]
+        innermost = self.open[-1]
+        if innermost.value == "{":
+            for opener in self.misindented:
+                if opener.start_pos > innermost.start_pos:
+                    return opener
+        return innermost
 
 
 def _tokens(text: str) -> Iterator[Token]:

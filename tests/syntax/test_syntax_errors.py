@@ -108,6 +108,12 @@ def test_the_indentation_of_closing_braces_finds_the_brace_left_open() -> None:
     assert one(text)[:4] == ("E005", "unclosed `{`", 2, 14)
 
 
+def test_a_misindented_brace_before_the_open_block_does_not_mislead() -> None:
+    text = ("fn g() -> Int {\n    if true {\n        1;\n      }\n    2\n}\n"
+            "agent A {\n    on start {\n        print(1);\n    on stop {\n        print(2);\n    }\n}\nrun A;\n")
+    assert one(text)[:4] == ("E005", "unclosed `{`", 8, 14)
+
+
 def test_an_unclosed_parenthesis_is_placed_at_its_opening() -> None:
     text = "fn f() -> Int {\n    let x = g(1, 2\n    let y = 3;\n    y\n}\n"
     assert one(text)[:4] == ("E005", "unclosed `(`", 2, 14)
