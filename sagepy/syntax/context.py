@@ -21,8 +21,9 @@ class ParseContext:
         # Int literals above INT_MAX, by id: `-9223372036854775808` is valid, so the error waits for `neg`
         self.big_ints: dict[int, Any] = {}
 
-    def error(self, code: str, message: str, span: tuple, hint: str | None = None) -> None:
-        self.errors.append(Diagnostic(code, message, self.path, span, hint=hint))
+    def error(self, code: str, message: str, span: tuple, hint: str | None = None,
+              notes: list[str] | None = None) -> None:
+        self.errors.append(Diagnostic(code, message, self.path, span, hint=hint, notes=notes))
 
     def report_big_ints(self) -> None:
         """The Int literals no unary minus claimed are out of range (E004)."""
