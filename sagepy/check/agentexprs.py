@@ -58,7 +58,7 @@ class AgentExpressions:
             self.error("E011", what, node.span, cx.file, hint=None if entity else self.did_you_mean(node.agent, agents))
             self.skip_fields(node.fields, cx, lc)
             return ANY
-        agent = entity.info
+        agent = node.ref = entity.info
         self.check_field_inits(agent, node.fields, node.span, cx, lc, "E032", f"summon `{agent.name}`")
         return T.AgentT(agent.name)
 
@@ -143,9 +143,8 @@ class AgentExpressions:
         word = "infer" if node.infer else "divine"
         self.require_covered(f"call `{word}`", node.span, cx, f"{word}(…)")
         self.expect(node.prompt, T.STRING, cx, lc)
-        if node.type is None:
-            return T.STRING
-        return self.resolve_type(node.type, cx.scope, cx.tparams)
+        node.target = T.STRING if node.type is None else self.resolve_type(node.type, cx.scope, cx.tparams)
+        return node.target
 
     def e_RetryExpr(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
         self.require_covered("operation `retry`", node.span, cx, "retry(…) { … }")

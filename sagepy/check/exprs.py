@@ -59,12 +59,13 @@ class Expressions:
     def e_Name(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
         var = lc.find(node.name)
         if var is not None:
+            node.ref = None
             self.check_turbofish_absent(node, f"variable `{node.name}`", cx)
             return var.type
         return self.name_value(node, cx, lc, expected)
 
     def e_VariantPath(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
-        ref = self.path_variant(node.enum_name, node.variant, node.span, cx)
+        ref = node.ref = self.path_variant(node.enum_name, node.variant, node.span, cx)
         if ref is None:
             return ANY
         return self.unit_variant_value(ref, node, cx, expected)
@@ -295,6 +296,7 @@ class Expressions:
             self.error("E011", what, node.span, cx.file)
             self.skip_fields(node.fields, cx, lc)
             return ANY
+        node.ref = info
         _, holes = instantiate(info.params)
         bindings: dict = {}
         if node.targs:

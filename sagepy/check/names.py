@@ -15,6 +15,8 @@ from .context import Body, Locals
 from .symbols import Entity
 from .types import ANY, erase_vars, instantiate, resolve, unify
 
+# `Name.ref` / `Call.ref` of a prelude builtin, constant or intrinsic (the runtime finds it by name)
+BUILTIN = "builtin"
 INTRINSICS = ("print", "print_err", "str", "len", "sort", "map_set", "map_delete")
 ASSERTIONS = ("assert", "assert_true", "assert_false", "assert_eq", "assert_neq", "assert_gt", "assert_lt",
               "assert_gte", "assert_lte", "assert_contains", "assert_not_contains", "assert_starts_with",
@@ -82,6 +84,7 @@ class Names:
         name = node.name
         entity = cx.scope.lookup(name)
         if entity is not None:
+            node.ref = entity
             if entity.kind == "error":
                 return ANY
             if entity.kind == "fn":
@@ -91,6 +94,7 @@ class Names:
                 return entity.info
             self.error("E010", f"`{name}` is a {entity.kind}, not a value", node.span, cx.file)
             return ANY
+        node.ref = BUILTIN
         if name in self.prelude.consts:
             return self.prelude.consts[name]
         if name in self.prelude.fns:
@@ -101,7 +105,7 @@ class Names:
             self.error("E010", f"built-in `{name}` cannot be used as a value; wrap it in a closure", node.span,
                        cx.file)
             return ANY
-        ref = self.bare_variant(name, node.span, cx)
+        ref = node.ref = self.bare_variant(name, node.span, cx)
         if ref is not None:
             return self.unit_variant_value(ref, node, cx, expected)
         self.unknown_name(name, node.span, cx, lc)

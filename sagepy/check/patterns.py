@@ -129,6 +129,7 @@ class Patterns:
                            hint=self.did_you_mean(pat.name, self.variant_names(t)))
         if ref is None:
             return self.pattern(pat.payload, ANY, cx) if pat.payload is not None else {}
+        pat.ref = ref
         payload, result, bindings, _ = self.instantiate_variant(ref, pat.targs, pat.span, cx)
         unify(result, t, bindings)
         if not fits(resolve(result, bindings), t):

@@ -22,19 +22,12 @@ def discover_test_files(root: str) -> list[str]:
 
 def check_files(entry: str | None, test_files: list[str], project: Any = None,
                 verify_tools: bool = False) -> tuple[list[Diagnostic], set[str]]:
-    from ..runtime.agents import Runtime
-    from ..runtime.effects import Effects
-    from ..runtime.interpreter import Host
-    from ..runtime.run import compile_entry
+    from ..check import check_entry
     diags: list[Diagnostic] = []
     files: set[str] = set()
     targets = ([entry] if entry else []) + test_files
     for path in targets:
-        runtime = Runtime()
-        runtime.effects = Effects(runtime, project)
-        host = Host(runtime, runtime.effects)
-        host.test_file = path.endswith("_test.sg")
-        program, found = compile_entry(path, host, project=project, test_file=host.test_file)
+        program, found, _externs = check_entry(path, project, test_file=path.endswith("_test.sg"))
         files.update(os.path.abspath(m.path) for m in program.modules)
         diags.extend(found)
         if verify_tools:

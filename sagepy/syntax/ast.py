@@ -2,7 +2,8 @@
 
 Plain classes with `__slots__`, generated once from a compact table: a `@dataclass` per node would cost about a
 millisecond of import time each. Every node has `span = (line, col, end_line, end_col)` (1-based, columns in
-code points). The resolver adds annotations in the slots listed under `ANNOTATIONS`; the parser leaves them None.
+code points). The checker, the only resolver, records what the runtime needs in the annotation slots (second
+column of `_TABLE`); the parser leaves them None.
 Nodes pickle (the AST cache of SPEC §0.1 stores them).
 """
 from __future__ import annotations
@@ -39,12 +40,12 @@ _TABLE: dict[str, tuple[str, str]] = {
     "EnumDecl": ("name tparams variants pub", "info"),   # variants: [VariantDecl]
     "VariantDecl": ("name type", ""),
     "ConstDecl": ("name type value pub", "slot"),
-    "FnDecl": ("name tparams params ret fails body extern pub", "nslots has_arm_return"),
+    "FnDecl": ("name tparams params ret fails body extern pub", "nslots has_arm_return info"),
     "Param": ("name type", ""),
     "ToolDecl": ("name fns pub", ""),
     "ToolFn": ("name params ret attrs", ""),             # attrs: [Attribute]
     "Attribute": ("name value", ""),
-    "AgentDecl": ("name receives follows uses fields handlers pub", "result_info"),
+    "AgentDecl": ("name receives follows uses fields handlers pub", "info"),
     "AgentField": ("name type annotation", ""),
     "Handler": ("kind param param_type body", "nslots has_arm_return"),   # kind: start/waking/.../message/error
     "SupervisorDecl": ("name strategy children pub", ""),
@@ -81,7 +82,7 @@ _TABLE: dict[str, tuple[str, str]] = {
     "SelfExpr": ("", ""),
     "FieldAccess": ("obj name", ""),
     "TupleIndex": ("obj index", ""),
-    "Call": ("fn args", ""),
+    "Call": ("fn args", "ref target"),
     "Binary": ("op left right", ""),
     "Unary": ("op operand", ""),               # op: "-" | "!"
     "TryExpr": ("expr", ""),
@@ -100,7 +101,7 @@ _TABLE: dict[str, tuple[str, str]] = {
     "ArmContinue": ("", ""),
     "ArmReturn": ("value", ""),
     "RetryExpr": ("count delay kinds body", ""),
-    "DivineExpr": ("prompt type infer", ""),
+    "DivineExpr": ("prompt type infer", "target"),
     "SummonExpr": ("agent fields", "ref"),     # fields: [(name, expr, span)]
     "SendExpr": ("target message", ""),
     "ReceiveExpr": ("", ""),
