@@ -6,6 +6,7 @@ have their own closures because they dominate loops and recursion.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 from .errors import INT_MAX, INT_MIN, SageRaise, raise_at
@@ -101,6 +102,8 @@ def _mod(left, right, file, span):
         a = left(frame)
         b = right(frame)
         if type(a) is int and type(b) is int:
+            if a >= 0 and b > 0:
+                return a % b
             if b == 0:
                 raise raise_at("Runtime", "division by zero", "E201", file, span)
             r = abs(a) % abs(b)
@@ -125,7 +128,11 @@ def _concat(left, right, file, span):
 
 def _eq(left, right, file, span):
     def run(frame: list) -> bool:
-        return values_equal(left(frame), right(frame))
+        a = left(frame)
+        b = right(frame)
+        if type(a) is int and type(b) is int:
+            return a == b
+        return values_equal(a, b)
     return run
 
 
@@ -211,18 +218,51 @@ def _slot_compare(op: str, pyop: Callable[[Any, Any], bool]):
     return maker
 
 
+def _mod_by(left, const, file, span):
+    """`e % k` for a positive Int literal k (`i % 2`, `x % 1000`): no zero test, no closure call for k."""
+    def run(frame: list) -> Any:
+        a = left(frame)
+        if type(a) is int:
+            r = abs(a) % const
+            return r if a >= 0 else -r
+        raise type_error("%", a, const, file, span)
+    return run
+
+
+def _compare_to(op: str, pyop: Callable[[Any, Any], bool]):
+    """`e < k`, `e == k`, …: an expression compared with an Int literal."""
+    def maker(left, const, file, span):
+        def run(frame: list) -> bool:
+            a = left(frame)
+            if type(a) is int:
+                return pyop(a, const)
+            if op == "==" or op == "!=":
+                return values_equal(a, const) == (op == "==")
+            raise type_error(op, a, const, file, span)
+        return run
+    return maker
+
+
 SLOT_CONST_OPS = {
     "+": _slot_add, "-": _slot_sub,
-    "<": _slot_compare("<", lambda a, b: a < b), ">": _slot_compare(">", lambda a, b: a > b),
-    "<=": _slot_compare("<=", lambda a, b: a <= b), ">=": _slot_compare(">=", lambda a, b: a >= b),
-    "==": _slot_compare("==", lambda a, b: a == b), "!=": _slot_compare("!=", lambda a, b: a != b),
+    "<": _slot_compare("<", operator.lt), ">": _slot_compare(">", operator.gt),
+    "<=": _slot_compare("<=", operator.le), ">=": _slot_compare(">=", operator.ge),
+    "==": _slot_compare("==", operator.eq), "!=": _slot_compare("!=", operator.ne),
 }
 BOOLEAN_OPS = {"<", ">", "<=", ">=", "==", "!=", "&&", "||"}
 
 BINARY = {
-    "+": _add, "-": _sub, "*": _arith("*", lambda a, b: a * b), "/": _div, "%": _mod, "++": _concat,
+    "+": _add, "-": _sub, "*": _arith("*", operator.mul), "/": _div, "%": _mod, "++": _concat,
     "==": _eq, "!=": _ne,
-    "<": _compare("<", lambda a, b: a < b), ">": _compare(">", lambda a, b: a > b),
-    "<=": _compare("<=", lambda a, b: a <= b), ">=": _compare(">=", lambda a, b: a >= b),
+    "<": _compare("<", operator.lt), ">": _compare(">", operator.gt),
+    "<=": _compare("<=", operator.le), ">=": _compare(">=", operator.ge),
     "&&": _and, "||": _or,
+}
+
+# `e op k` for an Int literal k (positive for `%`)
+CONST_RIGHT_OPS = {
+    "%": _mod_by,
+    "<": _compare_to("<", operator.lt), ">": _compare_to(">", operator.gt),
+    "<=": _compare_to("<=", operator.le), ">=": _compare_to(">=", operator.ge),
+    "==": _compare_to("==", operator.eq), "!=": _compare_to("!=", operator.ne),
 }

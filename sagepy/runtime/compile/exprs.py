@@ -12,7 +12,7 @@ from ...check.names import BUILTIN, VariantRef
 from ...syntax import ast as A
 from ..agents import CALL_DEPTH_LIMIT
 from ..errors import INT_MIN, SageRaise, raise_at
-from ..operators import BINARY, SLOT_CONST_OPS, type_error
+from ..operators import BINARY, CONST_RIGHT_OPS, SLOT_CONST_OPS, type_error
 from ..patterns import compile_pattern
 from ..scopes import BlockScope, FrameLayout
 from ..values import UNIT, ErrorValue, Function, Record, Variant, display
@@ -121,13 +121,16 @@ class Expressions:
 
     # ---------------------------------------------------------------- operators
     def e_Binary(self, node: Any, scope: BlockScope) -> Code:
-        left, right = node.left, node.right
-        if node.op in SLOT_CONST_OPS and type(left) is A.Name and left.ref is None and type(right) is A.Literal \
-                and type(right.value) is int:
-            # `n - 1`, `i < 10`: a local variable and an Int literal, the most common operands in loops and
-            # recursion, read without two closure calls
-            return SLOT_CONST_OPS[node.op](scope.find_local(left.name), right.value, self.file, node.span)
-        return BINARY[node.op](self.expr(left, scope), self.expr(right, scope), self.file, node.span)
+        op, left, right = node.op, node.left, node.right
+        if type(right) is A.Literal and type(right.value) is int:
+            # `n - 1`, `i < 10`, `x % 2`: an Int literal on the right, the most common shape in loops and
+            # recursion, is not read through a closure call; nor is a local variable on the left
+            const = right.value
+            if op in SLOT_CONST_OPS and type(left) is A.Name and left.ref is None:
+                return SLOT_CONST_OPS[op](scope.find_local(left.name), const, self.file, node.span)
+            if op in CONST_RIGHT_OPS and (op != "%" or const > 0):
+                return CONST_RIGHT_OPS[op](self.expr(left, scope), const, self.file, node.span)
+        return BINARY[op](self.expr(left, scope), self.expr(right, scope), self.file, node.span)
 
     def e_Unary(self, node: Any, scope: BlockScope) -> Code:
         operand = self.expr(node.operand, scope)
@@ -235,7 +238,7 @@ class Expressions:
             body_code = self.expr(node.body, inner)
         nparams = len(node.params)
         captures = layout.captures
-        nslots = layout.nslots
+        pad = [None] * (layout.nslots - 1 - nparams)
         file, span = self.file, node.span
 
         def make(frame: list) -> Function:
@@ -246,11 +249,11 @@ class Expressions:
                 if len(args) != nparams:
                     raise raise_at("Runtime", f"closure takes {nparams} argument(s), {len(args)} given",
                                    "E020", file, span)
-                inner_frame = [None] * nslots
-                inner_frame[0] = ctx
-                inner_frame[1:1 + nparams] = args
-                for slot, value in captured:
-                    inner_frame[slot] = value
+                inner_frame = [ctx, *args]
+                inner_frame += pad
+                if captured:
+                    for slot, value in captured:
+                        inner_frame[slot] = value
                 ctx.depth += 1
                 try:
                     if ctx.depth > CALL_DEPTH_LIMIT:

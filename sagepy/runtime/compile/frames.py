@@ -51,10 +51,13 @@ def located(exc: SageRaise, file: str, span: tuple, ctx: Any) -> SageRaise:
 
 def make_function(body: Code, nslots: int, nparams: int, file: str, span: tuple) -> Callable[..., Any]:
     """Wrap a statement body as `impl(ctx, *args)`: new frame, depth accounting, return value."""
+    pad = [None] * (nslots - 1 - nparams)
+    if nparams == 1:
+        return _make_function1(body, pad, file, span)
+
     def impl(ctx: Any, *args: Any) -> Any:
-        frame = [None] * nslots
-        frame[0] = ctx
-        frame[1:1 + nparams] = args
+        frame = [ctx, *args]
+        frame += pad
         ctx.depth += 1
         try:
             if ctx.depth > CALL_DEPTH_LIMIT:
@@ -68,8 +71,30 @@ def make_function(body: Code, nslots: int, nparams: int, file: str, span: tuple)
             return sig.value
         if sig is None or sig is BREAK or sig is CONTINUE:
             return UNIT
-        return sig   # the raw tail value of a function body
+        return sig   # the raw value of a function's tail or `return`
     return impl
+
+
+def _make_function1(body: Code, pad: list, file: str, span: tuple) -> Callable[..., Any]:
+    """`make_function` for the most common case, one parameter: the frame is built without `*args`."""
+    def impl1(ctx: Any, arg: Any) -> Any:
+        frame = [ctx, arg]
+        frame += pad
+        ctx.depth += 1
+        try:
+            if ctx.depth > CALL_DEPTH_LIMIT:
+                raise raise_at("Runtime", "call depth exceeded", "E205", file, span)
+            sig = body(frame)
+        except ControlFlow as cf:
+            sig = cf.signal
+        finally:
+            ctx.depth -= 1
+        if type(sig) is Return:
+            return sig.value
+        if sig is None or sig is BREAK or sig is CONTINUE:
+            return UNIT
+        return sig
+    return impl1
 
 
 def sequence(stmts: list) -> Code:

@@ -240,6 +240,12 @@ class Statements:
         return lambda frame: CONTINUE
 
     def s_ReturnStmt(self, node: Any, scope: BlockScope) -> Code:
+        if scope.layout.parent_scope is None:
+            # in a function's own frame the value itself is the signal: every statement passes any signal
+            # but None, BREAK and CONTINUE up to `make_function`, which returns it (no `Return` to allocate)
+            if node.value is None:
+                return lambda frame: UNIT
+            return self.expr(node.value, scope)
         if node.value is None:
             ret = Return(UNIT)
             return lambda frame: ret
