@@ -60,6 +60,7 @@ class Expressions:
         var = lc.find(node.name)
         if var is not None:
             node.ref = None
+            node.slot = cx.slot_of(var)
             self.check_turbofish_absent(node, f"variable `{node.name}`", cx)
             return var.type
         return self.name_value(node, cx, lc, expected)
@@ -230,7 +231,8 @@ class Expressions:
             cx.in_catch -= 1
         inner = lc.child()
         if node.binder:
-            inner.vars[node.binder] = Var(T.ERROR, cx)
+            var = inner.vars[node.binder] = Var(T.ERROR, cx)
+            node.slot = var.slot
         fallback = self.block_type(node.fallback, cx, inner, expected if is_open(left) else left)
         if not fits(left, fallback):
             self.error("E015", f"`catch` fallback has type {show(fallback)}, but the expression has type "
@@ -356,11 +358,15 @@ class Expressions:
                 self.error("E012", f"duplicate parameter `{p.name}`", p.span, cx.file)
             if p.name != "_":
                 inner.vars[p.name] = Var(t, body_cx)
+            else:
+                body_cx.new_slot()   # every parameter has its slot in the frame, in order
             params.append(t)
         if isinstance(node.body, A.Block):
             body_t = self.block_type(node.body, body_cx, inner, ret)
         else:
             body_t = self.expr(node.body, body_cx, inner, ret)
+        node.nslots = body_cx.nslots
+        node.captures = body_cx.captures
         if ret is not None:
             if not fits(ret, body_t):
                 self.mismatch(ret, body_t, node.body.span, cx)

@@ -54,6 +54,7 @@ class Items:
             lc.vars[name] = Var(t, cx)
         unit = prim_named(sig.ret, "Unit")
         t = self.block_type(decl.body, cx, lc, sig.ret, discard=unit)
+        decl.nslots = cx.nslots
         if unit or t is NEVER:
             return
         if not self.has_tail(decl.body):
@@ -68,6 +69,7 @@ class Items:
         declared = entity.info if entity is not None and entity.decl is decl else self.resolve_type(decl.type, scope)
         cx = Body(scope, "const")
         self.expect(decl.value, declared, cx, Locals())
+        decl.nslots = cx.nslots
         offending = self.non_constant(decl.value, scope)
         if offending is not None:
             self.error("E048", "`const` initialiser is not a constant expression", offending.span, scope.path,
@@ -175,7 +177,9 @@ class Items:
                 if not (is_open(t) or prim_named(t, "Error")):
                     self.mismatch(T.ERROR, t, h.param_type.span, cx)
             lc.vars[h.param] = Var(T.ERROR, cx)
-        return self.block_type(h.body, cx, lc, discard=True) is NEVER
+        diverges = self.block_type(h.body, cx, lc, discard=True) is NEVER
+        h.nslots = cx.nslots
+        return diverges
 
     def not_persistable(self, t: T.Type, seen: set) -> str | None:
         """Why a `@persistent` field of type t cannot be stored with a default (§3.5, §4.8), or None."""
@@ -232,6 +236,7 @@ class Items:
             else:
                 self.check_field_inits(entity.info, child.fields, child.span, cx, lc, "E062",
                                        f"child `{child.name}`")
+            child.nslots = cx.nslots
 
     def check_effect_handler(self, decl: Any, scope: ModuleScope) -> None:
         file = scope.path
@@ -295,6 +300,7 @@ class Items:
         names[decl.name] = decl
         cx = Body(scope, "test", fallible=True)
         self.block_type(decl.body, cx, Locals(), discard=True)
+        decl.nslots = cx.nslots
 
     def check_run(self, decl: Any, scope: ModuleScope) -> None:
         if scope.is_test:

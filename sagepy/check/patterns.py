@@ -32,6 +32,7 @@ class Patterns:
             inner = lc.child()
             for name, t in self.pattern(arm.pattern, scrutinee, cx).items():
                 inner.vars[name] = Var(t, cx)
+            bind_slots(arm.pattern, inner.vars)
             hint = None if discard else (result if result is not None and not is_open(result) else expected)
             t = self.arm_body(arm.body, cx, inner, hint, discard)
             if t is NEVER:
@@ -174,6 +175,23 @@ class Patterns:
         if missing:
             self.error("E029", f"non-exhaustive match: {', '.join('`' + m + '`' for m in missing)} not covered",
                        node.span, cx.file, hint="add the missing arms, or a catch-all `_ => …`")
+
+
+def bind_slots(pat: Any, variables: dict[str, Var]) -> None:
+    """Record the frame slot of every name the pattern binds; the alternatives of `p | q` share them."""
+    cls = type(pat)
+    if cls is A.PatBind:
+        var = variables.get(pat.name)   # missing only in an alternative already reported (E031)
+        if var is not None:
+            pat.slot = var.slot
+    elif cls is A.PatTuple:
+        for item in pat.items:
+            bind_slots(item, variables)
+    elif cls is A.PatOr:
+        for alt in pat.alts:
+            bind_slots(alt, variables)
+    elif cls is A.PatVariant and pat.payload is not None:
+        bind_slots(pat.payload, variables)
 
 
 def prim_bool(t: T.Type) -> bool:

@@ -72,7 +72,8 @@ class Statements:
     def bind_target(self, target: Any, t: T.Type, cx: Body, lc: Locals) -> None:
         if isinstance(target, A.TargetName):
             if target.name != "_":
-                lc.vars[target.name] = Var(t, cx)
+                var = lc.vars[target.name] = Var(t, cx)
+                target.slot = var.slot
             return
         n = len(target.items)
         if isinstance(t, T.TupleT):
@@ -97,6 +98,7 @@ class Statements:
             return self.expr(node.value, cx, lc) is NEVER
         if var.owner is not cx:
             self.error("E047", f"a closure cannot assign to captured variable `{node.name}`", node.span, cx.file)
+        node.slot = var.slot
         t = self.expr(node.value, cx, lc, var.type)
         if not fits(var.type, t):
             self.mismatch(var.type, t, node.value.span, cx)

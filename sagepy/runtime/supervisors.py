@@ -11,7 +11,6 @@ from typing import Any
 
 from .agents import AgentInstance
 from .errors import AgentCancelled, SageRaise
-from .scopes import top_scope
 from .values import ErrorValue
 
 
@@ -51,9 +50,8 @@ def compile_supervisor(c: Any, decl: Any, plan: SupervisorPlan) -> None:
         target = c.scope.lookup(child.name)
         spec.kind = target.kind
         spec.target = c.runtime_item(target)
-        scope = top_scope()
-        spec.fields = [(name, c.expr(value, scope)) for name, value, _span in child.fields]
-        spec.nslots = scope.layout.nslots
+        spec.fields = [(name, c.expr(value)) for name, value, _span in child.fields]
+        spec.nslots = child.nslots
         for _role, handler_name in child.handlers:
             handler = c.scope.lookup(handler_name)
             spec.llm_overrides = {key: lit.value for key, lit, _span in handler.decl.entries

@@ -39,7 +39,7 @@ _TABLE: dict[str, tuple[str, str]] = {
     "FieldDecl": ("name type", ""),
     "EnumDecl": ("name tparams variants pub", "info"),   # variants: [VariantDecl]
     "VariantDecl": ("name type", ""),
-    "ConstDecl": ("name type value pub", "slot"),
+    "ConstDecl": ("name type value pub", "nslots"),
     "FnDecl": ("name tparams params ret fails body extern pub", "nslots has_arm_return info"),
     "Param": ("name type", ""),
     "ToolDecl": ("name fns pub", ""),
@@ -49,7 +49,7 @@ _TABLE: dict[str, tuple[str, str]] = {
     "AgentField": ("name type annotation", ""),
     "Handler": ("kind param param_type body", "nslots has_arm_return"),   # kind: start/waking/.../message/error
     "SupervisorDecl": ("name strategy children pub", ""),
-    "ChildSpec": ("name restart handlers fields", ""),  # handlers: [(name, handler)], fields: [(name, expr)]
+    "ChildSpec": ("name restart handlers fields", "nslots"),  # handlers: [(name, handler)], fields: [(name, expr)]
     "ProtocolDecl": ("name steps pub", ""),
     "EffectHandlerDecl": ("name effect entries pub", ""),
     "TestDecl": ("name annotation body", "nslots has_arm_return"),
@@ -77,7 +77,7 @@ _TABLE: dict[str, tuple[str, str]] = {
     # ---- expressions
     "Literal": ("value", ""),
     "Template": ("parts", ""),                 # parts: str | expression node
-    "Name": ("name targs", "ref"),
+    "Name": ("name targs", "ref slot"),
     "VariantPath": ("enum_name targs variant", "ref"),
     "SelfExpr": ("", ""),
     "FieldAccess": ("obj name", ""),

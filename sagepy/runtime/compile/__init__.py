@@ -39,6 +39,7 @@ class Compiler(Items, Statements, Expressions, Calls, Messaging, TestCode):
         self.scope: Any = None                # the checker's namespace of the module being compiled
         self.file = ""
         self.agent: CompiledAgent | None = None
+        self.closure_depth = 0                # > 0 while compiling a closure's body: its own frame
         self.current_context = current_context
 
     def trace(self, ctx: Any, kind: str, data: dict) -> None:

@@ -13,7 +13,6 @@ from ...check.symbols import ToolRef
 from ...syntax import ast as A
 from ..errors import SageRaise, raise_at
 from ..operators import builtin_misuse
-from ..scopes import BlockScope
 from ..values import UNIT, Function, Variant, display
 from .frames import Code, located
 
@@ -28,30 +27,30 @@ CONTEXT_BUILTINS = ("print", "print_err", "map_set", "map_delete", "sleep_ms", "
 class Calls:
     """Mixin of the compiler."""
 
-    def e_Call(self, node: Any, scope: BlockScope) -> Code:
+    def e_Call(self, node: Any) -> Code:
         ref = node.ref
         if ref is BUILTIN:
-            return self.builtin_call(node, scope)
+            return self.builtin_call(node)
         if ref is None:
             fn = node.fn
             if type(fn) is A.FieldAccess and type(fn.obj) is A.FieldAccess and type(fn.obj.obj) is A.SelfExpr \
                     and fn.obj.name not in self.agent.field_names:
-                return self.persistent_method(fn.obj.name, fn.name, node, scope)
-            return self.dynamic_call(self.expr(fn, scope), node, scope)
+                return self.persistent_method(fn.obj.name, fn.name, node)
+            return self.dynamic_call(self.expr(fn), node)
         kind = type(ref)
         if kind is ToolRef:
-            return self.tool_call(ref, node, scope)
+            return self.tool_call(ref, node)
         if kind is VariantRef:
-            arg = self.expr(node.args[0], scope)
+            arg = self.expr(node.args[0])
             enum_name, vname = ref.enum, ref.name
             return lambda frame: Variant(enum_name, vname, arg(frame))
         if ref.kind == "fn":
-            return self.direct_call(self.runtime_item(ref), node, scope)
+            return self.direct_call(self.runtime_item(ref), node)
         cell = self.runtime_item(ref)   # a constant holding a function
-        return self.dynamic_call(lambda frame: cell[2](), node, scope)
+        return self.dynamic_call(lambda frame: cell[2](), node)
 
-    def dynamic_call(self, callee: Code, node: Any, scope: BlockScope) -> Code:
-        args = [self.expr(a, scope) for a in node.args]
+    def dynamic_call(self, callee: Code, node: Any) -> Code:
+        args = [self.expr(a) for a in node.args]
         file, span = self.file, node.span
 
         def call(frame: list) -> Any:
@@ -67,8 +66,8 @@ class Calls:
                 raise raise_at("Runtime", "call depth exceeded", "E205", file, span)
         return call
 
-    def direct_call(self, rec: Any, node: Any, scope: BlockScope) -> Code:
-        args = [self.expr(a, scope) for a in node.args]
+    def direct_call(self, rec: Any, node: Any) -> Code:
+        args = [self.expr(a) for a in node.args]
         file, span = self.file, node.span
         n = len(args)
         if n == 1:
@@ -98,17 +97,17 @@ class Calls:
         return call
 
     # ---------------------------------------------------------------- builtins
-    def builtin_call(self, node: Any, scope: BlockScope) -> Code:
+    def builtin_call(self, node: Any) -> Code:
         name = node.fn.name
         if name in ASSERTIONS:
-            return self.assertion(name, node, scope)
+            return self.assertion(name, node)
         if name in CONTEXT_BUILTINS:
-            return self.context_builtin(name, node, scope)
+            return self.context_builtin(name, node)
         impl = self.builtins.get(name)
         if impl is None:   # a prelude constant holding a function
             value = self.constants[name]
-            return self.dynamic_call(lambda frame: value, node, scope)
-        args = [self.expr(a, scope) for a in node.args]
+            return self.dynamic_call(lambda frame: value, node)
+        args = [self.expr(a) for a in node.args]
         if node.target is not None:   # a generic builtin (`json_decode`) receives the type it is to produce
             target = node.target
             args.append(lambda frame: target)
@@ -155,10 +154,10 @@ class Calls:
             value = self.builtin_values[name] = Function(name, self.builtins[name])
         return value
 
-    def context_builtin(self, name: str, node: Any, scope: BlockScope) -> Code:
+    def context_builtin(self, name: str, node: Any) -> Code:
         if name in ("map_set", "map_delete"):
-            return self.map_update(name, node, scope)
-        args = [self.expr(a, scope) for a in node.args]
+            return self.map_update(name, node)
+        args = [self.expr(a) for a in node.args]
         file, span = self.file, node.span
         if name in MCP_BUILTINS:
             def mcp(frame: list) -> Any:
@@ -199,12 +198,12 @@ class Calls:
                 raise located(exc, file, span, frame[0])
         return read
 
-    def map_update(self, name: str, node: Any, scope: BlockScope) -> Code:
+    def map_update(self, name: str, node: Any) -> Code:
         """`map_set(m, k, v)` / `map_delete(m, k)` rebind the variable `m` to an updated copy of its map."""
-        slot = scope.find_local(node.args[0].name)
-        key = self.expr(node.args[1], scope)
+        slot = node.args[0].slot
+        key = self.expr(node.args[1])
         if name == "map_set":
-            value = self.expr(node.args[2], scope)
+            value = self.expr(node.args[2])
 
             def map_set(frame: list) -> Any:
                 m = frame[slot]
@@ -227,9 +226,9 @@ class Calls:
         return map_delete
 
     # ---------------------------------------------------------------- tools and persistent fields
-    def tool_call(self, ref: ToolRef, node: Any, scope: BlockScope) -> Code:
+    def tool_call(self, ref: ToolRef, node: Any) -> Code:
         from ..effects import ToolCallInfo
-        args = [self.expr(a, scope) for a in node.args]
+        args = [self.expr(a) for a in node.args]
         info = ToolCallInfo(ref.tool, ref.fn, ref.remote, ref.params, ref.ret, ref.builtin)
         file, span = self.file, node.span
 
@@ -241,13 +240,13 @@ class Calls:
                 raise located(exc, file, span, frame[0])
         return call
 
-    def persistent_method(self, field: str, method: str, node: Any, scope: BlockScope) -> Code:
+    def persistent_method(self, field: str, method: str, node: Any) -> Code:
         """`self.f.get()`, `self.f.set(v)`, `self.f.checkpoint()` on a `@persistent` field."""
         name = self.agent.name
         if method == "get":
             return lambda frame: frame[0].runtime.store.get(name, field)
         if method == "set":
-            arg = self.expr(node.args[0], scope)
+            arg = self.expr(node.args[0])
 
             def set_(frame: list) -> Any:
                 frame[0].runtime.store.save(name, field, arg(frame))

@@ -14,7 +14,6 @@ from ..agents import CALL_DEPTH_LIMIT
 from ..errors import INT_MIN, SageRaise, raise_at
 from ..operators import BINARY, CONST_RIGHT_OPS, SLOT_CONST_OPS, type_error
 from ..patterns import compile_pattern
-from ..scopes import BlockScope, FrameLayout
 from ..values import UNIT, ErrorValue, Function, Record, Variant, display
 from .frames import BREAK, CONTINUE, Code, ControlFlow, Return, raiser, return_raiser
 
@@ -22,15 +21,15 @@ from .frames import BREAK, CONTINUE, Code, ControlFlow, Return, raiser, return_r
 class Expressions:
     """Mixin of the compiler."""
 
-    def expr(self, node: Any, scope: BlockScope) -> Code:
-        return getattr(self, "e_" + type(node).__name__)(node, scope)
+    def expr(self, node: Any) -> Code:
+        return getattr(self, "e_" + type(node).__name__)(node)
 
-    def e_Literal(self, node: Any, scope: BlockScope) -> Code:
+    def e_Literal(self, node: Any) -> Code:
         value = node.value
         return lambda frame: value
 
-    def e_Template(self, node: Any, scope: BlockScope) -> Code:
-        parts = [p if isinstance(p, str) else self.expr(p, scope) for p in node.parts]
+    def e_Template(self, node: Any) -> Code:
+        parts = [p if isinstance(p, str) else self.expr(p) for p in node.parts]
         if len(parts) == 2 and isinstance(parts[0], str) and not isinstance(parts[1], str):
             prefix, code = parts
 
@@ -51,14 +50,14 @@ class Expressions:
             return "".join(out)
         return run
 
-    def e_SelfExpr(self, node: Any, scope: BlockScope) -> Code:
+    def e_SelfExpr(self, node: Any) -> Code:
         return lambda frame: frame[0]
 
     # ---------------------------------------------------------------- names
-    def e_Name(self, node: Any, scope: BlockScope) -> Code:
+    def e_Name(self, node: Any) -> Code:
         ref = node.ref
         if ref is None:
-            slot = scope.find_local(node.name)
+            slot = node.slot
             return lambda frame: frame[slot]
         if ref is BUILTIN:
             value = self.builtin_value(node.name)
@@ -70,7 +69,7 @@ class Expressions:
             return lambda frame: item.value
         return lambda frame: item[2]()   # a constant: [value, evaluated, evaluate]
 
-    def e_VariantPath(self, node: Any, scope: BlockScope) -> Code:
+    def e_VariantPath(self, node: Any) -> Code:
         return self.unit_variant(node.ref)
 
     @staticmethod
@@ -79,7 +78,7 @@ class Expressions:
         return lambda frame: v
 
     # ---------------------------------------------------------------- fields
-    def e_FieldAccess(self, node: Any, scope: BlockScope) -> Code:
+    def e_FieldAccess(self, node: Any) -> Code:
         name = node.name
         if isinstance(node.obj, A.SelfExpr):
             if name in self.agent.field_names:
@@ -88,7 +87,7 @@ class Expressions:
             def persistent(frame: list) -> Any:
                 raise SageRaise(ErrorValue("Runtime", f"persistent field `{name}` is read with `.get()`"))
             return persistent
-        obj = self.expr(node.obj, scope)
+        obj = self.expr(node.obj)
         file, span = self.file, node.span
 
         def field(frame: list) -> Any:
@@ -107,8 +106,8 @@ class Expressions:
             raise raise_at("Runtime", f"{display(v)} has no field `{name}`", None, file, span)
         return field
 
-    def e_TupleIndex(self, node: Any, scope: BlockScope) -> Code:
-        obj = self.expr(node.obj, scope)
+    def e_TupleIndex(self, node: Any) -> Code:
+        obj = self.expr(node.obj)
         index = node.index
         file, span = self.file, node.span
 
@@ -120,20 +119,20 @@ class Expressions:
         return get
 
     # ---------------------------------------------------------------- operators
-    def e_Binary(self, node: Any, scope: BlockScope) -> Code:
+    def e_Binary(self, node: Any) -> Code:
         op, left, right = node.op, node.left, node.right
         if type(right) is A.Literal and type(right.value) is int:
             # `n - 1`, `i < 10`, `x % 2`: an Int literal on the right, the most common shape in loops and
             # recursion, is not read through a closure call; nor is a local variable on the left
             const = right.value
             if op in SLOT_CONST_OPS and type(left) is A.Name and left.ref is None:
-                return SLOT_CONST_OPS[op](scope.find_local(left.name), const, self.file, node.span)
+                return SLOT_CONST_OPS[op](left.slot, const, self.file, node.span)
             if op in CONST_RIGHT_OPS and (op != "%" or const > 0):
-                return CONST_RIGHT_OPS[op](self.expr(left, scope), const, self.file, node.span)
-        return BINARY[op](self.expr(left, scope), self.expr(right, scope), self.file, node.span)
+                return CONST_RIGHT_OPS[op](self.expr(left), const, self.file, node.span)
+        return BINARY[op](self.expr(left), self.expr(right), self.file, node.span)
 
-    def e_Unary(self, node: Any, scope: BlockScope) -> Code:
-        operand = self.expr(node.operand, scope)
+    def e_Unary(self, node: Any) -> Code:
+        operand = self.expr(node.operand)
         file, span = self.file, node.span
         if node.op == "!":
             def not_(frame: list) -> bool:
@@ -158,11 +157,11 @@ class Expressions:
         return neg
 
     # ---------------------------------------------------------------- errors
-    def e_TryExpr(self, node: Any, scope: BlockScope) -> Code:
-        return self.expr(node.expr, scope)
+    def e_TryExpr(self, node: Any) -> Code:
+        return self.expr(node.expr)
 
-    def e_FailExpr(self, node: Any, scope: BlockScope) -> Code:
-        value = self.expr(node.expr, scope)
+    def e_FailExpr(self, node: Any) -> Code:
+        value = self.expr(node.expr)
         file, span = self.file, node.span
 
         def fail(frame: list) -> Any:
@@ -175,11 +174,10 @@ class Expressions:
             raise SageRaise(err)
         return fail
 
-    def e_CatchExpr(self, node: Any, scope: BlockScope) -> Code:
-        body = self.expr(node.expr, scope)
-        fallback_scope = scope.child()
-        slot = fallback_scope.declare(node.binder) if node.binder else None
-        fallback = self.block_value(node.fallback, fallback_scope)
+    def e_CatchExpr(self, node: Any) -> Code:
+        body = self.expr(node.expr)
+        slot = node.slot if node.binder else None
+        fallback = self.block_value(node.fallback)
 
         def catch(frame: list) -> Any:
             try:
@@ -195,16 +193,16 @@ class Expressions:
         return catch
 
     # ---------------------------------------------------------------- collections and records
-    def e_ListLit(self, node: Any, scope: BlockScope) -> Code:
-        items = [self.expr(i, scope) for i in node.items]
+    def e_ListLit(self, node: Any) -> Code:
+        items = [self.expr(i) for i in node.items]
         return lambda frame: [i(frame) for i in items]
 
-    def e_TupleLit(self, node: Any, scope: BlockScope) -> Code:
-        items = [self.expr(i, scope) for i in node.items]
+    def e_TupleLit(self, node: Any) -> Code:
+        items = [self.expr(i) for i in node.items]
         return lambda frame: tuple(i(frame) for i in items)
 
-    def e_MapLit(self, node: Any, scope: BlockScope) -> Code:
-        entries = [(self.expr(k, scope), self.expr(v, scope)) for k, v in node.entries]
+    def e_MapLit(self, node: Any) -> Code:
+        entries = [(self.expr(k), self.expr(v)) for k, v in node.entries]
 
         def build(frame: list) -> dict:
             out = {}
@@ -214,11 +212,11 @@ class Expressions:
             return out
         return build
 
-    def e_RecordLit(self, node: Any, scope: BlockScope) -> Code:
+    def e_RecordLit(self, node: Any) -> Code:
         info = node.ref
         order = {name: i for i, (name, _) in enumerate(info.fields)}
         # fields are evaluated in source order and stored in declaration order
-        given = [(fname, self.expr(value, scope)) for fname, value, _ in node.fields]
+        given = [(fname, self.expr(value)) for fname, value, _ in node.fields]
         declared = sorted((n for n, _ in given), key=order.__getitem__)
         rname = info.name
 
@@ -227,18 +225,16 @@ class Expressions:
             return Record(rname, {n: values[n] for n in declared})
         return build
 
-    def e_Closure(self, node: Any, scope: BlockScope) -> Code:
-        layout = FrameLayout(scope)
-        inner = BlockScope(layout, None)
-        for p in node.params:
-            inner.declare(p.name)
+    def e_Closure(self, node: Any) -> Code:
+        self.closure_depth += 1
         if isinstance(node.body, A.Block):
-            body_code = self.block_value(node.body, inner)
+            body_code = self.block_value(node.body)
         else:
-            body_code = self.expr(node.body, inner)
+            body_code = self.expr(node.body)
+        self.closure_depth -= 1
         nparams = len(node.params)
-        captures = layout.captures
-        pad = [None] * (layout.nslots - 1 - nparams)
+        captures = node.captures
+        pad = [None] * (node.nslots - 1 - nparams)
         file, span = self.file, node.span
 
         def make(frame: list) -> Function:
@@ -270,27 +266,26 @@ class Expressions:
         return make
 
     # ---------------------------------------------------------------- match and retry
-    def e_MatchExpr(self, node: Any, scope: BlockScope) -> Code:
-        return self.match(node, scope)
+    def e_MatchExpr(self, node: Any) -> Code:
+        return self.match(node)
 
-    def match(self, node: Any, scope: BlockScope) -> Code:
-        scrutinee = self.expr(node.scrutinee, scope)
+    def match(self, node: Any) -> Code:
+        scrutinee = self.expr(node.scrutinee)
         arms = []
         for arm in node.arms:
-            arm_scope = scope.child()
-            test = compile_pattern(arm.pattern, arm_scope)
+            test = compile_pattern(arm.pattern)
             body = arm.body
             if isinstance(body, A.Block):
-                code = self.block_value(body, arm_scope)
+                code = self.block_value(body)
             elif isinstance(body, A.ArmBreak):
                 code = raiser(BREAK)
             elif isinstance(body, A.ArmContinue):
                 code = raiser(CONTINUE)
             elif isinstance(body, A.ArmReturn):
-                value = self.expr(body.value, arm_scope) if body.value is not None else (lambda f: UNIT)
+                value = self.expr(body.value) if body.value is not None else (lambda f: UNIT)
                 code = return_raiser(value)
             else:
-                code = self.expr(body, arm_scope)
+                code = self.expr(body)
             arms.append((test, code))
         file, span = self.file, node.span
 
@@ -302,10 +297,10 @@ class Expressions:
             raise raise_at("Runtime", f"no match arm for {display(v)}", "E212", file, span)
         return run
 
-    def e_RetryExpr(self, node: Any, scope: BlockScope) -> Code:
-        count = self.expr(node.count, scope)
-        delay = self.expr(node.delay, scope) if node.delay is not None else (lambda f: 0)
-        body = self.block_value(node.body, scope.child())
+    def e_RetryExpr(self, node: Any) -> Code:
+        count = self.expr(node.count)
+        delay = self.expr(node.delay) if node.delay is not None else (lambda f: 0)
+        body = self.block_value(node.body)
         file, span = self.file, node.span
         kind_set = set(node.kinds) if node.kinds else None
 

@@ -13,7 +13,6 @@ from ... import types as T
 from ...syntax import ast as A
 from ..errors import SageRaise
 from ..externs import bind_extern
-from ..scopes import top_scope
 from ..values import UNIT, ErrorValue, Function, Record, Variant
 from .frames import located, make_function
 
@@ -93,7 +92,7 @@ class Items:
             from ..supervisors import compile_supervisor
             compile_supervisor(self, item, self.compiled[id(item)])
         elif kind is A.TestDecl:
-            self.host.add_test(item, self.compile_body(item.body, [], None, item.span), self.scope)
+            self.host.add_test(item, self.compile_body(item, 0, None), self.scope)
 
     def runtime_item(self, entity: Any) -> Any:
         """The runtime object of a checker entity (fn, const, agent, supervisor)."""
@@ -104,10 +103,9 @@ class Items:
         return self.runtime_item(self.root_scope.lookup(name))
 
     def compile_const(self, decl: Any) -> None:
-        scope = top_scope()
-        code = self.expr(decl.value, scope)
+        code = self.expr(decl.value)
         cell = self.compiled[id(decl)]
-        nslots = scope.layout.nslots
+        nslots = decl.nslots
         file = self.file
 
         def evaluate() -> Any:
@@ -128,26 +126,21 @@ class Items:
             rec.impl = lambda ctx, *args: impl(*args)
             rec.value = Function(decl.name, impl)
             return
-        scope = top_scope()
-        for p in decl.params:
-            scope.declare(p.name)
         saved = self.agent
         self.agent = None
-        body = self.function_body(decl.body, scope)
+        body = self.function_body(decl.body)
         self.agent = saved
-        rec.impl = impl = make_function(body, scope.layout.nslots, len(decl.params), self.file, decl.span)
+        rec.impl = impl = make_function(body, decl.nslots, len(decl.params), self.file, decl.span)
         current_context = self.current_context
         rec.value = Function(decl.name, lambda *args: impl(current_context(), *args))
 
-    def compile_body(self, block: Any, params: list, agent: CompiledAgent | None, span: tuple) -> CompiledBody:
-        scope = top_scope()
-        for name in params:
-            scope.declare(name)
+    def compile_body(self, decl: Any, nparams: int, agent: CompiledAgent | None) -> CompiledBody:
+        """A handler or test body, run in a frame of `decl.nslots` slots, its parameter (if any) in slot 1."""
         saved = self.agent
         self.agent = agent
-        body = self.block_stmts(block, scope)
+        body = self.block_stmts(decl.body)
         self.agent = saved
-        return CompiledBody(make_function(body, scope.layout.nslots, len(params), self.file, span), span)
+        return CompiledBody(make_function(body, decl.nslots, nparams, self.file, decl.span), decl.span)
 
     def compile_agent(self, agent: CompiledAgent) -> None:
         decl = agent.decl
@@ -159,10 +152,9 @@ class Items:
             kind = h.kind
             if kind == "message":
                 predicate = type_predicate(next(message_types))
-                agent.message_handlers.append((predicate, self.compile_body(h.body, [h.param], agent, h.span)))
+                agent.message_handlers.append((predicate, self.compile_body(h, 1, agent)))
                 continue
-            params = [h.param] if kind == "error" else []
-            agent.handlers["stop" if kind == "resting" else kind] = self.compile_body(h.body, params, agent, h.span)
+            agent.handlers["stop" if kind == "resting" else kind] = self.compile_body(h, int(kind == "error"), agent)
 
 
 def type_predicate(t: T.Type) -> Callable[[Any], bool]:

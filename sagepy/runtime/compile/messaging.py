@@ -9,7 +9,6 @@ from typing import Any
 
 from ..agents import AgentInstance, MailboxClosed, YieldSignal
 from ..errors import SageRaise, raise_at
-from ..scopes import BlockScope
 from ..values import UNIT, display
 from .frames import Code, located
 
@@ -17,9 +16,9 @@ from .frames import Code, located
 class Messaging:
     """Mixin of the compiler."""
 
-    def e_SummonExpr(self, node: Any, scope: BlockScope) -> Code:
+    def e_SummonExpr(self, node: Any) -> Code:
         agent = self.compiled[id(node.ref.decl)]
-        given = [(fname, self.expr(value, scope)) for fname, value, _ in node.fields]
+        given = [(fname, self.expr(value)) for fname, value, _ in node.fields]
         host = self.host
 
         def summon(frame: list) -> AgentInstance:
@@ -28,9 +27,9 @@ class Messaging:
             return host.spawn(agent, fields, parent, parent.runtime if parent is not None else host.runtime)
         return summon
 
-    def e_AwaitExpr(self, node: Any, scope: BlockScope) -> Code:
-        target = self.expr(node.expr, scope)
-        timeout = self.expr(node.timeout, scope) if node.timeout is not None else None
+    def e_AwaitExpr(self, node: Any) -> Code:
+        target = self.expr(node.expr)
+        timeout = self.expr(node.timeout) if node.timeout is not None else None
         file, span = self.file, node.span
 
         def await_(frame: list) -> Any:
@@ -51,9 +50,9 @@ class Messaging:
             return h.result
         return await_
 
-    def e_SendExpr(self, node: Any, scope: BlockScope) -> Code:
-        target = self.expr(node.target, scope)
-        message = self.expr(node.message, scope)
+    def e_SendExpr(self, node: Any) -> Code:
+        target = self.expr(node.target)
+        message = self.expr(node.message)
         file, span = self.file, node.span
 
         def send(frame: list) -> Any:
@@ -71,7 +70,7 @@ class Messaging:
             return UNIT
         return send
 
-    def e_ReceiveExpr(self, node: Any, scope: BlockScope) -> Code:
+    def e_ReceiveExpr(self, node: Any) -> Code:
         file, span = self.file, node.span
 
         def receive(frame: list) -> Any:
@@ -85,8 +84,8 @@ class Messaging:
             return message
         return receive
 
-    def e_ReplyExpr(self, node: Any, scope: BlockScope) -> Code:
-        value = self.expr(node.value, scope)
+    def e_ReplyExpr(self, node: Any) -> Code:
+        value = self.expr(node.value)
         file, span = self.file, node.span
 
         def reply(frame: list) -> Any:
@@ -102,15 +101,15 @@ class Messaging:
             return UNIT
         return reply
 
-    def e_YieldExpr(self, node: Any, scope: BlockScope) -> Code:
-        value = self.expr(node.value, scope)
+    def e_YieldExpr(self, node: Any) -> Code:
+        value = self.expr(node.value)
 
         def run(frame: list) -> Any:
             raise YieldSignal(value(frame))
         return run
 
-    def e_TraceExpr(self, node: Any, scope: BlockScope) -> Code:
-        value = self.expr(node.value, scope)
+    def e_TraceExpr(self, node: Any) -> Code:
+        value = self.expr(node.value)
         trace = self.trace
 
         def run(frame: list) -> Any:
@@ -118,8 +117,8 @@ class Messaging:
             return UNIT
         return run
 
-    def e_DivineExpr(self, node: Any, scope: BlockScope) -> Code:
-        prompt = self.expr(node.prompt, scope)
+    def e_DivineExpr(self, node: Any) -> Code:
+        prompt = self.expr(node.prompt)
         target = node.target
         infer = node.infer
         file, span = self.file, node.span

@@ -7,7 +7,6 @@ from typing import Any, Callable
 from ...syntax import ast as A
 from ..errors import raise_at
 from ..operators import BOOLEAN_OPS
-from ..scopes import BlockScope
 from ..values import UNIT, display
 from .frames import BREAK, CONTINUE, Code, ControlFlow, Return, discard, sequence
 
@@ -15,30 +14,28 @@ from .frames import BREAK, CONTINUE, Code, ControlFlow, Return, discard, sequenc
 class Statements:
     """Mixin of the compiler."""
 
-    def block_stmts(self, block: Any, scope: BlockScope) -> Code:
+    def block_stmts(self, block: Any) -> Code:
         """A block run as statements: returns a signal (None, BREAK, CONTINUE, Return)."""
-        inner = scope.child()
-        stmts = [self.stmt(s, inner) for s in block.stmts]
+        stmts = [self.stmt(s) for s in block.stmts]
         if block.value is not None:
-            stmts.append(discard(self.expr(block.value, inner)))
+            stmts.append(discard(self.expr(block.value)))
         return sequence(stmts)
 
-    def function_body(self, block: Any, scope: BlockScope) -> Code:
+    def function_body(self, block: Any) -> Code:
         """A function body. It returns a signal from its statements (a `Return`), or else the raw value of its
         tail: the trailing expression, a final match statement, or a final `return e;` (the common case,
         which so needs no `Return` object)."""
-        inner = scope.child()
         stmts_ast = list(block.stmts)
         value_ast = block.value
         if value_ast is None and stmts_ast and isinstance(stmts_ast[-1], A.MatchStmt):
             value_ast = stmts_ast.pop().match
         elif value_ast is None and stmts_ast and isinstance(stmts_ast[-1], A.ReturnStmt) \
-                and stmts_ast[-1].value is not None and scope.layout.parent_scope is None:
+                and stmts_ast[-1].value is not None:
             value_ast = stmts_ast.pop().value
-        stmts = [self.stmt(s, inner) for s in stmts_ast]
+        stmts = [self.stmt(s) for s in stmts_ast]
         if value_ast is None:
             return sequence(stmts)
-        tail = self.expr(value_ast, inner)
+        tail = self.expr(value_ast)
         if not stmts:
             return tail
         if len(stmts) == 1:
@@ -59,15 +56,14 @@ class Statements:
             return tail(frame)
         return then_tail
 
-    def block_value(self, block: Any, scope: BlockScope) -> Code:
+    def block_value(self, block: Any) -> Code:
         """A block used for its value (catch fallbacks, closures, arms)."""
-        inner = scope.child()
         stmts_ast = list(block.stmts)
         value_ast = block.value
         if value_ast is None and stmts_ast and isinstance(stmts_ast[-1], A.MatchStmt):
             value_ast = stmts_ast.pop().match
-        stmts = [self.stmt(s, inner) for s in stmts_ast]
-        value = self.expr(value_ast, inner) if value_ast is not None else (lambda f: UNIT)
+        stmts = [self.stmt(s) for s in stmts_ast]
+        value = self.expr(value_ast) if value_ast is not None else (lambda f: UNIT)
         if not stmts:
             return value
 
@@ -79,33 +75,33 @@ class Statements:
             return value(frame)
         return run
 
-    def stmt(self, node: Any, scope: BlockScope) -> Code:
-        return getattr(self, "s_" + type(node).__name__)(node, scope)
+    def stmt(self, node: Any) -> Code:
+        return getattr(self, "s_" + type(node).__name__)(node)
 
-    def s_ExprStmt(self, node: Any, scope: BlockScope) -> Code:
-        return discard(self.expr(node.expr, scope))
+    def s_ExprStmt(self, node: Any) -> Code:
+        return discard(self.expr(node.expr))
 
-    def s_MatchStmt(self, node: Any, scope: BlockScope) -> Code:
-        return discard(self.match(node.match, scope))
+    def s_MatchStmt(self, node: Any) -> Code:
+        return discard(self.match(node.match))
 
-    def s_LetStmt(self, node: Any, scope: BlockScope) -> Code:
-        value = self.expr(node.value, scope)
-        assign = self.bind_target(node.target, scope)
+    def s_LetStmt(self, node: Any) -> Code:
+        value = self.expr(node.value)
+        assign = self.bind_target(node.target)
 
         def run(frame: list) -> None:
             assign(frame, value(frame))
         return run
 
-    def bind_target(self, target: Any, scope: BlockScope) -> Callable[[list, Any], None]:
+    def bind_target(self, target: Any) -> Callable[[list, Any], None]:
         if isinstance(target, A.TargetName):
             if target.name == "_":
                 return lambda frame, v: None
-            slot = scope.declare(target.name)
+            slot = target.slot
 
             def set_slot(frame: list, v: Any) -> None:
                 frame[slot] = v
             return set_slot
-        parts = [self.bind_target(t, scope) for t in target.items]
+        parts = [self.bind_target(t) for t in target.items]
         n = len(parts)
         file, span = self.file, target.span
 
@@ -116,17 +112,17 @@ class Statements:
                 p(frame, x)
         return unpack
 
-    def s_AssignStmt(self, node: Any, scope: BlockScope) -> Code:
-        slot = scope.find_local(node.name)
-        value = self.expr(node.value, scope)
+    def s_AssignStmt(self, node: Any) -> Code:
+        slot = node.slot
+        value = self.expr(node.value)
 
         def run(frame: list) -> None:
             frame[slot] = value(frame)
         return run
 
-    def s_IfStmt(self, node: Any, scope: BlockScope) -> Code:
-        cond = self.condition(node.cond, scope)
-        then = self.block_stmts(node.then, scope)
+    def s_IfStmt(self, node: Any) -> Code:
+        cond = self.condition(node.cond)
+        then = self.block_stmts(node.then)
         if node.orelse is None:
             def run_if(frame: list) -> Any:
                 if cond(frame):
@@ -134,9 +130,9 @@ class Statements:
                 return None
             return run_if
         if isinstance(node.orelse, A.IfStmt):
-            other = self.s_IfStmt(node.orelse, scope)
+            other = self.s_IfStmt(node.orelse)
         else:
-            other = self.block_stmts(node.orelse, scope)
+            other = self.block_stmts(node.orelse)
 
         def run_if_else(frame: list) -> Any:
             if cond(frame):
@@ -144,8 +140,8 @@ class Statements:
             return other(frame)
         return run_if_else
 
-    def condition(self, node: Any, scope: BlockScope) -> Callable[[list], bool]:
-        code = self.expr(node, scope)
+    def condition(self, node: Any) -> Callable[[list], bool]:
+        code = self.expr(node)
         if (isinstance(node, A.Binary) and node.op in BOOLEAN_OPS) or (isinstance(node, A.Unary) and node.op == "!"):
             return code   # these always produce a Bool or raise
         file, span = self.file, node.span
@@ -159,9 +155,9 @@ class Statements:
             raise raise_at("Runtime", f"condition is not a Bool: {display(v)}", None, file, span)
         return cond
 
-    def s_WhileStmt(self, node: Any, scope: BlockScope) -> Code:
-        cond = self.condition(node.cond, scope)
-        body = self.block_stmts(node.body, scope.child())
+    def s_WhileStmt(self, node: Any) -> Code:
+        cond = self.condition(node.cond)
+        body = self.block_stmts(node.body)
 
         def run(frame: list) -> Any:
             ctx = frame[0]
@@ -181,8 +177,8 @@ class Statements:
             return None
         return run
 
-    def s_LoopStmt(self, node: Any, scope: BlockScope) -> Code:
-        body = self.block_stmts(node.body, scope.child())
+    def s_LoopStmt(self, node: Any) -> Code:
+        body = self.block_stmts(node.body)
 
         def run(frame: list) -> Any:
             ctx = frame[0]
@@ -201,11 +197,10 @@ class Statements:
                     return sig
         return run
 
-    def s_ForStmt(self, node: Any, scope: BlockScope) -> Code:
-        iterable = self.expr(node.iter, scope)
-        loop_scope = scope.child()
-        assign = self.bind_target(node.target, loop_scope)
-        body = self.block_stmts(node.body, loop_scope)
+    def s_ForStmt(self, node: Any) -> Code:
+        iterable = self.expr(node.iter)
+        assign = self.bind_target(node.target)
+        body = self.block_stmts(node.body)
         file, span = self.file, node.iter.span
 
         def run(frame: list) -> Any:
@@ -233,28 +228,28 @@ class Statements:
             return None
         return run
 
-    def s_BreakStmt(self, node: Any, scope: BlockScope) -> Code:
+    def s_BreakStmt(self, node: Any) -> Code:
         return lambda frame: BREAK
 
-    def s_ContinueStmt(self, node: Any, scope: BlockScope) -> Code:
+    def s_ContinueStmt(self, node: Any) -> Code:
         return lambda frame: CONTINUE
 
-    def s_ReturnStmt(self, node: Any, scope: BlockScope) -> Code:
-        if scope.layout.parent_scope is None:
+    def s_ReturnStmt(self, node: Any) -> Code:
+        if self.closure_depth == 0:
             # in a function's own frame the value itself is the signal: every statement passes any signal
             # but None, BREAK and CONTINUE up to `make_function`, which returns it (no `Return` to allocate)
             if node.value is None:
                 return lambda frame: UNIT
-            return self.expr(node.value, scope)
+            return self.expr(node.value)
         if node.value is None:
             ret = Return(UNIT)
             return lambda frame: ret
-        value = self.expr(node.value, scope)
+        value = self.expr(node.value)
         return lambda frame: Return(value(frame))
 
-    def s_SpanStmt(self, node: Any, scope: BlockScope) -> Code:
-        name = self.expr(node.name, scope)
-        body = self.block_stmts(node.body, scope.child())
+    def s_SpanStmt(self, node: Any) -> Code:
+        name = self.expr(node.name)
+        body = self.block_stmts(node.body)
         trace = self.trace
 
         def run(frame: list) -> Any:
@@ -268,7 +263,7 @@ class Statements:
                 trace(ctx, "span.end", {"name": label, "duration_ms": int((time.monotonic() - started) * 1000)})
         return run
 
-    def s_CheckpointStmt(self, node: Any, scope: BlockScope) -> Code:
+    def s_CheckpointStmt(self, node: Any) -> Code:
         def checkpoint(frame: list) -> None:
             ctx = frame[0]
             agent = ctx.agent

@@ -6,7 +6,6 @@ from typing import Any, Callable
 from ...diagnostics import display_path, source_line
 from ...syntax import ast as A
 from ..errors import SageRaise, TestAbort
-from ..scopes import BlockScope
 from ..values import UNIT, Variant, display, quoted_display, values_equal
 from .frames import Code
 
@@ -14,7 +13,7 @@ from .frames import Code
 class TestCode:
     """Mixin of the compiler."""
 
-    def s_MockStmt(self, node: Any, scope: BlockScope) -> Code:
+    def s_MockStmt(self, node: Any) -> Code:
         if node.kind in ("divine", "infer"):
             key = "llm"
         elif node.kind == "elicit":
@@ -27,7 +26,7 @@ class TestCode:
             action = value_node.name
             value = lambda frame: action
         else:
-            value = self.expr(value_node, scope)
+            value = self.expr(value_node)
 
         def run(frame: list) -> Any:
             from ...testing.mocks import Failure
@@ -37,8 +36,8 @@ class TestCode:
             return None
         return run
 
-    def assertion(self, name: str, node: Any, scope: BlockScope) -> Code:
-        args = [self.expr(a, scope) for a in node.args]
+    def assertion(self, name: str, node: Any) -> Code:
+        args = [self.expr(a) for a in node.args]
         file, span = self.file, node.span
         if name == "assert_fails":
             (arg,) = args
