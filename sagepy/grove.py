@@ -9,8 +9,8 @@ import os
 import re
 from typing import Any
 
-from .diagnostics import Diagnostic
-from .mcp.config import (_apply_keys, _Collector, _did_you_mean, _one_of, _positive_int, _string, _string_list,
+from .diagnostics import Diagnostic, did_you_mean
+from .mcp.config import (_apply_keys, _Collector, _one_of, _positive_int, _string, _string_list,
                          _toml_type, parse_mcp_settings, parse_tools_config)
 
 
@@ -57,7 +57,7 @@ def validate_config(config: dict, path: str | None) -> list[Diagnostic]:
         keys = _SECTIONS.get(section)
         if keys is None:
             out.error(f"{out.file}: unknown section [{section}]", section,
-                      hint=_did_you_mean(section, list(_SECTIONS) + list(_MCP_SECTIONS)))
+                      hint=did_you_mean(section, list(_SECTIONS) + list(_MCP_SECTIONS), cutoff=0.6))
             continue
         if not isinstance(data, dict):
             out.error(f"{out.file}: [{section}] must be a table, found {_toml_type(data)}", section)

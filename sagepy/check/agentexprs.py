@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from .context import Body, Locals
 from .types import ANY, NEVER, fits, is_open, merge, show
 
@@ -55,7 +56,7 @@ class AgentExpressions:
         if entity is None or entity.kind != "agent":
             what = f"`{node.agent}` is a {entity.kind}, not an agent" if entity else f"unknown agent `{node.agent}`"
             agents = [n for n, e in list(cx.scope.items.items()) + list(cx.scope.imports.items()) if e.kind == "agent"]
-            self.error("E011", what, node.span, cx.file, hint=None if entity else self.did_you_mean(node.agent, agents))
+            self.error("E011", what, node.span, cx.file, hint=None if entity else did_you_mean(node.agent, agents))
             self.skip_fields(node.fields, cx, lc)
             return ANY
         agent = node.ref = entity.info
@@ -70,7 +71,7 @@ class AgentExpressions:
             field = agent.fields.get(fname)
             if field is None:
                 self.error(code, f"agent `{agent.name}` has no field `{fname}`", fspan, cx.file,
-                           hint=self.did_you_mean(fname, agent.fields))
+                           hint=did_you_mean(fname, agent.fields))
                 self.expr(value, cx, lc)
                 continue
             if field.persistent:
@@ -154,7 +155,7 @@ class AgentExpressions:
         for kind in node.kinds or ():
             if kind not in ERROR_KINDS:
                 self.error("E010", f"unknown error kind `{kind}`", node.span, cx.file,
-                           hint=self.did_you_mean(kind, ERROR_KINDS))
+                           hint=did_you_mean(kind, ERROR_KINDS))
         saved = (cx.fallible, cx.stop)
         cx.fallible, cx.stop = True, False
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from ..syntax import ast as A
 from .context import Body, Locals
 from .names import ASSERTIONS, BUILTIN, INTRINSICS, VariantRef
@@ -180,7 +181,7 @@ class Calls:
                 if not self.prelude_value(obj.name) and self.bare_variant(obj.name, obj.span, cx) is None:
                     names = self.value_candidates(cx, lc) | {t for t in self.prelude.tools if self.builtin_tool(t)}
                     self.error("E037", f"unknown tool `{obj.name}`", obj.span, cx.file,
-                               hint=self.did_you_mean(obj.name, names))
+                               hint=did_you_mean(obj.name, names))
                     self.skip_args(node, cx, lc)
                     return ANY
         if isinstance(obj, A.SelfExpr):
@@ -234,7 +235,7 @@ class Calls:
         sig = tool.fns.get(fa.name)
         if sig is None:
             self.error("E036", f"tool `{name}` has no function `{fa.name}`", fa.span, cx.file,
-                       hint=self.did_you_mean(fa.name, tool.fns))
+                       hint=did_you_mean(fa.name, tool.fns))
             self.skip_args(node, cx, lc)
             return ANY
         node.ref = ToolRef(tool, fa.name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from ..loader import reexports
 from ..syntax import ast as A
 from .symbols import AgentInfo, Entity, FieldInfo, FnSig, ToolInfo, remote_name
@@ -19,7 +20,6 @@ from .types import ANY, MAP_KEYS, prim_named
 ITEM_KINDS = {A.FnDecl: "fn", A.ConstDecl: "const", A.RecordDecl: "record", A.EnumDecl: "enum",
               A.AgentDecl: "agent", A.SupervisorDecl: "supervisor", A.ToolDecl: "tool",
               A.ProtocolDecl: "protocol", A.EffectHandlerDecl: "handler"}
-BUILTIN_TOOLS = ("Http", "Fs", "Shell", "Database")
 
 
 class ModuleScope:
@@ -186,7 +186,7 @@ class Namespaces:
                 return imported
             if name in module.children:
                 return Entity("module", name, None, module, True, module.children[name])
-            hint = self.did_you_mean(name, [n for n, e in module.items.items() if e.pub])
+            hint = did_you_mean(name, [n for n, e in module.items.items() if e.pub])
             self.error("E044", f"`{name}` not found in module `{module.module.name}`", span, file, hint=hint)
             return None
         if not entity.pub:
@@ -293,7 +293,7 @@ class Namespaces:
             entity = scope.lookup(texpr.name)
             if entity is None or entity.kind != "agent":
                 self.error("E011", f"unknown agent `{texpr.name}`", texpr.span, scope.path,
-                           hint=self.did_you_mean(texpr.name, [n for n, e in self.agents.items()]))
+                           hint=did_you_mean(texpr.name, [n for n, e in self.agents.items()]))
                 return ANY
             return T.AgentT(texpr.name)
         name = texpr.name
@@ -326,7 +326,7 @@ class Namespaces:
         if entity is None:
             names = [n for n, e in list(scope.items.items()) + list(scope.imports.items())
                      if e.kind in ("record", "enum")] + list(self.prelude.records)
-            self.error("E011", f"unknown type `{name}`", span, scope.path, hint=self.did_you_mean(name, names))
+            self.error("E011", f"unknown type `{name}`", span, scope.path, hint=did_you_mean(name, names))
         return entity
 
     # ---------------------------------------------------------------- lookups

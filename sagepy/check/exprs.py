@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from ..runtime.values import UNIT as UNIT_VALUE
 from ..syntax import ast as A
 from .context import Body, Locals, Var
@@ -91,7 +92,7 @@ class Expressions:
         field = agent.fields.get(node.name)
         if field is None:
             self.error("E026", f"agent `{agent.name}` has no field `{node.name}`", node.span, cx.file,
-                       hint=self.did_you_mean(node.name, agent.fields))
+                       hint=did_you_mean(node.name, agent.fields))
             return ANY
         agent.reads.add(node.name)
         return PersistedT(field.type) if field.persistent else field.type
@@ -104,7 +105,7 @@ class Expressions:
                 if fname == name:
                     return ftype
             self.error("E027", f"record `{t.name}` has no field `{name}`", span, cx.file,
-                       hint=self.did_you_mean(name, [f for f, _ in t.fields()]))
+                       hint=did_you_mean(name, [f for f, _ in t.fields()]))
             return ANY
         if prim_named(t, "Error"):
             if name in ("message", "kind"):
@@ -319,7 +320,7 @@ class Expressions:
         for fname, value, fspan in node.fields:
             if fname not in declared:
                 self.error("E027", f"record `{info.name}` has no field `{fname}`", fspan, cx.file,
-                           hint=self.did_you_mean(fname, declared))
+                           hint=did_you_mean(fname, declared))
                 self.expr(value, cx, lc)
                 continue
             if fname in given:

@@ -7,10 +7,11 @@ import re
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from ..syntax import ast as A
 from .context import Body, Locals, Var
-from .env import BUILTIN_TOOLS, ModuleScope
-from .symbols import AgentInfo
+from .env import ModuleScope
+from .symbols import BUILTIN_TOOLS, AgentInfo
 from .types import NEVER, fits, is_open, prim_named, show
 
 _REMOTE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
@@ -124,7 +125,7 @@ class Items:
             if self.lookup_tool(scope, name) is None:
                 tools = [n for n, e in list(scope.items.items()) + list(scope.imports.items()) if e.kind == "tool"]
                 self.error("E037", f"unknown tool `{name}`", span, file,
-                           hint=self.did_you_mean(name, tools + [t for t in BUILTIN_TOOLS if self.builtin_tool(t)]))
+                           hint=did_you_mean(name, tools + [t for t in BUILTIN_TOOLS if self.builtin_tool(t)]))
         for proto, role, span in decl.follows:
             entity = scope.lookup(proto)
             if entity is None or entity.kind != "protocol":
@@ -225,7 +226,7 @@ class Items:
                     self.error("E072", f"unknown effect handler `{handler}`", child.span, file)
             if entity is None or entity.kind not in ("agent", "supervisor"):
                 self.error("E061", f"`{child.name}` is not an agent or a supervisor", child.span, file,
-                           hint=self.did_you_mean(child.name, [n for n, e in scope.items.items()
+                           hint=did_you_mean(child.name, [n for n, e in scope.items.items()
                                                                if e.kind in ("agent", "supervisor")]))
                 for _, value, _ in child.fields:
                     self.expr(value, cx, lc)
@@ -248,7 +249,7 @@ class Items:
             want = _EFFECT_KEYS.get(key)
             if want is None:
                 self.error("E075", f"unknown effect handler key `{key}`", span, file,
-                           hint=self.did_you_mean(key, _EFFECT_KEYS))
+                           hint=did_you_mean(key, _EFFECT_KEYS))
                 continue
             if key in seen:
                 self.error("E075", f"effect handler key `{key}` given twice", span, file)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from ..syntax import ast as A
 from .context import Body, Locals, Var
 from .types import ANY, NEVER, fits, is_open, merge, resolve, show, unify
@@ -127,7 +128,7 @@ class Patterns:
             ref = self.bare_variant(pat.name, pat.span, cx)
             if ref is None:
                 self.error("E030", f"unknown variant `{pat.name}`", pat.span, cx.file,
-                           hint=self.did_you_mean(pat.name, self.variant_names(t)))
+                           hint=did_you_mean(pat.name, self.variant_names(t)))
         if ref is None:
             return self.pattern(pat.payload, ANY, cx) if pat.payload is not None else {}
         pat.ref = ref

@@ -11,6 +11,10 @@ from typing import Any
 from ..types import Type
 
 
+# the tools of SPEC §7, declared as `tool` blocks in stdlib/prelude.sg and implemented in sagepy/tools
+BUILTIN_TOOLS = ("Http", "Fs", "Shell", "Database")
+
+
 class Entity:
     """kind: fn, const, record, enum, agent, supervisor, tool, protocol, handler, module, or error (a failed
     import, already reported)."""

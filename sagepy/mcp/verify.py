@@ -13,13 +13,12 @@ return type (an `Int` cannot hold every `number`). A schema without type informa
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import os
 import re
 from typing import Any
 
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, did_you_mean
 from ..syntax import ast as A
 from ..types import (BOOL, FLOAT, INT, STRING, UNIT, EnumT, ListT, MapT, OptionT, Prim, RecordT, ResultT,
                      TupleT, Type, type_name)
@@ -70,7 +69,7 @@ def safety_diagnostics(config: ServerConfig, offered: list[str], grove_path: str
         if remote not in offered:
             found.append(Diagnostic(
                 "E092", f"[{table}.safety] names tool '{remote}', which server '{config.name}' does not offer",
-                grove_path, locator.span(table, f"safety.{remote}"), hint=_did_you_mean(remote, offered)))
+                grove_path, locator.span(table, f"safety.{remote}"), hint=did_you_mean(remote, offered, cutoff=0.6)))
     return found
 
 
@@ -80,11 +79,6 @@ def quiet_safety(config: ServerConfig) -> ServerConfig:
     quiet = copy.copy(config)
     quiet.safety = {}
     return quiet
-
-
-def _did_you_mean(name: str, candidates: list[str]) -> str | None:
-    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
-    return f"did you mean `{close[0]}`?" if close else None
 
 
 # ---------------------------------------------------------------- tool blocks (E080-W083)
@@ -180,7 +174,7 @@ def _compare_fn(module: Any, decl: Any, fn: Any, server: str, tools: dict[str, d
     tool = tools.get(remote)
     if tool is None:
         return [Diagnostic("E080", f"tool '{remote}' ({label}) is not offered by server '{server}'", file, fn_span,
-                           hint=_did_you_mean(remote, [str(name) for name in tools]))]
+                           hint=did_you_mean(remote, [str(name) for name in tools], cutoff=0.6))]
     diags: list[Diagnostic] = []
     schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
     defs = schema_defs(schema)
@@ -199,7 +193,7 @@ def _compare_fn(module: Any, decl: Any, fn: Any, server: str, tools: dict[str, d
                 line, col = param.span[0], param.span[1]
                 diags.append(Diagnostic("E082", f"parameter '{param.name}' of {label} is not a parameter of tool "
                                         f"'{remote}'", file, (line, col, line, col + len(param.name)),
-                                        hint=_did_you_mean(param.name, unused)))
+                                        hint=did_you_mean(param.name, unused, cutoff=0.6)))
             continue
         if param.name in required and is_option:
             shown = type_name(t) if t is not None else "Option<…>"

@@ -16,7 +16,6 @@ from typing import Any
 from ..runtime.errors import AgentCancelled, SageRaise
 from ..runtime.values import ErrorValue
 
-BUILTIN_TOOLS = ("Http", "Fs", "Shell", "Database")
 
 # Safety classes from SPEC §7's table (used by trace events, tool listings and durable resume).
 SAFETY: dict[tuple[str, str], str] = {
