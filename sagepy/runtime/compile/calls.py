@@ -59,7 +59,7 @@ class Calls:
             if type(f) is not Function:
                 raise raise_at("Runtime", f"{display(f)} is not callable", None, file, span)
             try:
-                return f.fn(*values)
+                return f(*values)
             except SageRaise as exc:
                 raise located(exc, file, span, frame[0])
             except RecursionError:
