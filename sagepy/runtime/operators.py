@@ -249,6 +249,8 @@ SLOT_CONST_OPS = {
     "<=": _slot_compare("<=", operator.le), ">=": _slot_compare(">=", operator.ge),
     "==": _slot_compare("==", operator.eq), "!=": _slot_compare("!=", operator.ne),
 }
+COMPARISONS = {"<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge, "==": operator.eq,
+               "!=": operator.ne}
 BOOLEAN_OPS = {"<", ">", "<=", ">=", "==", "!=", "&&", "||"}
 
 BINARY = {

@@ -14,7 +14,7 @@ from ...syntax import ast as A
 from ..errors import SageRaise, raise_at
 from ..operators import builtin_misuse
 from ..values import UNIT, Function, Variant, display
-from .frames import Code, located
+from .frames import Code, direct_call1, located
 
 # Builtins compiled here rather than taken from the registry: they write output, read the clock or stdin, talk
 # to the MCP manager through the agent's effects, or rebind the variable they are given.
@@ -70,15 +70,8 @@ class Calls:
         args = [self.expr(a) for a in node.args]
         file, span = self.file, node.span
         n = len(args)
-        if n == 1:
-            a0 = args[0]
-
-            def call1(frame: list) -> Any:
-                try:
-                    return rec.impl(frame[0], a0(frame))
-                except SageRaise as exc:
-                    raise located(exc, file, span, frame[0])
-            return call1
+        if n == 1 and not rec.decl.extern:
+            return direct_call1(rec, args[0], file, span)
         if n == 2:
             a0, a1 = args
 

@@ -52,8 +52,6 @@ def located(exc: SageRaise, file: str, span: tuple, ctx: Any) -> SageRaise:
 def make_function(body: Code, nslots: int, nparams: int, file: str, span: tuple) -> Callable[..., Any]:
     """Wrap a statement body as `impl(ctx, *args)`: new frame, depth accounting, return value."""
     pad = [None] * (nslots - 1 - nparams)
-    if nparams == 1:
-        return _make_function1(body, pad, file, span)
 
     def impl(ctx: Any, *args: Any) -> Any:
         frame = [ctx, *args]
@@ -75,18 +73,23 @@ def make_function(body: Code, nslots: int, nparams: int, file: str, span: tuple)
     return impl
 
 
-def _make_function1(body: Code, pad: list, file: str, span: tuple) -> Callable[..., Any]:
-    """`make_function` for the most common case, one parameter: the frame is built without `*args`."""
-    def impl1(ctx: Any, arg: Any) -> Any:
-        frame = [ctx, arg]
-        frame += pad
+def direct_call1(rec: Any, arg: Code, file: str, span: tuple) -> Code:
+    """`f(x)` for a user function `f` of one parameter, the commonest call of recursive code: the callee's frame
+    is built and its body run right here rather than through `rec.impl`, one Python call less per call. The
+    callee's `body`, `pad` and `span` are read at call time, since it may be compiled after its caller."""
+    def call1(frame: list) -> Any:
+        ctx = frame[0]
+        inner = [ctx, arg(frame)]
+        inner += rec.pad
         ctx.depth += 1
         try:
             if ctx.depth > CALL_DEPTH_LIMIT:
-                raise raise_at("Runtime", "call depth exceeded", "E205", file, span)
-            sig = body(frame)
+                raise raise_at("Runtime", "call depth exceeded", "E205", rec.file, rec.decl.span)
+            sig = rec.body(inner)
         except ControlFlow as cf:
             sig = cf.signal
+        except SageRaise as exc:
+            raise located(exc, file, span, ctx)
         finally:
             ctx.depth -= 1
         if type(sig) is Return:
@@ -94,7 +97,7 @@ def _make_function1(body: Code, pad: list, file: str, span: tuple) -> Callable[.
         if sig is None or sig is BREAK or sig is CONTINUE:
             return UNIT
         return sig
-    return impl1
+    return call1
 
 
 def sequence(stmts: list) -> Code:

@@ -20,13 +20,17 @@ from .frames import located, make_function
 class FnRecord:
     """A compiled function; `impl(ctx, *args)` runs it. Filled in after compilation so recursion works."""
 
-    __slots__ = ("name", "decl", "impl", "value")
+    __slots__ = ("name", "decl", "impl", "value", "body", "pad", "file")
 
     def __init__(self, name: str, decl: Any) -> None:
         self.name = name
         self.decl = decl
         self.impl: Callable[..., Any] | None = None
         self.value: Function | None = None
+        # what a direct call of a one-parameter function runs itself (see `frames.direct_call1`)
+        self.body: Callable[[list], Any] | None = None
+        self.pad: list = []
+        self.file = ""
 
 
 class CompiledAgent:
@@ -131,6 +135,7 @@ class Items:
         body = self.function_body(decl.body)
         self.agent = saved
         rec.impl = impl = make_function(body, decl.nslots, len(decl.params), self.file, decl.span)
+        rec.body, rec.pad, rec.file = body, [None] * (decl.nslots - 1 - len(decl.params)), self.file
         current_context = self.current_context
         rec.value = Function(decl.name, lambda *args: impl(current_context(), *args))
 

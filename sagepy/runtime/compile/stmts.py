@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from ...syntax import ast as A
 from ..errors import raise_at
-from ..operators import BOOLEAN_OPS
+from ..operators import BOOLEAN_OPS, COMPARISONS, type_error
 from ..values import UNIT, display
 from .frames import BREAK, CONTINUE, Code, ControlFlow, Return, discard, sequence
 
@@ -121,8 +121,11 @@ class Statements:
         return run
 
     def s_IfStmt(self, node: Any) -> Code:
-        cond = self.condition(node.cond)
         then = self.block_stmts(node.then)
+        test = node.cond
+        if node.orelse is None and is_slot_comparison(test):
+            return self.if_slot_compare(test, then)
+        cond = self.condition(node.cond)
         if node.orelse is None:
             def run_if(frame: list) -> Any:
                 if cond(frame):
@@ -139,6 +142,21 @@ class Statements:
                 return then(frame)
             return other(frame)
         return run_if_else
+
+    def if_slot_compare(self, test: Any, then: Code) -> Code:
+        """`if n < 2 { … }` without `else`: the guard of most recursive functions, its comparison done in
+        place rather than through a condition closure."""
+        slot, const, compare = test.left.slot, test.right.value, COMPARISONS[test.op]
+        op, file, span = test.op, self.file, test.span
+
+        def run_if(frame: list) -> Any:
+            a = frame[slot]
+            if type(a) is not int:
+                raise type_error(op, a, const, file, span)
+            if compare(a, const):
+                return then(frame)
+            return None
+        return run_if
 
     def condition(self, node: Any) -> Callable[[list], bool]:
         code = self.expr(node)
@@ -272,3 +290,9 @@ class Statements:
                 store.save(agent.name, f.name, store.get(agent.name, f.name))
             return None
         return checkpoint
+
+
+def is_slot_comparison(test: Any) -> bool:
+    """`n < 2`, `i == 0`: a local variable compared with an Int literal."""
+    return type(test) is A.Binary and test.op in COMPARISONS and type(test.left) is A.Name \
+        and test.left.ref is None and type(test.right) is A.Literal and type(test.right.value) is int
