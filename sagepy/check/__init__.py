@@ -35,6 +35,7 @@ def check_entry(entry_path: str, project: Any = None, test_file: bool = False,
                                test_file=test_file))
     if _has_errors(diags):
         return program, diags, {}
+    program.resolved = True   # every name is resolved and annotated: what `--verify-tools` compares
     externs, link_errors = link_externs(program, project)
     return program, diags + link_errors, externs
 

@@ -96,6 +96,7 @@ class McpManager:
         self._starting: list[StartedServer] = []  # stdio servers started whose connection is not made yet
         self._closed = False
         self._started = False
+        self._start_lock = threading.Lock()   # the first calls may come at once (prestart and an agent)
 
     # ------------------------------------------------------------ running on the loop
 
@@ -103,15 +104,17 @@ class McpManager:
         if loop.in_loop_thread():
             coro.close()
             raise RuntimeError("McpManager methods cannot be called from the event-loop thread")
-        if not self._started and not self._closed:
-            self._started = True
-            os.makedirs(self.log_dir, exist_ok=True)
-            loop.route_sdk_logs(self.log_dir)
-            atexit.register(self.close_all)
-            # When agents call at once, the thread driving the loop hands results to the others, who then wait
-            # for the GIL; CPython's default 5 ms switch interval makes them wait out the driver's bookkeeping
-            # (measured with 20 agents against server-everything: 2.25x the raw SDK's time at 5 ms, 1.89x here).
-            sys.setswitchinterval(min(sys.getswitchinterval(), 0.0002))
+        with self._start_lock:
+            if not self._started and not self._closed:
+                os.makedirs(self.log_dir, exist_ok=True)
+                loop.route_sdk_logs(self.log_dir)
+                atexit.register(self.close_all)
+                # When agents call at once, the thread driving the loop hands results to the others, who then
+                # wait for the GIL; CPython's default 5 ms switch interval makes them wait out the driver's
+                # bookkeeping (measured with 20 agents against server-everything: 2.25x the raw SDK's time at
+                # 5 ms, 1.89x here).
+                sys.setswitchinterval(min(sys.getswitchinterval(), 0.0002))
+                self._started = True
         return loop.run(coro, self.checkpoint, _POLL_S)
 
     def _live(self, slot: _Slot) -> Connection | None:

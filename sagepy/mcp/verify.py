@@ -138,21 +138,20 @@ def _describe(project: Any, wanted: dict[str, ServerConfig]) -> dict[str, dict |
 
 
 class _TypeResolver:
-    """Sage types of tool declarations. A checked program carries its compiler, which resolves names
-    exactly as the run would; without it (the program has errors) only the built-in shapes are known and
-    named types count as unknown, which fits every schema."""
+    """Sage types of tool declarations. A program that checked clean carries the checker's resolution of each
+    tool block (in its module's namespace), names resolved exactly as the run resolves them; otherwise (the
+    program has errors) only the built-in shapes are known and named types count as unknown, which fits every
+    schema."""
 
     def __init__(self, program: Any) -> None:
-        self.compiler = getattr(program, "compiler", None)
+        self.resolved = getattr(program, "resolved", False)
 
-    def resolve(self, texpr: Any, module: Any) -> Type | None:
-        if texpr is None:
-            return UNIT
-        if self.compiler is not None:
-            env = self.compiler.envs.get(id(module))
-            if env is not None:
-                return self.compiler.resolve_type(texpr, env)
-        return self._shape(texpr)
+    def types(self, module: Any, decl: Any, fn: Any) -> tuple[list[Type | None], Type | None]:
+        """The types of `fn`'s parameters and of its result."""
+        if self.resolved:
+            sig = module.namespace.lookup(decl.name).info.fns[fn.name]
+            return [t for _, t in sig.params], sig.ret
+        return [self._shape(p.type) for p in fn.params], UNIT if fn.ret is None else self._shape(fn.ret)
 
     def _shape(self, texpr: Any) -> Type | None:
         args = [self._shape(a) if isinstance(a, A.TypeExpr) else None for a in texpr.args or []]
@@ -184,8 +183,8 @@ def _compare_fn(module: Any, decl: Any, fn: Any, server: str, tools: dict[str, d
     # Without declared properties a schema that does not forbid extra keys accepts any argument names.
     open_schema = "properties" not in schema and schema.get("additionalProperties") is not False
     declared = {p.name for p in fn.params}
-    for param in fn.params:
-        t = resolver.resolve(param.type, module)
+    param_types, ret = resolver.types(module, decl, fn)
+    for param, t in zip(fn.params, param_types):
         is_option = isinstance(t, OptionT) or (t is None and param.type.kind == "option")
         if param.name not in props:
             if not open_schema:
@@ -210,7 +209,6 @@ def _compare_fn(module: Any, decl: Any, fn: Any, server: str, tools: dict[str, d
             json_type = json_type_text(props.get(prop), defs)
             diags.append(Diagnostic("E082", f"tool '{remote}' requires parameter '{prop}', which {label} does not "
                                     "declare", file, fn_span, hint=f"add a parameter `{prop}` (JSON type {json_type})"))
-    ret = resolver.resolve(fn.ret, module)
     reason = _return_fit(ret, tool.get("outputSchema"))
     if reason is not None:
         diags.append(Diagnostic("W083", f"return type {type_name(ret)} of {label} cannot represent the outputSchema "
