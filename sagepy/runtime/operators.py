@@ -9,7 +9,8 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
-from .errors import INT_MAX, INT_MIN, SageRaise, raise_at
+from ..types import INT_MAX, INT_MIN
+from .errors import SageRaise, raise_at
 from .values import display, values_equal
 
 

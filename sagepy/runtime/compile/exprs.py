@@ -10,8 +10,9 @@ from typing import Any
 
 from ...check.names import BUILTIN, VariantRef
 from ...syntax import ast as A
+from ...types import INT_MIN
 from ..agents import CALL_DEPTH_LIMIT
-from ..errors import INT_MIN, SageRaise, raise_at
+from ..errors import SageRaise, raise_at
 from ..operators import BINARY, CONST_RIGHT_OPS, SLOT_CONST_OPS, type_error
 from ..patterns import compile_pattern
 from ..values import UNIT, ErrorValue, Function, Record, Variant, display
