@@ -11,7 +11,7 @@ import time
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
-from .config import ServerConfig, resolve_env
+from .config import McpSettings, ServerConfig, resolve_env
 from .failures import McpFailure
 from .stdio import ChildProcess, StartedServer, stdio_transport
 
@@ -155,14 +155,14 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
 
 
 def open_http(config: ServerConfig, root: str, log_path: str, status: HttpStatus,
-              pause: Callable[[], AbstractContextManager], client_name: str) -> Any:
+              pause: Callable[[], AbstractContextManager], settings: McpSettings) -> Any:
     """The (not yet entered) Streamable HTTP transport of a server. With `auth = "oauth"`, `pause` stops
     the connection's timers while a person logs in."""
     headers = http_headers(config)
     auth = None
     if config.auth == "oauth":
         from .oauth import oauth_provider
-        auth = oauth_provider(config, root, log_path, status, pause, client_name)
+        auth = oauth_provider(config, root, log_path, status, pause, settings.client_name, settings.oauth_open)
     with open(log_path, "a", encoding="utf-8") as log:
         write_log_header(log, config.url or "")
     return _http(config.url or "", headers, config.connect_timeout_ms / 1000, status, auth)
