@@ -53,3 +53,30 @@ def _styled(stream: Any) -> bool:
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
+
+
+class StatusLine:
+    """One line at the bottom of a terminal, redrawn in place: a spinner and a text. `show` draws it (again),
+    `clear` erases it; the caller serialises them with whatever else writes to the same terminal."""
+
+    def __init__(self, stream: Any) -> None:
+        from rich.console import Console
+        from rich.spinner import Spinner
+        self.stream = stream
+        self._console = Console(file=stream, force_terminal=True, highlight=False,
+                                no_color=not _styled(stream))
+        self._spinner = Spinner("dots", style="cyan")
+
+    def show(self, text: str, now: float) -> None:
+        from rich.text import Text
+        self._spinner.update(text=Text(text))
+        width = max(self._console.width - 1, 10)
+        with self._console.capture() as captured:
+            self._console.print(self._spinner.render(now), end="", no_wrap=True, overflow="ellipsis",
+                                crop=True, width=width)
+        self.stream.write("\r" + captured.get() + "\x1b[K")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()

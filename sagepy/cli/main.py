@@ -120,16 +120,20 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: no entry file found (looked for {_shown(entry)})\n")
         return 1
     from ..runtime.run import run_entry
+    _progress()
     return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace)
 
 
 def _check(args: argparse.Namespace) -> int:
     from .check import run_check
+    if args.verify_tools:
+        _progress()
     return run_check(args)
 
 
 def _test(args: argparse.Namespace) -> int:
     from .test import run_test_command
+    _progress()
     return run_test_command(args)
 
 
@@ -153,6 +157,12 @@ def _new(args: argparse.Namespace) -> int:
 
     from .new import create_project
     return create_project(args.name, Path.cwd())
+
+
+def _progress() -> None:
+    """A status line on stderr while servers connect or a model answers, when stderr is a terminal."""
+    from ..progress import enable
+    enable()
 
 
 def _shown(path: str) -> str:

@@ -3,7 +3,8 @@
 HTTP 429 (after `Retry-After` seconds when the server sends them), HTTP 5xx and connection errors are
 retried with exponential backoff, up to `retries` extra attempts. A request timeout is not retried: the
 server may still be working on it, and a second wait of the same length rarely ends differently. Other 4xx
-answers are final, and so is a TLS failure (a certificate the trust store refuses stays refused).
+answers are final, and so is a TLS failure (a certificate the trust store refuses stays refused). On a
+terminal (sagepy.progress) the wait shows as a status line with the seconds waited, and each retry as a line.
 
 Requests run synchronously in the calling agent's thread, on a client made by net.py, so they share the
 `Http` tool's settings and trust store (the operating system's) but not its event loop: a model's tool loop
@@ -19,6 +20,7 @@ from typing import Any
 
 from ..convert import parse_json
 from ..net import failure_reason, sync_client, url_for_display
+from ..progress import note, waiting
 from ..tls import failure_reason as tls_failure_reason
 from .config import LlmConfig
 
@@ -45,11 +47,13 @@ class TransportError(Exception):
 
 
 class _Retry(Exception):
-    """A transient failure worth another attempt, after `delay` seconds (None: the backoff's choice)."""
+    """A transient failure worth another attempt, after `delay` seconds (None: the backoff's choice);
+    `reason` says what failed, for the retry's progress line."""
 
-    def __init__(self, delay: float | None) -> None:
+    def __init__(self, delay: float | None, reason: str) -> None:
         super().__init__()
         self.delay = delay
+        self.reason = reason
 
 
 class Answer:
@@ -82,15 +86,18 @@ class ChatTransport:
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return Answer(self._once(client, body, headers, attempt > self.config.retries), attempt)
-            except _Retry as retry:
-                self._sleep(self._backoff(attempt) if retry.delay is None else retry.delay)
-            except TransportError as exc:
-                exc.attempts = attempt
-                raise
+        with waiting(f"waiting for model {self.config.model}", elapsed=True):
+            while True:
+                attempt += 1
+                try:
+                    return Answer(self._once(client, body, headers, attempt > self.config.retries), attempt)
+                except _Retry as retry:
+                    delay = self._backoff(attempt) if retry.delay is None else retry.delay
+                    note(f"{retry.reason}, retrying in {delay:.3g} s")
+                    self._sleep(delay)
+                except TransportError as exc:
+                    exc.attempts = attempt
+                    raise
 
     def close(self) -> None:
         with self._lock:
@@ -112,7 +119,7 @@ class ChatTransport:
                 final = True   # the server's certificate will not be any better next time
             if final:
                 raise TransportError(self._failed(exc)) from None
-            raise _Retry(None) from None
+            raise _Retry(None, "connection failed") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise TransportError(self._failed(exc)) from None
         status = response.status_code
@@ -121,7 +128,9 @@ class ChatTransport:
         text = self.redact(response.text)
         if final or not (status == 429 or status >= 500):
             raise TransportError(self._api_error(status, text), status, text)
-        raise _Retry(self._retry_after(response) if status == 429 else None)
+        if status == 429:
+            raise _Retry(self._retry_after(response), "rate-limited")
+        raise _Retry(None, f"server error {status}")
 
     def _failed(self, exc: Exception) -> str:
         """`request failed: <endpoint>: <why>`, naming what was tried (`Connection refused`, a DNS or TLS

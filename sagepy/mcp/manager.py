@@ -26,6 +26,7 @@ from ..convert import to_json
 from ..runtime.values import NONE, Record, Variant, some
 from ..types import Type
 from .. import aio as loop
+from ..progress import waiting
 from .config import McpSettings, ServerConfig
 from .dynamic import (handle_id, listing_object, log_name, parse_arguments, parse_connect_config,
                       server_info_record, tool_records)
@@ -147,6 +148,10 @@ class McpManager:
                 slot.opening = None
 
     async def _open(self, slot: _Slot) -> Connection:
+        with waiting(f"connecting to {slot.label}"):   # on a terminal, once it lasts (sagepy.progress)
+            return await self._open_now(slot)
+
+    async def _open_now(self, slot: _Slot) -> Connection:
         old = slot.conn
         if old is not None:
             slot.conn = None
