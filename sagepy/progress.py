@@ -10,6 +10,7 @@ rich is imported (by sagepy.render) only when a line is first drawn.
 """
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import sys
@@ -40,6 +41,7 @@ def enable() -> None:
     if _terminal is not None or not _isatty(stderr):
         return
     _terminal = stderr
+    atexit.register(_finish)
     sys.stderr = _Erasing(stderr)
     if _isatty(sys.stdout) and _same_terminal(sys.stdout, stderr):
         sys.stdout = _Erasing(sys.stdout)
@@ -141,6 +143,14 @@ def _draw_loop() -> None:
                 except (OSError, ValueError):  # the terminal went away: stop drawing, quietly
                     _waits.clear()
             _wake.wait(TICK_S)
+
+
+def _finish() -> None:
+    """At exit (Ctrl-C included): the line is erased and stays so, leaving the shell's prompt a clean line."""
+    global _paused
+    with _lock:
+        _paused += 1
+        _erase()
 
 
 def _erase() -> None:

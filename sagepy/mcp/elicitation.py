@@ -18,6 +18,8 @@ import sys
 import threading
 from typing import Any, Callable, TextIO
 
+from ..progress import paused
+
 
 class ElicitationRequest:
     """One request: `mode` is "form" (a message plus a flat JSON schema) or "url" (a URL to visit)."""
@@ -118,7 +120,7 @@ class TerminalElicitation:
     def __call__(self, server: str, request: ElicitationRequest) -> ElicitationAnswer:
         if not self._should_prompt(request.setting):
             return DECLINE
-        with _FORM_LOCK:
+        with _FORM_LOCK, paused():   # no status line drawn over the questions (sagepy.progress)
             _form_interrupted.clear()
             _form_open.set()
             try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -77,8 +78,10 @@ def environment(**extra: str) -> dict[str, str]:
     return {**base, "PYTHONPATH": str(REPO), "TERM": "xterm-256color", "COLUMNS": "100", **extra}
 
 
-def sage_on_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str, bytes]:
-    """Runs `python -m sagepy ARGS` with stderr on a pty: (exit code, stdout, what the terminal received)."""
+def sage_on_terminal(args: list[str], cwd: Path, env: dict[str, str],
+                     interrupt_on: bytes | None = None) -> tuple[int, str, bytes]:
+    """Runs `python -m sagepy ARGS` with stderr on a pty: (exit code, stdout, what the terminal received).
+    With `interrupt_on`, a SIGINT is sent once the terminal has received those bytes."""
     leader, follower = pty.openpty()
     try:
         proc = subprocess.Popen([sys.executable, "-m", "sagepy", *args], cwd=cwd, env=env,
@@ -98,6 +101,9 @@ def sage_on_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[i
                 if not chunk:
                     break
                 received += chunk
+                if interrupt_on is not None and interrupt_on in received:
+                    proc.send_signal(signal.SIGINT)
+                    interrupt_on = None
             elif proc.poll() is not None:
                 break
         stdout = proc.stdout.read().decode()
@@ -158,6 +164,15 @@ def test_agents_waiting_at_once_share_one_line(tmp_path, server):
                                               environment(SAGE_LLM_URL=server.url))
     assert (code, stdout) == (0, "late\nlate\nlate\n"), terminal
     assert b"(3 agents)" in terminal
+
+
+def test_ctrl_c_during_a_wait_leaves_a_clean_line(tmp_path, server):
+    server.push(hang(30))
+    code, stdout, terminal = sage_on_terminal(["run", "."], project(tmp_path, ONE_QUESTION),
+                                              environment(SAGE_LLM_URL=server.url), interrupt_on=b" 1 s")
+    assert code == 130, terminal
+    last_frame = terminal.rindex(b"waiting for model")
+    assert b"\r\x1b[K" in terminal[last_frame:], terminal[last_frame:]
 
 
 def test_no_color_keeps_the_line_and_drops_the_colour(tmp_path, server):
