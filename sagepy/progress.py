@@ -5,7 +5,8 @@ when stderr is a terminal: piped output is byte for byte what it would be withou
 Waits shorter than SHOW_AFTER_S draw nothing, so a quick answer does not flicker a line. Agents waiting at
 once share the one line. A drawer thread owns the terminal's last line; anything else written to stdout
 (when it is the same terminal) or stderr while the line is shown erases it first, through thin wrappers
-installed on sys.stdout and sys.stderr, and the next tick draws it again under the new output.
+installed on sys.stdout and sys.stderr, and the next tick draws it again under the new output, unless that
+output left its line unfinished (a prompt, or a line written in pieces), which the line would overwrite.
 rich is imported (by sagepy.render) only when a line is first drawn.
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ _terminal: Any = None         # the real stderr, while progress is on
 _line: Any = None             # sagepy.render.StatusLine, made when first drawn
 _shown = False
 _paused = 0
+_mid_line = False             # the last write to the terminal left its line unfinished (a prompt): no drawing
 _drawer: threading.Thread | None = None
 
 
@@ -50,7 +52,7 @@ def enable() -> None:
 @contextmanager
 def waiting(label: str, elapsed: bool = False) -> Iterator[None]:
     """The status line shows `label` (with the seconds waited when `elapsed`) while the block runs, once it
-    has run for SHOW_AFTER_S. Safe in any thread and in coroutines (it never blocks)."""
+    has run for SHOW_AFTER_S. Safe in any thread and in coroutines (it holds a lock for a moment only)."""
     if _terminal is None:
         yield
         return
@@ -130,7 +132,7 @@ def _draw_loop() -> None:
             if not _waits:
                 _wake.wait()
                 continue
-            text = None if _paused else status_text(time.monotonic())
+            text = None if _paused or _mid_line else status_text(time.monotonic())
             if text is None:
                 _erase()
             else:
@@ -171,8 +173,11 @@ class _Erasing:
         self._stream = stream
 
     def write(self, text: str) -> int:
+        global _mid_line
         with _lock:
             _erase()
+            if text:
+                _mid_line = not text.endswith("\n")
             return self._stream.write(text)
 
     def __getattr__(self, name: str) -> Any:

@@ -78,14 +78,16 @@ def environment(**extra: str) -> dict[str, str]:
     return {**base, "PYTHONPATH": str(REPO), "TERM": "xterm-256color", "COLUMNS": "100", **extra}
 
 
-def sage_on_terminal(args: list[str], cwd: Path, env: dict[str, str],
-                     interrupt_on: bytes | None = None) -> tuple[int, str, bytes]:
+def sage_on_terminal(args: list[str], cwd: Path, env: dict[str, str], interrupt_on: bytes | None = None,
+                     stdout_too: bool = False) -> tuple[int, str, bytes]:
     """Runs `python -m sagepy ARGS` with stderr on a pty: (exit code, stdout, what the terminal received).
-    With `interrupt_on`, a SIGINT is sent once the terminal has received those bytes."""
+    With `interrupt_on`, a SIGINT is sent once the terminal has received those bytes; with `stdout_too`,
+    stdout is the same terminal (and the returned stdout is empty)."""
     leader, follower = pty.openpty()
     try:
         proc = subprocess.Popen([sys.executable, "-m", "sagepy", *args], cwd=cwd, env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower)
+                                stdin=subprocess.DEVNULL, stdout=follower if stdout_too else subprocess.PIPE,
+                                stderr=follower)
     finally:
         os.close(follower)
     received = bytearray()
@@ -106,13 +108,14 @@ def sage_on_terminal(args: list[str], cwd: Path, env: dict[str, str],
                     interrupt_on = None
             elif proc.poll() is not None:
                 break
-        stdout = proc.stdout.read().decode()
+        stdout = proc.stdout.read().decode() if proc.stdout is not None else ""
         return proc.wait(30), stdout, bytes(received)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        proc.stdout.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
         os.close(leader)
 
 
@@ -138,6 +141,36 @@ def test_a_slow_answer_shows_the_wait_with_elapsed_seconds_and_then_erases_it(tm
     assert b"waiting for model gpt-4o-mini\xe2\x80\xa6 2 s" in terminal
     assert SGR_COLOUR in terminal
     assert terminal.endswith(b"\r\x1b[K"), terminal[-200:]   # the line is gone when the answer came
+
+
+TICKER_AND_ASKER = """agent Ticker {
+    on start {
+        sleep_ms(1200);
+        print("tick");
+        yield(0);
+    }
+}
+agent Main {
+    on start {
+        print("asking");
+        let t = summon Ticker {};
+        print(try divine("ping"));
+        try await t;
+    }
+}
+run Main;
+"""
+
+
+def test_program_output_on_the_same_terminal_lands_on_a_clean_line(tmp_path, server):
+    server.push(hang(2.5))
+    code, _, terminal = sage_on_terminal(["run", "."], project(tmp_path, TICKER_AND_ASKER),
+                                         environment(SAGE_LLM_URL=server.url), stdout_too=True)
+    assert code == 0, terminal
+    assert terminal.startswith(b"asking\r\n"), terminal
+    before, after = terminal.split(b"tick\r\n")   # printed while the line was shown: erased first, redrawn after
+    assert before.endswith(b"\r\x1b[K") and b"waiting for model gpt-4o-mini" in before, before
+    assert b"waiting for model gpt-4o-mini" in after and after.endswith(b"\r\x1b[Klate\r\n"), after
 
 
 def test_a_quick_answer_draws_nothing(tmp_path, server):
