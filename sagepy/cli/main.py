@@ -160,9 +160,11 @@ def _new(args: argparse.Namespace) -> int:
 
 
 def _progress() -> None:
-    """A status line on stderr while servers connect or a model answers, when stderr is a terminal."""
-    from ..progress import enable
-    enable()
+    """A status line on stderr while servers connect or a model answers, when stderr is a terminal (checked
+    here too, so that piped runs do not even import the module)."""
+    if sys.stderr.isatty():
+        from ..progress import enable
+        enable()
 
 
 def _shown(path: str) -> str:
