@@ -126,7 +126,7 @@ def _start_drawer() -> None:
 
 
 def _draw_loop() -> None:
-    global _line, _shown
+    global _line, _shown, _paused
     with _lock:
         while True:
             if not _waits:
@@ -138,13 +138,24 @@ def _draw_loop() -> None:
             else:
                 try:
                     if _line is None:
-                        from .render import StatusLine
-                        _line = StatusLine(_terminal)
+                        _line = _make_line()
+                        continue   # the waits may have changed meanwhile
                     _line.show(text, time.monotonic())
                     _shown = True
                 except (OSError, ValueError):  # the terminal went away: stop drawing, quietly
-                    _waits.clear()
+                    _paused += 1
             _wake.wait(TICK_S)
+
+
+def _make_line() -> Any:
+    """Under _lock: the StatusLine, made with the lock released, since importing rich takes a while and
+    writers (agents, the event loop's connections) must not wait for it."""
+    _lock.release()
+    try:
+        from .render import StatusLine
+        return StatusLine(_terminal)
+    finally:
+        _lock.acquire()
 
 
 def _finish() -> None:

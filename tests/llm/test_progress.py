@@ -145,7 +145,7 @@ def test_a_slow_answer_shows_the_wait_with_elapsed_seconds_and_then_erases_it(tm
 
 TICKER_AND_ASKER = """agent Ticker {
     on start {
-        sleep_ms(1200);
+        sleep_ms(2500);   // the line is shown by then, even on a loaded machine
         print("tick");
         yield(0);
     }
@@ -163,7 +163,7 @@ run Main;
 
 
 def test_program_output_on_the_same_terminal_lands_on_a_clean_line(tmp_path, server):
-    server.push(hang(2.5))
+    server.push(hang(5))
     code, _, terminal = sage_on_terminal(["run", "."], project(tmp_path, TICKER_AND_ASKER),
                                          environment(SAGE_LLM_URL=server.url), stdout_too=True)
     assert code == 0, terminal
