@@ -93,9 +93,31 @@ def parse_json(text: str) -> Any:
     try:
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise ValueError(_decode_reason(exc)) from None
     except RecursionError:
         raise ValueError("nesting too deep") from None
+
+
+# Python 3.13 names a trailing comma where earlier versions say what they expected after it. sagepy keeps
+# one text for every version: what was expected, at the closing bracket.
+_TRAILING_COMMA = {
+    "Illegal trailing comma before end of array": "Expecting value",
+    "Illegal trailing comma before end of object": "Expecting property name enclosed in double quotes",
+}
+
+
+def _decode_reason(exc: json.JSONDecodeError) -> str:
+    """The reason for a JSON syntax error, the same on every Python version sagepy supports."""
+    message, pos = exc.msg, exc.pos
+    expected = _TRAILING_COMMA.get(message)
+    if expected is not None:
+        message = expected
+        pos = exc.pos + 1  # 3.13 points at the comma; the others at what follows it
+        while pos < len(exc.doc) and exc.doc[pos] in " \t\n\r":
+            pos += 1
+    line = exc.doc.count("\n", 0, pos) + 1
+    column = pos - exc.doc.rfind("\n", 0, pos)
+    return f"{message} at line {line} column {column}"
 
 
 # ---------------------------------------------------------------- paths and failures
