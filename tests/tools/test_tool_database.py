@@ -227,3 +227,24 @@ def test_cancel_while_waiting_for_the_in_memory_database(memory):
     with pytest.raises(AgentCancelled):
         db("query", "SELECT 1", cancel)
     busy.join()
+
+
+ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+
+
+@pytest.mark.parametrize("url", [MEMORY, "file"])
+@pytest.mark.parametrize("fn", ["query", "execute"])
+def test_an_endless_statement_ends_at_the_time_limit(fn, url, tmp_path, monkeypatch):
+    """SAGE_HTTP_TIMEOUT, the built-in tools' time limit, interrupts a statement that would never end."""
+    monkeypatch.setenv("SAGE_DATABASE_URL", MEMORY if url == MEMORY else f"sqlite:{tmp_path / 'x.db'}")
+    monkeypatch.setenv("SAGE_HTTP_TIMEOUT", "0.2")
+    assert db_error(fn, ENDLESS) == f"Database.{fn}: timed out after 0.2 s (limit SAGE_HTTP_TIMEOUT)"
+    monkeypatch.delenv("SAGE_HTTP_TIMEOUT")
+    assert db("query", "SELECT 1") == [row(["1"], ["1"])]
+
+
+def test_an_invalid_time_limit_is_a_tool_error(memory, monkeypatch):
+    monkeypatch.setenv("SAGE_HTTP_TIMEOUT", "soon")
+    assert db_error("query", "SELECT 1") == (
+        "Database.query: invalid SAGE_HTTP_TIMEOUT 'soon' (expected a positive number of seconds)")
+    monkeypatch.delenv("SAGE_HTTP_TIMEOUT")
