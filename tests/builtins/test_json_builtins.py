@@ -264,5 +264,5 @@ def test_json_reasons_are_the_same_on_every_python(msg, doc, pos, reason):
     """Python 3.13 reports a trailing comma in its own words, at the comma; sagepy keeps one text."""
     import json
 
-    from sagepy.convert import _decode_reason
-    assert _decode_reason(json.JSONDecodeError(msg, doc, pos)) == reason
+    from sagepy.json_text import decode_reason
+    assert decode_reason(json.JSONDecodeError(msg, doc, pos)) == reason
