@@ -26,6 +26,8 @@ import time
 from collections import deque
 from typing import Any, Callable, Coroutine
 
+from ..secrecy import mask_urls, open_private_log, private_directory
+
 _IDLE_S = 0.01   # how long the loop may go undriven before the background thread picks it up
 _TICK_S = 0.05   # how often the loop checks whether a caller's drive should pause for its checkpoint
 
@@ -296,6 +298,17 @@ _SDK_LOGGERS = ("mcp", "mcp_types", "httpx2", "httpcore2")
 _log_handler: logging.Handler | None = None
 
 
+class _PrivateLogFile(logging.FileHandler):
+    """sdk.log: created 0600, and with secrets in URLs (`user:pass@`, `?token=`) masked in every record,
+    tracebacks included (the SDK and httpx log the URLs they request)."""
+
+    def _open(self) -> Any:
+        return open_private_log(self.baseFilename)
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_urls(super().format(record))
+
+
 def route_sdk_logs(log_dir: str) -> None:
     """Send the SDK's log records to `<log_dir>/sdk.log` instead of the terminal (§8.3).
 
@@ -306,8 +319,8 @@ def route_sdk_logs(log_dir: str) -> None:
     with _lock:
         if _log_handler is not None and getattr(_log_handler, "baseFilename", None) == os.path.abspath(path):
             return
-        os.makedirs(log_dir, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+        private_directory(log_dir)
+        handler = _PrivateLogFile(path, encoding="utf-8", delay=True)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         for name in _SDK_LOGGERS:
             logger = logging.getLogger(name)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..convert import to_json
 from ..runtime.values import NONE, Record, Variant, some
+from ..secrecy import private_directory
 from ..types import Type
 from . import loop
 from .config import McpSettings, ServerConfig
@@ -105,7 +106,7 @@ class McpManager:
             raise RuntimeError("McpManager methods cannot be called from the event-loop thread")
         if not self._started and not self._closed:
             self._started = True
-            os.makedirs(self.log_dir, exist_ok=True)
+            private_directory(self.log_dir)
             loop.route_sdk_logs(self.log_dir)
             atexit.register(self.close_all)
             # When agents call at once, the thread driving the loop hands results to the others, who then wait
