@@ -72,12 +72,14 @@ _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 def looks_like_token(value: str) -> bool:
     """Whether a value meant to be an environment variable's *name* looks like a secret pasted in its place:
-    not a variable name at all, a well-known token prefix, or a long mix of lower case, upper case and
-    digits (names are words: `GITHUB_TOKEN`, `calendar_key_2`)."""
+    not a variable name at all, a well-known token prefix, a long mix of lower case, upper case and digits,
+    or a long run of letters and digits without a word break (names are words: `GITHUB_TOKEN`,
+    `calendar_key_2`)."""
     if not _VARIABLE_NAME.match(value) or _TOKEN_PREFIX.match(value):
         return True
-    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value) and any(c.isdigit() for c in value)
-    return len(value) >= 20 and mixed or len(value) >= 32 and "_" not in value
+    digits = any(c.isdigit() for c in value)
+    mixed = digits and any(c.islower() for c in value) and any(c.isupper() for c in value)
+    return len(value) >= 20 and mixed or len(value) >= 32 and digits and "_" not in value
 
 
 def private_directory(path: str) -> None:
@@ -92,8 +94,8 @@ def private_directory(path: str) -> None:
     for directory in reversed(missing):
         try:
             os.mkdir(directory, 0o700)
-        except FileExistsError:
-            if not os.path.isdir(directory):  # a file in the way; made by someone else meanwhile is fine
+        except FileExistsError:  # made meanwhile by another process is fine; a file in the way is not
+            if not os.path.isdir(directory):
                 raise
     parts = path.split(os.sep)
     if ".sage" in parts:
@@ -101,7 +103,10 @@ def private_directory(path: str) -> None:
         for end in range(first + 1, len(parts) + 1):
             directory = os.sep.join(parts[:end])
             if not os.path.islink(directory):
-                os.chmod(directory, 0o700)
+                try:
+                    os.chmod(directory, 0o700)
+                except PermissionError:  # someone else's directory: theirs to protect, and no reason to stop
+                    pass
 
 
 def open_private_log(path: str) -> TextIO:

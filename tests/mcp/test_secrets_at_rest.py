@@ -118,7 +118,8 @@ def test_values_that_look_like_tokens(value):
     assert looks_like_token(value)
 
 
-@pytest.mark.parametrize("value", ["GITHUB_TOKEN", "calendar_key_2", "SAGE_TEST_HTTP_TOKEN", "MyToken", "_X1"])
+@pytest.mark.parametrize("value", ["GITHUB_TOKEN", "calendar_key_2", "SAGE_TEST_HTTP_TOKEN", "MyToken", "_X1",
+                                   "SUPERLONGVARIABLENAMEWITHOUTUNDERSCORE"])
 def test_variable_names_do_not_look_like_tokens(value):
     assert not looks_like_token(value)
 
