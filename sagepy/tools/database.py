@@ -36,6 +36,8 @@ _MEMORY_LOCK = threading.Lock()
 _memory: sqlite3.Connection | None = None
 # SQLite virtual-machine steps between two looks at the cancel flag and the deadline during a statement.
 _CHECK_STEPS = 10_000
+# How long a statement waits for a database file that another connection holds locked (sqlite3's default).
+_BUSY_SECONDS = 5.0
 # How often a call waiting for the in-memory database checks its cancel flag and deadline.
 _LOCK_POLL_SECONDS = 0.05
 
@@ -59,8 +61,8 @@ def _database_path() -> str | None:
     return rest
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+def _connect(path: str, busy_seconds: float = _BUSY_SECONDS) -> sqlite3.Connection:
+    return sqlite3.connect(path, timeout=busy_seconds, isolation_level=None, check_same_thread=False)
 
 
 class _Limits:
@@ -106,7 +108,8 @@ def _connection(where: str, limits: _Limits) -> Iterator[sqlite3.Connection]:
             _MEMORY_LOCK.release()
         return
     try:
-        conn = _connect(path)
+        # Waiting for another connection's lock runs no progress handler: it is bounded by what time is left.
+        conn = _connect(path, min(_BUSY_SECONDS, max(limits.deadline - time.monotonic(), 0.0)))
     except sqlite3.Error as exc:
         raise tool_error(where, f"cannot open '{path}': {exc}") from None
     try:
