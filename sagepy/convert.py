@@ -19,9 +19,10 @@ import re
 from typing import Any
 
 from .json_text import compact_json, parse_json  # parse_json: re-exported for the callers of this module
-from .runtime.errors import INT_MAX, INT_MIN
 from .runtime.values import NONE, UNIT, ErrorValue, Record, Variant, display, some
 from .types import (
+    INT_MAX,
+    INT_MIN,
     EnumT,
     ListT,
     MapT,

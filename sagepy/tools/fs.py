@@ -3,8 +3,8 @@
 Paths are relative to the root. An absolute path, a `..` that climbs above the root, or a symlink whose
 target lies outside the root is refused before anything outside is touched. Symlinks that stay inside the
 root work as usual (SPEC §7 refuses only ways out): they are followed, as the kernel would follow them, by
-the walk below, so `link/..` is the parent of the link's target. The root is read on every call, so a
-program (or a test) can change it between calls.
+the walk below, so `link/..` is the parent of the link's target. The root is the session's SAGE_FS_ROOT (a
+call from outside a session reads the environment at each call).
 
 Confinement cannot race: nothing is ever opened by a path name that the kernel would resolve on its own.
 Every operation opens the root once and walks the path from it one component at a time, opening each
@@ -33,7 +33,7 @@ from typing import Any, Callable, TypeVar
 
 from ..runtime.errors import AgentCancelled, SageRaise
 from ..runtime.values import UNIT
-from . import time_limit, timed_out, tool_error
+from . import setting, time_limit, timed_out, tool_error
 
 T = TypeVar("T")
 
@@ -50,7 +50,7 @@ _FILE_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | _CLO
 
 def _root_path() -> str:
     """The configured root, as written: SAGE_FS_ROOT, or the working directory when unset or empty."""
-    return os.environ.get("SAGE_FS_ROOT") or os.getcwd()
+    return setting("SAGE_FS_ROOT") or os.getcwd()
 
 
 def _error(code: int) -> OSError:

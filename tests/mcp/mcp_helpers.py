@@ -66,7 +66,8 @@ class Managers:
             config["mcp"] = mcp
         servers, diagnostics = parse_tools_config(config, None)
         assert diagnostics == [], [d.message for d in diagnostics]
-        settings = McpSettings(**(mcp or {}))
+        # a command's session reads SAGE_OAUTH_OPEN once; a manager made here reads it when it is made
+        settings = McpSettings(**(mcp or {}), oauth_open=os.environ.get("SAGE_OAUTH_OPEN"))
         manager = McpManager(self.root, servers, settings, **hooks)
         self.made.append(manager)
         return manager

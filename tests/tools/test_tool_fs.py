@@ -383,9 +383,16 @@ def test_a_read_ends_at_the_time_limit(root, monkeypatch):
     assert len(fs("read", "big.txt")) == 3 << 20
 
 
-def test_a_cancelled_agent_stops_reading(root):
+def test_a_cancelled_agent_stops_reading(root, monkeypatch):
+    """The agent is stopped once the file is open (after the dispatcher's own check): the read loop sees it."""
     (root / "big.txt").write_bytes(b"x" * (3 << 20))
     cancel = threading.Event()
-    cancel.set()
+    open_file = fs_module._open_file
+
+    def open_then_cancel(*args):
+        fd = open_file(*args)
+        cancel.set()
+        return fd
+    monkeypatch.setattr(fs_module, "_open_file", open_then_cancel)
     with pytest.raises(AgentCancelled):
-        fs_module.read("big.txt", cancel=cancel)
+        call_builtin_tool("Fs", "read", ["big.txt"], cancel=cancel)
