@@ -23,7 +23,7 @@ def discover_test_files(root: str) -> list[str]:
 def check_files(entry: str | None, test_files: list[str], project: Any = None,
                 verify_tools: bool = False) -> tuple[list[Diagnostic], set[str]]:
     from ..runtime.agents import Runtime
-    from ..runtime.effects import Effects
+    from ..effects import build_effects
     from ..runtime.interpreter import Host
     from ..runtime.run import compile_entry
     diags: list[Diagnostic] = []
@@ -31,7 +31,7 @@ def check_files(entry: str | None, test_files: list[str], project: Any = None,
     targets = ([entry] if entry else []) + test_files
     for path in targets:
         runtime = Runtime()
-        runtime.effects = Effects(runtime, project)
+        build_effects(runtime, project, "check")
         host = Host(runtime, runtime.effects)
         host.test_file = path.endswith("_test.sg")
         program, found = compile_entry(path, host, project=project, test_file=host.test_file)

@@ -22,7 +22,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..convert import to_json
+from ..runtime.errors import SageRaise
 from ..runtime.values import NONE, Record, Variant, some
 from ..types import Type
 from . import loop
@@ -203,17 +203,6 @@ class McpManager:
             exc = task.exception()
             slot.pending = exc if isinstance(exc, McpFailure) else McpFailure("connection failed", str(exc))
 
-    def call_sage(self, server: str, sage_label: str, remote: str, params: list[str], args: list,
-                  return_type: Type) -> Any:
-        """`call_typed` with the arguments as Sage values, sent keyed by the declared parameter names; None
-        arguments are left out (SPEC §8.4)."""
-        arguments = {}
-        for name, value in zip(params, args):
-            if type(value) is Variant and value.enum == "Option" and value.name == "None":
-                continue
-            arguments[name] = to_json(value)
-        return self.call_typed(server, sage_label, remote, arguments, return_type)
-
     def call_typed(self, server: str, sage_label: str, remote: str, arguments: dict, return_type: Type) -> Any:
         """Call a typed tool function; the converted Sage value, or SageRaise with an `Mcp` error."""
         try:
@@ -246,6 +235,11 @@ class McpManager:
         except McpFailure as failure:
             slot.pending = failure
             return "destructive"
+
+    def listed(self, server: str) -> bool:
+        """Whether `safety` of this server's tools is final: it is connected (or not configured at all)."""
+        slot = self._servers.get(server)
+        return slot is None or (slot.pending is None and self._live(slot) is not None)
 
     async def _safety(self, slot: _Slot, remote: str) -> str:
         conn = await self._connection(slot)
@@ -312,6 +306,15 @@ class McpManager:
     async def _list(self, slot: _Slot) -> list[dict]:
         conn = await self._connection(slot)
         return [listing_object(tool, slot.config) for tool in await conn.tools()]
+
+    def dynamic_safety(self, handle: str, tool: str) -> str:
+        """The class of a tool of a dynamic connection as listed (all pages); `destructive` when the tool is
+        not listed or the listing fails."""
+        try:
+            listing = self._listing(handle)
+        except SageRaise:
+            return "destructive"
+        return next((item["safety"] for item in listing if item.get("name") == tool), "destructive")
 
     def server_info(self, handle: str) -> Record:
         slot = self._slot(handle)

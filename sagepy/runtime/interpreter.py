@@ -1,7 +1,8 @@
-"""The host of a compiled program: builtins, intrinsics, agents and their lifecycle, entry and exit.
+"""The host of a compiled program: builtins, intrinsics, assertions, mocks and the agent operations.
 
 `Compiler` asks the host for everything that is not plain expression evaluation; this keeps the compiler free
-of threads and I/O. The host reaches the outside world (clock, stdin, LLM) only through `Effects`.
+of threads and I/O. The host reaches the outside world only through `sagepy.effects` (each nondeterministic
+operation is one step of the run's effects chain); agents run their lifecycle in runtime/lifecycle.py.
 """
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from typing import Any, Callable
 
 from .. import types as T
 from ..syntax import ast as A
-from .agents import (AgentInstance, MailboxClosed, Runtime, YieldSignal, current_context, set_current_context,
-                     start_thread)
+from ..effects import ToolCallInfo
+from .agents import AgentInstance, MailboxClosed, Runtime, current_context
 from .compile import CompiledAgent, Compiler, located
-from .effects import Effects, ToolCallInfo
-from .errors import AgentCancelled, SageRaise, TestAbort, raise_at as _raise_at
+from .errors import SageRaise, TestAbort, raise_at as _raise_at
+from .lifecycle import spawn
 from .scopes import BlockScope, Entity, ModuleEnv
 from .values import UNIT, ErrorValue, Function, Variant, display, quoted_display, values_equal
 
@@ -26,7 +27,7 @@ INTRINSICS = {"print", "print_err", "map_set", "map_delete", "sleep_ms", "now_ms
 
 
 class Host:
-    def __init__(self, runtime: Runtime, effects: Effects) -> None:
+    def __init__(self, runtime: Runtime, effects: Any) -> None:
         from ..builtins import load_builtins, load_constants
         self.runtime = runtime
         self.effects = effects
@@ -149,17 +150,14 @@ class Host:
             (ms,) = args
 
             def sleep(frame: list) -> Any:
-                frame[0].sleep(max(0, ms(frame)) / 1000)
-                return UNIT
+                return frame[0].runtime.effects.io(frame[0], "sleep_ms", (ms(frame),))
             return sleep
         if name in ("now_ms", "now_s"):
-            scale = 1 if name == "now_ms" else 1000
-            return lambda frame: frame[0].runtime.effects.now_ms(frame[0]) // scale
-        method = name
+            return lambda frame: frame[0].runtime.effects.io(frame[0], name, ())
 
         def read(frame: list) -> Any:
             try:
-                return getattr(frame[0].runtime.effects, method)(frame[0])
+                return frame[0].runtime.effects.io(frame[0], name, ())
             except SageRaise as exc:
                 raise located(exc, file, span, frame[0])
         return read
@@ -263,30 +261,13 @@ class Host:
             c.error("E020", f"`{method}` takes {expected} argument(s), {len(args)} given", node.span)
             return lambda frame: UNIT
         name = agent.name
-        if method == "get":
-            return lambda frame: frame[0].runtime.store.get(name, field)
         if method == "set":
             (arg,) = args
-
-            def set_(frame: list) -> Any:
-                frame[0].runtime.store.save(name, field, arg(frame))
-                return UNIT
-            return set_
-
-        def checkpoint(frame: list) -> Any:
-            store = frame[0].runtime.store
-            store.save(name, field, store.get(name, field))
-            return UNIT
-        return checkpoint
+            return lambda frame: frame[0].runtime.effects.persistent(frame[0], name, field, "set", arg(frame))
+        return lambda frame: frame[0].runtime.effects.persistent(frame[0], name, field, method)
 
     def checkpoint(self, ctx: Any) -> None:
-        agent = ctx.agent
-        if agent is None:
-            return None
-        store = ctx.runtime.store
-        for f in agent.persistent:
-            store.save(agent.name, f.name, store.get(agent.name, f.name))
-        return None
+        ctx.runtime.effects.checkpoint(ctx)
 
     def tool_decl(self, env: ModuleEnv, name: str) -> tuple | None:
         """(ToolDecl, its module env, built-in?) for a tool visible in env."""
@@ -370,143 +351,8 @@ class Host:
             fields = {n: code(frame) for n, code in given}
             parent = frame[0]
             ctx_runtime = parent.runtime if parent is not None else host.runtime
-            return host.spawn(agent, fields, parent, ctx_runtime)
+            return spawn(agent, fields, parent, ctx_runtime)
         return summon
-
-    def spawn(self, agent: CompiledAgent, fields: dict, parent: Any, runtime: Runtime,
-              number: int | None = None) -> AgentInstance:
-        if number is None:
-            number = runtime.next_number(agent.name)
-        inst = AgentInstance(runtime, agent, number, parent)
-        inst.fields = fields
-        runtime.register(inst)
-        self.trace(inst, "agent.spawn", {"parent": parent.display_name if parent is not None else None})
-        inst.thread = start_thread(lambda: self.run_lifecycle(inst, entry=False), inst.display_name)
-        return inst
-
-    def run_lifecycle(self, inst: AgentInstance, entry: bool) -> None:
-        """SPEC §4.5: on waking, on start, on error, the message loop, on stop."""
-        set_current_context(inst)
-        agent = inst.agent
-        handlers = agent.handlers
-        try:
-            fixed = False
-            try:
-                for name, t in agent.persistent_types.items():
-                    inst.runtime.store.load(agent.name, name, t)
-                if "waking" in handlers and agent.persistent:
-                    handlers["waking"].run(inst)
-                if "start" in handlers:
-                    handlers["start"].run(inst)
-            except YieldSignal as y:
-                inst.result = y.value
-                fixed = True
-            except SageRaise as exc:
-                fixed = self._handle_error(inst, exc.error)
-                fixed = True
-            except AgentCancelled:
-                inst.error = ErrorValue("Agent", "agent stopped", "E204")
-                inst.quiet_failure = True
-                fixed = True
-            except TestAbort as abort:
-                inst.abort = abort
-                if inst.runtime.test_failure is None:
-                    inst.runtime.test_failure = abort
-                inst.error = ErrorValue("Agent", "test aborted")
-                inst.quiet_failure = True
-                fixed = True
-            except RecursionError:
-                inst.error = ErrorValue("Runtime", "call depth exceeded", "E205")
-                fixed = True
-            except Exception as exc:  # a bug in sagepy: reported as an internal error, never a traceback
-                inst.error = ErrorValue("Runtime", f"internal error: {type(exc).__name__}: {exc}")
-                fixed = True
-            self.trace(inst, "agent.result", {"ok": inst.error is None, **(
-                {"error": inst.error.display()} if inst.error is not None else {})})
-            del fixed
-            has_messages = bool(agent.message_handlers) and not entry
-            if has_messages:
-                inst.result_ready.set()
-                self._message_loop(inst)
-            self._run_stop(inst)
-        finally:
-            inst.result_ready.set()
-            inst.done.set()
-            self.trace(inst, "agent.stop", {})
-
-    def _handle_error(self, inst: AgentInstance, error: ErrorValue) -> bool:
-        handler = inst.agent.handlers.get("error")
-        if error.agent is None:
-            error.agent = inst.display_name
-        if handler is None:
-            inst.error = error
-            return True
-        try:
-            handler.run(inst, error)
-            inst.error = error
-        except YieldSignal as y:
-            inst.result = y.value
-        except SageRaise as exc:
-            inst.error = exc.error
-            if exc.error.agent is None:
-                exc.error.agent = inst.display_name
-        except AgentCancelled:
-            inst.error = ErrorValue("Agent", "agent stopped", "E204")
-            inst.quiet_failure = True
-        return True
-
-    def _message_loop(self, inst: AgentInstance) -> None:
-        while True:
-            try:
-                message, sender = inst.mailbox.get(inst)
-            except (MailboxClosed, AgentCancelled):
-                return
-            handler = None
-            for test, body in inst.agent.message_handlers:
-                if test(message):
-                    handler = body
-                    break
-            if handler is None:
-                self.trace(inst, "message.dropped", {"type": _runtime_type_name(message)})
-                continue
-            inst.current_sender = sender
-            inst.in_message = True
-            try:
-                handler.run(inst, message)
-            except YieldSignal:
-                pass
-            except SageRaise as exc:
-                error_handler = inst.agent.handlers.get("error")
-                if error_handler is not None:
-                    try:
-                        error_handler.run(inst, exc.error)
-                    except (YieldSignal, SageRaise):
-                        pass
-                else:
-                    inst.runtime.write_err(f"warning: agent {inst.display_name} failed handling a message: "
-                                           f"{exc.error.display()}")
-            except AgentCancelled:
-                return
-            finally:
-                inst.in_message = False
-                inst.current_sender = None
-
-    def _run_stop(self, inst: AgentInstance) -> None:
-        handler = inst.agent.handlers.get("stop")
-        if handler is None:
-            return
-        was_cancelled = inst.cancelled
-        inst.cancelled = False
-        try:
-            handler.run(inst)
-        except YieldSignal:
-            pass
-        except SageRaise as exc:
-            inst.runtime.write_err(f"warning: on stop of agent {inst.display_name} failed: {exc.error.display()}")
-        except AgentCancelled:
-            pass
-        finally:
-            inst.cancelled = was_cancelled or inst.cancelled
 
     def compile_await(self, c: Compiler, node: Any, scope: BlockScope):
         target = c.expr(node.expr, scope)
@@ -519,7 +365,8 @@ class Host:
                 raise _raise_at("Runtime", f"cannot await {display(h)}: not an agent handle", None, file, span)
             ms = timeout(frame) if timeout is not None else None
             waiter = frame[0]
-            if not h.wait_result(waiter, None if ms is None else max(0, ms) / 1000):
+            in_time = h.wait_result(waiter, None) if ms is None else h.runtime.effects.await_result(waiter, h, ms)
+            if not in_time:
                 raise _raise_at("Timeout", f"await timed out after {ms} ms", "E203", file, span)
             if not h.agent.message_handlers:
                 h.done.wait()
@@ -559,7 +406,7 @@ class Host:
         def receive(frame: list) -> Any:
             inst = frame[0]
             try:
-                message, sender = inst.mailbox.get(inst)
+                message, sender = inst.runtime.effects.receive(inst)
             except MailboxClosed:
                 inst.quiet_failure = inst.runtime.shutting_down
                 raise _raise_at("Agent", "mailbox closed", "E204", file, span)
@@ -649,14 +496,3 @@ def _assertion_detail(name: str, file: str, span: tuple, values: list) -> str:
     if text is not None:
         lines.append(f"      {span[0]} | {text}")
     return "\n".join(lines)
-
-
-def _runtime_type_name(v: Any) -> str:
-    from ..runtime.values import Record, Variant
-    t = type(v)
-    if t is Record:
-        return v.name
-    if t is Variant:
-        return v.enum
-    return {int: "Int", float: "Float", bool: "Bool", str: "String", list: "List", dict: "Map",
-            tuple: "Tuple"}.get(t, "Unit")

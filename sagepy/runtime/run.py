@@ -12,8 +12,9 @@ from ..loader import load_program
 from ..syntax import ast as A
 from .agents import AgentInstance, Runtime, start_thread
 from .compile import Compiler
-from .effects import Effects
+from ..effects import build_effects
 from .interpreter import Host
+from .lifecycle import run_lifecycle
 from .values import UNIT
 
 
@@ -55,8 +56,8 @@ def run_entry(entry_path: str, project: Any, trace_file: str | None = None, trac
     sys.setrecursionlimit(400_000)
     runtime = Runtime()
     trace_path = trace_file or os.environ.get("SAGE_TRACE_FILE")
-    effects = Effects(runtime, project, trace_path, trace_stderr or bool(os.environ.get("SAGE_TRACE")))
-    runtime.effects = effects
+    effects = build_effects(runtime, project, "run", trace_path=trace_path,
+                            trace_stderr=trace_stderr or bool(os.environ.get("SAGE_TRACE")))
     from .persistence import StateStore
     runtime.store = StateStore.for_project(project)
     host = Host(runtime, effects)
@@ -103,7 +104,7 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any) -> int:
     from .supervisors import SupervisorPlan, start_supervisor
     finished = threading.Event()
     if isinstance(agent, SupervisorPlan):
-        inst = start_supervisor(host, runtime, agent, None, number=0)
+        inst = start_supervisor(runtime, agent, None, number=0)
 
         def body() -> None:
             inst.done.wait()
@@ -114,7 +115,7 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any) -> int:
 
         def body() -> None:
             try:
-                host.run_lifecycle(inst, entry=True)
+                run_lifecycle(inst, entry=True)
             finally:
                 finished.set()
 

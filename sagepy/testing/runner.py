@@ -73,11 +73,11 @@ def discover(path: str) -> list[str]:
 
 
 def load_test_file(path: str, project: Any) -> LoadedFile:
-    from ..runtime.effects import Effects
+    from ..effects import build_effects
     from ..runtime.interpreter import Host
     from ..runtime.run import compile_entry
     runtime = Runtime()
-    runtime.effects = Effects(runtime, project)
+    build_effects(runtime, project, "check")
     host = Host(runtime, runtime.effects)
     host.test_file = True
     _, diags = compile_entry(path, host, project=project, test_file=True)
@@ -88,8 +88,7 @@ def load_test_file(path: str, project: Any) -> LoadedFile:
 
 def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False) -> TestResult:
     """Run one test to completion (or timeout); never raises."""
-    from ..runtime.effects import Effects
-    from .mocks import MockQueues
+    from ..effects import build_effects
     output: list[str] = []
     lock = threading.Lock()
 
@@ -98,10 +97,7 @@ def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False) -> TestRes
             output.extend(text.split("\n"))
 
     runtime = Runtime(out=capture, err=capture)   # its StateStore is a fresh in-memory one
-    effects = Effects(runtime, case.project)
-    effects.mocks = MockQueues()
-    effects.real_llm = real_llm
-    runtime.effects = effects
+    effects = build_effects(runtime, case.project, "test", real_llm=real_llm)
     ctx = AgentInstance(runtime, None, 0, None)
     outcome: dict[str, Any] = {}
     done = threading.Event()
