@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
+from ..convert import to_json
 from ..runtime.values import NONE, Variant, some
 from .chain import Perform
 from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step, ToolCallInfo
@@ -54,7 +55,6 @@ class Effects:
     def tool_call(self, ctx: Any, info: ToolCallInfo, args: list) -> Any:
         if info.builtin:   # every parameter of a built-in tool is a String: already wire data
             return self.perform(Step(TOOL, info.label, args, info.ret, self.world.tool_safety(info), ctx, info))
-        from ..convert import to_json
         arguments = {}
         for name, value in zip(info.params, args):   # keyed by parameter name, None left out (SPEC §8.4)
             if type(value) is Variant and value.enum == "Option" and value.name == "None":
@@ -100,7 +100,6 @@ class Effects:
     def persistent(self, ctx: Any, agent: str, field: str, method: str, value: Any = None) -> Any:
         """`self.f.get()`, `self.f.set(v)`, `self.f.checkpoint()` of agent's persistent field f."""
         if method == "set":
-            from ..convert import to_json
             return self.perform(Step(STATE, f"{field}.set", [to_json(value)], None, "idempotent", ctx,
                                      (agent, field, value)))
         safety = "read_only" if method == "get" else "idempotent"

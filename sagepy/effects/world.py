@@ -40,6 +40,8 @@ class World:
         return self._mcp
 
     def mcp(self) -> Any:
+        if self._mcp is not None:
+            return self._mcp
         with self._lock:
             if self._mcp is None:
                 from ..mcp.config import McpSettings, parse_tools_config
@@ -90,7 +92,7 @@ class World:
         known = self._safety.get(info.label)
         if known is not None:
             return known
-        manager = self._mcp or self.mcp()
+        manager = self.mcp()
         server = self.server_key(info.tool)
         safety = manager.safety(server, info.remote)   # connects and lists the tools when needed
         if manager.listed(server):   # a failed connect is not remembered: the next call tries again
@@ -99,7 +101,7 @@ class World:
 
     def dynamic_safety(self, handle: str, tool: str) -> str:
         """The class of a tool of a dynamic connection: as listed; `destructive` when unknown."""
-        return (self._mcp or self.mcp()).dynamic_safety(handle, tool)
+        return self.mcp().dynamic_safety(handle, tool)
 
     # ---------------------------------------------------------------- shutdown
     def interrupt_form(self) -> bool:
