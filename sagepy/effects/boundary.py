@@ -11,10 +11,11 @@ from typing import Any
 
 from .. import types as T
 from ..convert import to_json
-from ..runtime.values import NONE, Variant, some
+from ..runtime.values import Variant
 from .chain import Perform
 from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step, ToolCallInfo
 from .trace import Tracer
+from .wire import connection_record, tool_arguments
 from .world import World
 
 # Classes of `io` steps (SPEC §14): reading the world may be done again, writing a whole file or making a
@@ -55,12 +56,8 @@ class Effects:
     def tool_call(self, ctx: Any, info: ToolCallInfo, args: list) -> Any:
         if info.builtin:   # every parameter of a built-in tool is a String: already wire data
             return self.perform(Step(TOOL, info.label, args, info.ret, self.world.tool_safety(info), ctx, info))
-        arguments = {}
-        for name, value in zip(info.params, args):   # keyed by parameter name, None left out (SPEC §8.4)
-            if type(value) is Variant and value.enum == "Option" and value.name == "None":
-                continue
-            arguments[name] = to_json(value)
-        return self.perform(Step(TOOL, info.label, arguments, info.ret, None, ctx, info, self._tool_safety))
+        return self.perform(Step(TOOL, info.label, tool_arguments(info, args), info.ret, None, ctx, info,
+                                 self._tool_safety))
 
     def _tool_safety(self, step: Step) -> str:
         return self.world.tool_safety(step.detail)
@@ -78,11 +75,10 @@ class Effects:
 
     def _connection(self, handle: str) -> Variant:
         if self.mocks is not None and handle in self.mocks.issued_handles:
-            from ..runtime.values import Record
             suffix = handle.split(":", 1)[-1]
-            return some(Record("McpConnection", {"id": int(suffix) if suffix.isdigit() else 0}))
+            return connection_record(int(suffix) if suffix.isdigit() else 0)
         manager = self.world.mcp_started
-        return NONE if manager is None else manager.connection(handle)
+        return connection_record(None if manager is None else manager.connection(handle))
 
     # ---------------------------------------------------------------- clock, stdin, environment, files, sleep
     def io(self, ctx: Any, name: str, args: tuple | list) -> Any:

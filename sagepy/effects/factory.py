@@ -13,8 +13,9 @@ from .trace import TraceLayer, Tracer
 
 def build_effects(runtime: Any, project: Any, mode: str = "run", *, trace_path: str | None = None,
                   trace_stderr: bool = False, real_llm: bool = False) -> Effects:
-    """The effects of one `sage run` (`mode` "run"), one test ("test": mocks first, nothing traced unless
-    asked) or one `sage check` ("check": nothing is performed). Sets `runtime.effects`."""
+    """The effects of one `sage run` (`mode` "run"), one test ("test": the mocks layer first) or one
+    `sage check` ("check": the chain of a run, which performs nothing since nothing runs). Sets
+    `runtime.effects`."""
     mocks = None
     if mode == "test":
         from ..testing.mocks import MockQueues

@@ -10,6 +10,7 @@ from ..runtime.values import UNIT, ErrorValue
 from ..testing.mocks import EMPTY, Failure, convert_mock
 from .chain import Perform
 from .step import LLM, MCP, TOOL, Step
+from .wire import tool_records
 
 # McpServerInfo of the prelude, rebuilt here so that the effects layer does not load the prelude.
 SERVER_INFO = T.RecordT(T.RecordInfo("McpServerInfo", [], [("name", T.STRING), ("version", T.STRING)]))
@@ -84,7 +85,6 @@ class MockLayer:
             return convert_mock(key, mock, SERVER_INFO)
         if name == "mcp_tools":
             from ..convert import parse_json
-            from ..mcp.dynamic import tool_records
             text = convert_mock(key, mock, T.STRING)
             try:
                 return tool_records(parse_json(text))

@@ -12,6 +12,7 @@ from ..runtime.errors import SageRaise
 from ..runtime.values import UNIT, ErrorValue
 from .chain import Perform
 from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
+from .wire import server_info_record, tool_records, typed_result
 from .world import World
 
 _stdin_lock = threading.Lock()
@@ -71,17 +72,25 @@ class RealLayer:
         info = step.detail
         if info.builtin:
             from ..tools import call_builtin_tool
-            return call_builtin_tool(info.tool, info.fn, step.arguments, cancel=step.agent.cancel_event)
+            cancel = getattr(step.agent, "cancel_event", None)
+            return call_builtin_tool(info.tool, info.fn, step.arguments, cancel=cancel)
         step.safety   # settled before the call leaves: a cached lookup after the server's first listing
         world = self.world
-        return world.mcp().call_typed(world.server_key(info.tool), info.label, info.remote, step.arguments,
-                                      info.ret)
+        result = world.mcp().call_typed(world.server_key(info.tool), info.label, info.remote, step.arguments)
+        return typed_result(result, info)
 
     def _mcp(self, step: Step) -> Any:
         manager = self.world.mcp()
+        name = step.target
+        if name == "mcp_tools":
+            return tool_records(manager.listing(*step.arguments))
+        if name == "mcp_server_info":
+            return server_info_record(manager.server_info(*step.arguments))
+        if name == "mcp_disconnect":
+            manager.disconnect(*step.arguments)
+            return UNIT
         method = {"mcp_connect": manager.connect, "mcp_list_tools": manager.list_tools,
-                  "mcp_tools": manager.tools, "mcp_server_info": manager.server_info, "mcp_call": manager.call,
-                  "mcp_disconnect": manager.disconnect}[step.target]
+                  "mcp_call": manager.call}[name]
         return method(*step.arguments)
 
     def _io(self, step: Step) -> Any:

@@ -1,4 +1,5 @@
-"""Live agents: threads, mailboxes, lifecycle (SPEC §4.5–4.6) and the per-run state they share.
+"""Live agents: threads, mailboxes, paths (SPEC §4.5–4.6, §14) and the per-run state they share; the
+lifecycle an agent's thread runs is in lifecycle.py.
 
 Each live agent runs in its own thread with a large stack. Agents stop cooperatively: `AgentInstance.check()`
 is called at loop iterations, calls and blocking points and raises `AgentCancelled` once a stop was requested.

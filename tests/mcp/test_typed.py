@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from mcp_helpers import EXITS, HANGS, PERSON, POINT, SUITE, suite_server
+from mcp_helpers import EXITS, HANGS, PERSON, POINT, SUITE, call_typed, suite_server
 from sagepy.runtime.errors import SageRaise
 from sagepy.runtime.values import NONE, UNIT, Record
 from sagepy.types import INT, STRING, UNIT as UNIT_TYPE, ListT
@@ -34,7 +34,7 @@ def suite(module_managers, marker_dir):
 
 
 def call(manager, remote, arguments, return_type, block="Suite"):
-    return manager.call_typed(block, f"{block}.{remote}", remote, arguments, return_type)
+    return call_typed(manager, block, f"{block}.{remote}", remote, arguments, return_type)
 
 
 def failure(manager, remote, arguments, return_type, block="Suite") -> str:
