@@ -10,12 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
-from ..convert import to_json
 from ..runtime.values import Variant
 from .chain import Perform
 from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step, ToolCallInfo
 from .trace import Tracer
-from .wire import connection_record, tool_arguments
 from .world import World
 
 # Classes of `io` steps (SPEC §14): reading the world may be done again, writing a whole file or making a
@@ -56,6 +54,7 @@ class Effects:
     def tool_call(self, ctx: Any, info: ToolCallInfo, args: list) -> Any:
         if info.builtin:   # every parameter of a built-in tool is a String: already wire data
             return self.perform(Step(TOOL, info.label, args, info.ret, self.world.tool_safety(info), ctx, info))
+        from .wire import tool_arguments   # here, not at the top: a program may never call an MCP tool
         return self.perform(Step(TOOL, info.label, tool_arguments(info, args), info.ret, None, ctx, info,
                                  self._tool_safety))
 
@@ -74,6 +73,7 @@ class Effects:
         return self.world.dynamic_safety(step.arguments[0], step.arguments[1])
 
     def _connection(self, handle: str) -> Variant:
+        from .wire import connection_record
         if self.mocks is not None and handle in self.mocks.issued_handles:
             suffix = handle.split(":", 1)[-1]
             return connection_record(int(suffix) if suffix.isdigit() else 0)
@@ -96,6 +96,7 @@ class Effects:
     def persistent(self, ctx: Any, agent: str, field: str, method: str, value: Any = None) -> Any:
         """`self.f.get()`, `self.f.set(v)`, `self.f.checkpoint()` of agent's persistent field f."""
         if method == "set":
+            from ..convert import to_json
             return self.perform(Step(STATE, f"{field}.set", [to_json(value)], None, "idempotent", ctx,
                                      (agent, field, value)))
         safety = "read_only" if method == "get" else "idempotent"

@@ -6,7 +6,6 @@ from typing import Any
 from .boundary import Effects
 from .chain import compose
 from .journal import JournalLayer
-from .mocks import MockLayer
 from .real import RealLayer
 from .trace import TraceLayer, Tracer
 
@@ -28,6 +27,9 @@ def build_effects(runtime: Any, project: Any, mode: str = "run", *, trace_path: 
 
 def layers(effects: Effects, mode: str) -> list:
     """The chain, outermost first."""
-    chain: list = [MockLayer(effects)] if mode == "test" else []
+    chain: list = []
+    if mode == "test":
+        from .mocks import MockLayer
+        chain.append(MockLayer(effects))
     chain += [TraceLayer(effects.tracer), JournalLayer(), RealLayer(effects.world)]
     return chain

@@ -12,7 +12,6 @@ from ..runtime.errors import SageRaise
 from ..runtime.values import UNIT, ErrorValue
 from .chain import Perform
 from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
-from .wire import server_info_record, tool_records, typed_result
 from .world import World
 
 _stdin_lock = threading.Lock()
@@ -76,10 +75,12 @@ class RealLayer:
             return call_builtin_tool(info.tool, info.fn, step.arguments, cancel=cancel)
         step.safety   # settled before the call leaves: a cached lookup after the server's first listing
         world = self.world
+        from .wire import typed_result
         result = world.mcp().call_typed(world.server_key(info.tool), info.label, info.remote, step.arguments)
         return typed_result(result, info)
 
     def _mcp(self, step: Step) -> Any:
+        from .wire import server_info_record, tool_records
         manager = self.world.mcp()
         name = step.target
         if name == "mcp_tools":
