@@ -1,13 +1,15 @@
 """Sage values and MCP wire data, the one place where they meet on the effects path (DESIGN.md "The
 effects boundary"): the arguments of typed tool calls (SPEC §8.4), typed results (§8.4 rules 1-4) and the
-prelude records of dynamic MCP (§8.5). Below this module, the MCP package handles JSON only; it is
-imported here only by the functions that convert what it returned (a program may never use MCP).
+prelude records of dynamic MCP (§8.5). Below this module, the MCP package handles JSON only. The effects
+layers load this module on first use: a program that never calls an MCP tool never imports it.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from ..convert import VALUE_LIMIT, ConversionError, compact_json, from_json, parse_json, to_json
+from ..mcp.failures import McpFailure, typed_error
+from ..mcp.results import text_items, text_of
 from ..runtime.values import NONE, UNIT, Record, Variant, some
 from ..types import STRING, UNIT as UNIT_TYPE, MapT, RecordT, Type, type_name
 from .step import ToolCallInfo
@@ -25,7 +27,6 @@ def tool_arguments(info: ToolCallInfo, args: list) -> dict:
 
 def typed_result(result: dict, info: ToolCallInfo) -> Any:
     """The Sage value of a typed call's successful result, or SageRaise with an `Mcp` error."""
-    from ..mcp.failures import McpFailure, typed_error
     try:
         return typed_value(result, info.ret, info.label, info.remote)
     except McpFailure as failure:
@@ -39,8 +40,6 @@ def _render(data: Any) -> str:
 
 def typed_value(result: dict, return_type: Type, label: str, remote: str) -> Any:
     """The Sage value of a successful typed call (§8.4 rules 1-4). Raises McpFailure on failure."""
-    from ..mcp.failures import McpFailure
-    from ..mcp.results import text_items, text_of
     if return_type == UNIT_TYPE:
         return UNIT
     failure: tuple[Any, ConversionError | str] | None = None
