@@ -54,9 +54,8 @@ class Effects:
     def tool_call(self, ctx: Any, info: ToolCallInfo, args: list) -> Any:
         if info.builtin:   # every parameter of a built-in tool is a String: already wire data
             return self.perform(Step(TOOL, info.label, args, info.ret, self.world.tool_safety(info), ctx, info))
-        from .wire import tool_arguments   # here, not at the top: a program may never call an MCP tool
-        return self.perform(Step(TOOL, info.label, tool_arguments(info, args), info.ret, None, ctx, info,
-                                 self._tool_safety))
+        return self.perform(Step(TOOL, info.label, (_wire or _load_wire()).tool_arguments(info, args), info.ret,
+                                 None, ctx, info, self._tool_safety))
 
     def _tool_safety(self, step: Step) -> str:
         return self.world.tool_safety(step.detail)
@@ -73,7 +72,7 @@ class Effects:
         return self.world.dynamic_safety(step.arguments[0], step.arguments[1])
 
     def _connection(self, handle: str) -> Variant:
-        from .wire import connection_record
+        connection_record = (_wire or _load_wire()).connection_record
         if self.mocks is not None and handle in self.mocks.issued_handles:
             suffix = handle.split(":", 1)[-1]
             return connection_record(int(suffix) if suffix.isdigit() else 0)
@@ -136,6 +135,16 @@ class Effects:
     def close(self) -> None:
         self.world.close()
         self.tracer.close()
+
+
+_wire: Any = None   # sagepy.effects.wire, loaded when a program first calls an MCP tool
+
+
+def _load_wire() -> Any:
+    global _wire
+    from . import wire
+    _wire = wire
+    return wire
 
 
 def _unassembled(step: Step) -> Any:

@@ -31,5 +31,7 @@ def layers(effects: Effects, mode: str) -> list:
     if mode == "test":
         from .mocks import MockLayer
         chain.append(MockLayer(effects))
-    chain += [TraceLayer(effects.tracer), JournalLayer(), RealLayer(effects.world)]
+    if effects.tracer.on:   # tracing is decided once per run: without it, steps skip the layer altogether
+        chain.append(TraceLayer(effects.tracer))
+    chain += [JournalLayer(), RealLayer(effects.world)]
     return chain

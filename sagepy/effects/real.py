@@ -56,9 +56,15 @@ class RealLayer:
         self._kinds: dict[str, Callable[[Step], Any]] = {
             LLM: self._llm, TOOL: self._tool, MCP: self._mcp, IO: self._io, RECEIVE: self._receive,
             STATE: self._state, AWAIT: self._await}
+        self._wire: Any = None   # sagepy.effects.wire, loaded on the first MCP call
 
     def perform(self, step: Step, next: Perform) -> Any:
         return self._kinds[step.kind](step)
+
+    def _load_wire(self) -> Any:
+        from . import wire
+        self._wire = wire
+        return wire
 
     def _llm(self, step: Step) -> Any:
         client = self.world.llm()
@@ -75,18 +81,16 @@ class RealLayer:
             return call_builtin_tool(info.tool, info.fn, step.arguments, cancel=cancel)
         step.safety   # settled before the call leaves: a cached lookup after the server's first listing
         world = self.world
-        from .wire import typed_result
         result = world.mcp().call_typed(world.server_key(info.tool), info.label, info.remote, step.arguments)
-        return typed_result(result, info)
+        return (self._wire or self._load_wire()).typed_result(result, info)
 
     def _mcp(self, step: Step) -> Any:
-        from .wire import server_info_record, tool_records
         manager = self.world.mcp()
         name = step.target
         if name == "mcp_tools":
-            return tool_records(manager.listing(*step.arguments))
+            return (self._wire or self._load_wire()).tool_records(manager.listing(*step.arguments))
         if name == "mcp_server_info":
-            return server_info_record(manager.server_info(*step.arguments))
+            return (self._wire or self._load_wire()).server_info_record(manager.server_info(*step.arguments))
         if name == "mcp_disconnect":
             manager.disconnect(*step.arguments)
             return UNIT

@@ -53,14 +53,15 @@ class Tracer:
 
 
 class TraceLayer:
-    """`tool.call` before and `tool.result` after each tool step; other steps pass untouched. Mocks sit above
-    this layer, so every step traced here is performed (or replayed) below: `mocked` is false."""
+    """`tool.call` before and `tool.result` after each tool step; other steps pass untouched. In the chain
+    only when tracing is on. Mocks sit above this layer, so every step traced here is performed (or
+    replayed) below: `mocked` is false."""
 
     def __init__(self, tracer: Tracer) -> None:
         self.tracer = tracer
 
     def perform(self, step: Step, next: Perform) -> Any:
-        if step.kind != TOOL or not self.tracer.on:
+        if step.kind != TOOL:
             return next(step)
         info = step.detail
         ctx = step.agent
