@@ -39,20 +39,25 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=["text", "json"], default="text", help="diagnostic output format")
 
     test = sub.add_parser("test", help="run the tests of *_test.sg files",
-                          description="Discover and run `test` blocks in *_test.sg files (SPEC §9).")
+                          description="Discover and run `test` blocks in *_test.sg files.")
     from .test import add_arguments
     add_arguments(test)
 
     tools = sub.add_parser("tools", help="list, inspect, generate and verify MCP servers",
-                           description="Work with the MCP servers of grove.toml (SPEC §10.2).")
+                           description="Work with the MCP servers configured in grove.toml.")
     from .tools import add_arguments as add_tools_arguments
     add_tools_arguments(tools)
 
     runs = sub.add_parser("runs", help="durable runs (planned)",
-                          description="List, show and resolve durable runs (SPEC §14, planned: not available in "
+                          description="List, show and resolve durable runs (planned: not available in "
                           "this version).")
     runs.add_argument("action", nargs="?", choices=["list", "show", "resolve"])
     runs.add_argument("rest", nargs=argparse.REMAINDER)
+
+    explain = sub.add_parser("explain", help="explain an error code",
+                             description="Print the explanation of an error code, with a wrong and a fixed example.")
+    from .explain import add_arguments as add_explain_arguments
+    add_explain_arguments(explain)
 
     new = sub.add_parser("new", help="create a new project", description="Create a project skeleton in NAME/.")
     new.add_argument("name", metavar="NAME")
@@ -74,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return USAGE_EXIT
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
-                   "new": _new}[args.command]
+                   "new": _new, "explain": _explain}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -85,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the one place a Python exception becomes a user-facing message
         sys.stderr.write(f"internal error: {type(exc).__name__}: {exc}\n"
                          "  = help: this is a bug in sagepy; please report it with the program that caused it\n")
-        if os.environ.get("SAGE_DEBUG"):
+        from ..settings import Overrides
+        if Overrides(os.environ).setting("SAGE_DEBUG"):
             raise
         return 1
 
@@ -99,21 +105,22 @@ def _version() -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..project import ProjectError, find_project
+    from ..project import ProjectError
+    from ..session import Session
     if args.resume:
         sys.stderr.write("error: durable runs are not available in this version\n")
         return 1
     try:
-        project, explicit = find_project(args.path)
+        session, explicit = Session.open(args.path)
     except ProjectError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    entry = explicit or project.entry_file()
+    entry = explicit or session.entry_file()
     if not os.path.isfile(entry):
         sys.stderr.write(f"error: no entry file found (looked for {_shown(entry)})\n")
         return 1
     from ..runtime.run import run_entry
-    return run_entry(entry, project, trace_file=args.trace_file, trace_stderr=args.trace)
+    return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -134,6 +141,11 @@ def _tools(args: argparse.Namespace) -> int:
 def _runs(args: argparse.Namespace) -> int:
     sys.stderr.write("error: durable runs are not available in this version\n")
     return 1
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from .explain import run_explain_command
+    return run_explain_command(args)
 
 
 def _new(args: argparse.Namespace) -> int:

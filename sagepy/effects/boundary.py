@@ -7,7 +7,7 @@ here, when the step is built, and nowhere below: the layers and the MCP package 
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import types as T
 from ..runtime.values import Variant
@@ -15,6 +15,9 @@ from .chain import Perform
 from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step, ToolCallInfo
 from .trace import Tracer
 from .world import World
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 # Classes of `io` steps (SPEC §14): reading the world may be done again, writing a whole file or making a
 # directory has the same effect twice, appending does not.
@@ -28,15 +31,15 @@ _MCP_SAFETY = {"mcp_connect": "read_only", "mcp_list_tools": "read_only", "mcp_t
 
 
 class Effects:
-    def __init__(self, runtime: Any, project: Any, tracer: Tracer, mocks: Any = None,
+    def __init__(self, runtime: Any, settings: Settings, tracer: Tracer, mocks: Any = None,
                  real_llm: bool = False) -> None:
         self.runtime = runtime
-        self.project = project
+        self.settings = settings
         self.tracer = tracer
         self.mocks = mocks              # sagepy.testing.mocks.MockQueues under `sage test`, else None
         self.real_llm = real_llm        # `sage test --real-llm`
         self.ended = False              # the test this Effects belongs to has ended
-        self.world = World(project, tracer, self.elicit, self.sample)
+        self.world = World(settings, tracer, self.elicit, self.sample)
         self.perform: Perform = _unassembled   # the chain, set by build_effects
 
     # ---------------------------------------------------------------- model turns

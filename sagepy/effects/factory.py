@@ -1,7 +1,7 @@
-"""Assembling the effects chain of one run, test or check: the one place that lists the layers."""
+"""Assembling the effects chain of one run or test: the one place that lists the layers."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .boundary import Effects
 from .chain import compose
@@ -9,26 +9,25 @@ from .journal import JournalLayer
 from .real import RealLayer
 from .trace import TraceLayer, Tracer
 
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from ..testing.mocks import MockQueues
 
-def build_effects(runtime: Any, project: Any, mode: str = "run", *, trace_path: str | None = None,
-                  trace_stderr: bool = False, real_llm: bool = False) -> Effects:
-    """The effects of one `sage run` (`mode` "run"), one test ("test": the mocks layer first) or one
-    `sage check` ("check": the chain of a run, which performs nothing since nothing runs). Sets
-    `runtime.effects`."""
-    mocks = None
-    if mode == "test":
-        from ..testing.mocks import MockQueues
-        mocks = MockQueues()
-    effects = Effects(runtime, project, Tracer(trace_path, trace_stderr), mocks, real_llm)
-    effects.perform = compose(layers(effects, mode))
+
+def build_effects(runtime: Any, settings: Settings, *, trace_path: str | None = None, trace_stderr: bool = False,
+                  mocks: MockQueues | None = None, real_llm: bool = False) -> Effects:
+    """The effects of one `sage run`, or of one test when `mocks` are the test's queues (the mocks layer
+    first; `real_llm`: `sage test --real-llm`). Sets `runtime.effects`."""
+    effects = Effects(runtime, settings, Tracer(trace_path, trace_stderr), mocks, real_llm)
+    effects.perform = compose(layers(effects))
     runtime.effects = effects
     return effects
 
 
-def layers(effects: Effects, mode: str) -> list:
+def layers(effects: Effects) -> list:
     """The chain, outermost first."""
     chain: list = []
-    if mode == "test":
+    if effects.mocks is not None:
         from .mocks import MockLayer
         chain.append(MockLayer(effects))
     if effects.tracer.on:   # tracing is decided once per run: without it, steps skip the layer altogether

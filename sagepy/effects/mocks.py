@@ -12,9 +12,6 @@ from .chain import Perform
 from .step import LLM, MCP, TOOL, Step
 from .wire import tool_records
 
-# McpServerInfo of the prelude, rebuilt here so that the effects layer does not load the prelude.
-SERVER_INFO = T.RecordT(T.RecordInfo("McpServerInfo", [], [("name", T.STRING), ("version", T.STRING)]))
-
 _MCP_KEYS = {"mcp_connect": "mcp.connect", "mcp_list_tools": "mcp.list_tools", "mcp_tools": "mcp.list_tools",
              "mcp_server_info": "mcp.server_info", "mcp_call": "mcp.call", "mcp_disconnect": "mcp.disconnect"}
 
@@ -82,7 +79,8 @@ class MockLayer:
         if name == "mcp_disconnect":
             return UNIT
         if name == "mcp_server_info":
-            return convert_mock(key, mock, SERVER_INFO)
+            from ..check.prelude import load_prelude   # loaded already: the test file was checked
+            return convert_mock(key, mock, T.RecordT(load_prelude().records["McpServerInfo"]))
         if name == "mcp_tools":
             from ..convert import parse_json
             text = convert_mock(key, mock, T.STRING)

@@ -78,7 +78,8 @@ class RealLayer:
         if info.builtin:
             from ..tools import call_builtin_tool
             cancel = getattr(step.agent, "cancel_event", None)
-            return call_builtin_tool(info.tool, info.fn, step.arguments, cancel=cancel)
+            return call_builtin_tool(info.tool, info.fn, step.arguments, cancel=cancel,
+                                     overrides=self.world.settings.overrides)
         step.safety   # settled before the call leaves: a cached lookup after the server's first listing
         world = self.world
         result = world.mcp().call_typed(world.server_key(info.tool), info.label, info.remote, step.arguments)

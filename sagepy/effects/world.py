@@ -2,24 +2,25 @@
 created on first use so that a program that never calls a model or a server never imports httpx or mcp."""
 from __future__ import annotations
 
-import os
 import sys
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .step import ToolCallInfo
 from .trace import Tracer
 
+if TYPE_CHECKING:
+    from ..settings import Settings
+
 
 class World:
-    def __init__(self, project: Any, tracer: Tracer, elicit: Callable, sample: Callable) -> None:
-        self.project = project
+    def __init__(self, settings: Settings, tracer: Tracer, elicit: Callable, sample: Callable) -> None:
+        self.settings = settings
         self.tracer = tracer
         self._elicit = elicit
         self._sample = sample
         self._llm: Any = None
         self._mcp: Any = None
-        self._server_keys: dict[str, str] = {}
         self._safety: dict[str, str] = {}   # `T.f` of a typed MCP tool -> its class, once its server is listed
         self._lock = threading.Lock()
 
@@ -27,10 +28,8 @@ class World:
     def llm(self) -> Any:
         with self._lock:
             if self._llm is None:
-                from ..llm import LlmClient, LlmConfig
-                section = self.project.section("llm") if self.project is not None else {}
-                self._llm = LlmClient(LlmConfig.resolve(section, os.environ),
-                                      trace=lambda kind, data: self.tracer.emit(None, kind, data))
+                from ..llm import LlmClient
+                self._llm = LlmClient(self.settings.llm, trace=lambda kind, data: self.tracer.emit(None, kind, data))
             return self._llm
 
     # ---------------------------------------------------------------- MCP
@@ -44,13 +43,9 @@ class World:
             return self._mcp
         with self._lock:
             if self._mcp is None:
-                from ..mcp.config import McpSettings, parse_tools_config
                 from ..mcp.manager import McpManager
-                config = self.project.config if self.project is not None else {}
-                root = self.project.root if self.project is not None else os.getcwd()
-                path = self.project.config_path if self.project is not None else None
-                servers, _ = parse_tools_config(config, path)
-                self._mcp = McpManager(root, servers, McpSettings.from_config(config), elicitation=self._elicit,
+                settings = self.settings
+                self._mcp = McpManager(settings.root, settings.tools.servers, settings.mcp, elicitation=self._elicit,
                                        sampling=self._sample, checkpoint=_stop_point, trace=self._mcp_event)
             return self._mcp
 
@@ -60,25 +55,15 @@ class World:
         self.tracer.emit(None, kind, data)
 
     def server_key(self, tool: str) -> str:
-        """The `[tools.X]` key a tool block binds to (exact, else unique case-insensitive; SPEC §8.1)."""
-        key = self._server_keys.get(tool)
-        if key is None:
-            from ..mcp.config import AmbiguousBinding, bind_tool_block, parse_tools_config
-            config = self.project.config if self.project is not None else {}
-            servers, _ = parse_tools_config(config, None)
-            try:
-                bound = bind_tool_block(tool, servers)
-            except AmbiguousBinding:
-                bound = None
-            key = self._server_keys[tool] = bound.name if bound is not None else tool
-        return key
+        """The `[tools.X]` key a tool block binds to (SPEC §8.1)."""
+        return self.settings.tools.server_key(tool)
 
     def prestart(self, tools: set[str]) -> None:
         """Start, in the background, the servers of the tool blocks that some agent `use`s (SPEC §8.3)."""
-        config = self.project.config if self.project is not None else {}
-        if not tools or not isinstance(config.get("tools"), dict):
+        configured = self.settings.tools
+        if not tools or not configured:
             return
-        keys = sorted({self.server_key(t) for t in tools} & set(config["tools"]))
+        keys = sorted({configured.server_key(t) for t in tools} & set(configured))
         if keys:
             from ..runtime.agents import start_thread
             # importing the MCP SDK alone takes about a second: do it off the main thread too

@@ -24,13 +24,14 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
+from .. import aio as loop
 from ..runtime.errors import SageRaise
-from . import loop
 from .config import McpSettings, ServerConfig
 from .dynamic import handle_id, listing_object, log_name, parse_arguments, parse_connect_config
 from .failures import McpFailure, dynamic_error, typed_error
 from .results import dynamic_text, error_text
 from .safety import safety_of
+from .sdk_logs import route_sdk_logs
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -115,7 +116,7 @@ class McpManager:
             if self._started:
                 return
             os.makedirs(self.log_dir, exist_ok=True)
-            loop.route_sdk_logs(self.log_dir)
+            route_sdk_logs(self.log_dir)
             atexit.register(self.close_all)
             # When agents call at once, the thread driving the loop hands results to the others, who then wait
             # for the GIL; CPython's default 5 ms switch interval makes them wait out the driver's bookkeeping

@@ -13,19 +13,12 @@ import pickle
 import sys
 from pathlib import Path
 
+from .cache_dir import cache_root
+
 _TOOL_HASH: str | None = None
-
-
-def cache_root() -> str | None:
-    if os.environ.get("SAGE_NO_CACHE"):
-        return None
-    explicit = os.environ.get("SAGE_CACHE_DIR")
-    if explicit:
-        return explicit
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        return os.path.join(xdg, "sagepy")
-    return os.path.join(os.path.expanduser("~"), ".cache", "sagepy")
+# `parse_file_cached` without a session's cache directory (the prelude, shared by every session of the
+# process) asks the environment now, by the same rule (cache_dir.cache_root).
+FROM_ENVIRONMENT = "<environment>"
 
 
 def _tool_hash() -> str:
@@ -56,9 +49,8 @@ def _entry_path(root: str, source_path: str, text: str) -> str:
     return os.path.join(root, "ast", key.hexdigest()[:32] + ".pickle")
 
 
-def load(source_path: str, text: str):
+def load(source_path: str, text: str, root: str | None) -> tuple[list, list] | None:
     """The cached (items, diagnostics) of this file, or None."""
-    root = cache_root()
     if root is None:
         return None
     try:
@@ -68,8 +60,7 @@ def load(source_path: str, text: str):
         return None
 
 
-def store(source_path: str, text: str, value) -> None:
-    root = cache_root()
+def store(source_path: str, text: str, value: tuple[list, list], root: str | None) -> None:
     if root is None:
         return
     target = _entry_path(root, source_path, text)
@@ -86,12 +77,14 @@ def store(source_path: str, text: str, value) -> None:
             pass
 
 
-def parse_file_cached(source_path: str, text: str):
-    """(items, diagnostics) for a file, from the cache when possible."""
-    cached = load(source_path, text)
+def parse_file_cached(source_path: str, text: str, cache_dir: str | None = FROM_ENVIRONMENT) -> tuple[list, list]:
+    """(items, diagnostics) for a file, from the cache under `cache_dir` when possible (None: no cache). The
+    parser is imported only on a miss."""
+    root = cache_root() if cache_dir is FROM_ENVIRONMENT else cache_dir
+    cached = load(source_path, text, root)
     if cached is not None:
         return cached
     from .parser import parse_source
     result = parse_source(text, source_path)
-    store(source_path, text, result)
+    store(source_path, text, result, root)
     return result

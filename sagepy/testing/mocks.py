@@ -65,4 +65,3 @@ def convert_mock(label: str, value: Any, target: T.Type) -> Any:
         return from_json(data, target)
     except (ConversionError, ValueError) as exc:
         raise TestAbort(f"mock for {label}: cannot convert '{display(value)}' to {T.type_name(target)}: {exc}")
-

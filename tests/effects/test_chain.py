@@ -108,8 +108,8 @@ def insert_spy(monkeypatch) -> Spy:
     spy = Spy()
     layers = factory.layers
 
-    def with_spy(effects, mode):
-        chain = layers(effects, mode)
+    def with_spy(effects):
+        chain = layers(effects)
         return chain[:-1] + [spy, chain[-1]]
 
     monkeypatch.setattr(factory, "layers", with_spy)

@@ -1,0 +1,223 @@
+"""The shape of the code (issue 13, DESIGN.md): no import cycle inside sagepy, no module over 600 lines, and the
+pipeline's stages import only downstream of themselves (syntax -> check -> runtime -> effects).
+
+Imports are read statically with `ast`, at module level and inside functions alike: an import deferred into a
+function for start-up speed still ties the two modules together. Imports under `if TYPE_CHECKING:` never run and
+are not counted; `importlib.import_module` with a computed name cannot be read and is not counted either.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "sagepy"
+MAX_LINES = 600
+
+# stage -> stages it must not import (DESIGN.md: "each stage ... never reaches back")
+FORBIDDEN = {
+    "sagepy.syntax": ("sagepy.check", "sagepy.runtime", "sagepy.effects"),
+    "sagepy.check": ("sagepy.runtime", "sagepy.effects"),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def source_files() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(tree: ast.AST):
+    """Every import statement that can run: module level, in functions and classes, not under TYPE_CHECKING."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+            continue
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def imports_of(name: str, path: Path, modules: set[str]) -> dict[str, int]:
+    """The sagepy modules `name` imports, each with the line of its first import."""
+    is_package = path.name == "__init__.py"
+    found: dict[str, int] = {}
+
+    def add(target: str, line: int) -> None:
+        if target in modules and target != name:
+            found.setdefault(target, line)
+
+    for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name, node.lineno)
+            continue
+        if node.level:
+            base_parts = name.split(".") if is_package else name.split(".")[:-1]
+            base_parts = base_parts[:len(base_parts) - (node.level - 1)]
+            base = ".".join(base_parts + ([node.module] if node.module else []))
+        else:
+            base = node.module or ""
+        for alias in node.names:
+            submodule = f"{base}.{alias.name}"
+            add(submodule if submodule in modules else base, node.lineno)
+    return found
+
+
+def import_graph() -> dict[str, dict[str, int]]:
+    """Module -> the sagepy modules it imports, each with the line of its first import."""
+    files = source_files()
+    modules = set(files)
+    return {name: imports_of(name, path, modules) for name, path in files.items()}
+
+
+def strongly_connected(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative (the graph is small, but recursion depth should not depend on it)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                components.append(sorted(component))
+    return components
+
+
+def a_cycle(graph: dict[str, dict[str, int]], component: list[str]) -> list[str]:
+    """One concrete cycle through the component's first module (breadth-first, so a shortest one)."""
+    members = set(component)
+    start = component[0]
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        next_frontier = []
+        for node in frontier:
+            for child in sorted(graph[node]):
+                if child not in members:
+                    continue
+                if child == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return list(reversed(path)) + [start]
+                if child not in came_from:
+                    came_from[child] = node
+                    next_frontier.append(child)
+        frontier = next_frontier
+    return component
+
+
+def describe_cycle(graph: dict[str, dict[str, int]], cycle: list[str]) -> str:
+    steps = [f"{a} (line {graph[a][b]}) -> {b}" for a, b in zip(cycle, cycle[1:])]
+    return "  " + "\n  ".join(steps)
+
+
+def test_no_import_cycle() -> None:
+    graph = import_graph()
+    cycles = [a_cycle(graph, c) for c in strongly_connected(graph) if len(c) > 1]
+    report = "\n".join(f"cycle {i + 1}:\n{describe_cycle(graph, c)}" for i, c in enumerate(cycles))
+    assert not cycles, f"{len(cycles)} import cycle(s) inside sagepy:\n{report}"
+
+
+def test_no_module_over_600_lines() -> None:
+    over = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in source_files().items()}
+    over = {name: n for name, n in over.items() if n > MAX_LINES}
+    report = "\n".join(f"  {name}: {n} lines" for name, n in sorted(over.items(), key=lambda kv: -kv[1]))
+    assert not over, f"modules over {MAX_LINES} lines:\n{report}"
+
+
+def upstream_imports(graph: dict[str, dict[str, int]]) -> list[str]:
+    """Every import chain by which a stage reaches a stage it must not import, directly or through other modules
+    (one shortest chain per offending pair of modules)."""
+    def inside(module: str, package: str) -> bool:
+        return module == package or module.startswith(package + ".")
+
+    wrong = []
+    for stage, banned in FORBIDDEN.items():
+        for source in sorted(m for m in graph if inside(m, stage)):
+            came_from: dict[str, str] = {source: source}
+            frontier = [source]
+            while frontier:
+                next_frontier = []
+                for node in frontier:
+                    for target in sorted(graph[node]):
+                        if target in came_from:
+                            continue
+                        came_from[target] = node
+                        if any(inside(target, b) for b in banned):
+                            chain = [target]
+                            while chain[-1] != source:
+                                chain.append(came_from[chain[-1]])
+                            wrong.append("  " + " -> ".join(reversed(chain)))
+                        else:
+                            next_frontier.append(target)
+                frontier = next_frontier
+    return wrong
+
+
+def test_stages_do_not_import_upstream() -> None:
+    wrong = upstream_imports(import_graph())
+    assert not wrong, "a pipeline stage imports a later one:\n" + "\n".join(wrong)
+
+
+def test_the_checks_see_what_they_guard(tmp_path: Path) -> None:
+    """The import reader and the cycle finder on a known graph: a relative import of a sibling, an import
+    inside a function, an import under TYPE_CHECKING (ignored) and a three-module cycle."""
+    modules = {"sagepy.a", "sagepy.b", "sagepy.c", "sagepy.d"}
+    source = tmp_path / "a.py"
+    source.write_text("from typing import TYPE_CHECKING\nfrom . import b\nif TYPE_CHECKING:\n    from .d import X\n"
+                      "def f():\n    from .c import y\n", encoding="utf-8")
+    assert imports_of("sagepy.a", source, modules) == {"sagepy.b": 2, "sagepy.c": 6}
+    graph = {"sagepy.a": {"sagepy.b": 1}, "sagepy.b": {"sagepy.c": 1}, "sagepy.c": {"sagepy.a": 1, "sagepy.d": 1},
+             "sagepy.d": {}}
+    components = [c for c in strongly_connected(graph) if len(c) > 1]
+    assert components == [["sagepy.a", "sagepy.b", "sagepy.c"]]
+    assert a_cycle(graph, components[0]) == ["sagepy.a", "sagepy.b", "sagepy.c", "sagepy.a"]
+    layered = {"sagepy.syntax.parser": {"sagepy.diagnostics": 1}, "sagepy.diagnostics": {"sagepy.runtime.values": 1},
+               "sagepy.runtime.values": {}}
+    assert upstream_imports(layered) == ["  sagepy.syntax.parser -> sagepy.diagnostics -> sagepy.runtime.values"]
