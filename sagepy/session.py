@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .diagnostics import Diagnostic
     from .loader import Program
     from .runtime.agents import Runtime
-    from .runtime.effects import Effects
+    from .effects import Effects
     from .runtime.interpreter import Host
 
 
@@ -147,15 +147,13 @@ class Session:
 
         `persistent`: `@persistent` fields use the project's store (`sage run`), else a fresh in-memory one;
         `mocks`: the test's mock queues (`sage test`), consulted before the real world."""
+        from .effects import build_effects
         from .runtime.agents import Runtime
-        from .runtime.effects import Effects
         from .runtime.interpreter import Host
         runtime = Runtime(out=out, err=err)
         trace_path, trace_stderr = trace
-        effects = Effects(runtime, self.settings, trace_path, trace_stderr)
-        effects.mocks = mocks
-        effects.real_llm = real_llm
-        runtime.effects = effects
+        effects = build_effects(runtime, self.settings, trace_path=trace_path, trace_stderr=trace_stderr,
+                                mocks=mocks, real_llm=real_llm)
         if persistent:
             from .runtime.persistence import StateStore
             runtime.store = StateStore(self.settings.state_path())

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from sagepy.convert import compact_json
+from sagepy.effects.wire import typed_value
 from sagepy.mcp.config import (AmbiguousBinding, bind_tool_block, parse_mcp_settings, parse_tools_config,
                                resolve_env, unset_references)
 from sagepy.mcp.failures import McpFailure
-from sagepy.mcp.results import dynamic_text, error_text, typed_value
+from sagepy.mcp.results import dynamic_text, error_text
 from sagepy.mcp.safety import safety_of
 from sagepy.runtime.values import NONE, UNIT, Record, some
 from sagepy.types import INT, STRING, UNIT as UNIT_TYPE, ListT, MapT
