@@ -131,16 +131,19 @@ class Session:
 
     def runtime_stack(self, *, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None,
                       trace: tuple[str | None, bool] = (None, False), persistent: bool = False,
-                      mocks: Any = None, real_llm: bool = False, test_file: bool = False) -> RuntimeStack:
+                      mocks: Any = None, real_llm: bool = False, test_file: bool = False,
+                      program_args: list[str] | None = None) -> RuntimeStack:
         """The one place a Runtime, its effects, its host and its store are built.
 
         `persistent`: `@persistent` fields use the project's store (`sage run`), else a fresh in-memory one;
         `mocks`: the test's mock queues (`sage test`), consulted before the real world; `test_file`: the
-        host compiles `test` blocks and assertions."""
+        host compiles `test` blocks and assertions; `program_args`: what `args()` returns (SPEC §6.1: what
+        follows `--` on the `sage run` line, `[]` under `sage test`)."""
         from .runtime.agents import Runtime
         from .runtime.effects import Effects
         from .runtime.interpreter import Host
         runtime = Runtime(out=out, err=err)
+        runtime.program_args = list(program_args or [])
         trace_path, trace_stderr = trace
         effects = Effects(runtime, self.settings, trace_path, trace_stderr)
         effects.mocks = mocks

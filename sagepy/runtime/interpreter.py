@@ -22,7 +22,7 @@ from .values import UNIT, ErrorValue, Function, Variant, display, quoted_display
 MCP_BUILTINS = {"mcp_connect": 1, "mcp_list_tools": 1, "mcp_tools": 1, "mcp_server_info": 1, "mcp_connection": 1,
                 "mcp_call": 3, "mcp_disconnect": 1}
 INTRINSICS = {"print", "print_err", "map_set", "map_delete", "sleep_ms", "now_ms", "now_s", "read_line",
-              "read_all", *MCP_BUILTINS}
+              "read_all", "args", *MCP_BUILTINS}
 
 
 class Host:
@@ -93,7 +93,7 @@ class Host:
             return None
         args = [c.expr(a, scope) for a in node.args]
         arity = {"print": 1, "print_err": 1, "map_set": 3, "map_delete": 2, "sleep_ms": 1, "now_ms": 0,
-                 "now_s": 0, "read_line": 0, "read_all": 0, **MCP_BUILTINS}[name]
+                 "now_s": 0, "read_line": 0, "read_all": 0, "args": 0, **MCP_BUILTINS}[name]
         if len(args) != arity:
             c.error("E020", f"`{name}` takes {arity} argument(s), {len(args)} given", node.span)
             return lambda frame: UNIT
@@ -152,6 +152,8 @@ class Host:
                 frame[0].sleep(max(0, ms(frame)) / 1000)
                 return UNIT
             return sleep
+        if name == "args":  # the program arguments of the run, set by the session (SPEC §6.1)
+            return lambda frame: list(frame[0].runtime.program_args)
         if name in ("now_ms", "now_s"):
             scale = 1 if name == "now_ms" else 1000
             return lambda frame: frame[0].runtime.effects.now_ms(frame[0]) // scale

@@ -24,10 +24,12 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
         write_diagnostics(format_diagnostics(errors) + "\n")
 
 
-def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False) -> int:
+def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False,
+              program_args: list[str] | None = None) -> int:
     # Sage calls nest several Python frames deep; agent threads have large stacks (agents.THREAD_STACK_BYTES)
     sys.setrecursionlimit(400_000)
-    stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True)
+    stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True,
+                                  program_args=program_args or [])
     runtime, effects, host = stack.runtime, stack.effects, stack.host
     program, diags = session.compile(entry_path, stack, prestart=True)
     run_decl = None
