@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .explain import add_arguments as add_explain_arguments
     add_explain_arguments(explain)
 
-    new = sub.add_parser("new", help="create a new project", description="Create a project skeleton in NAME/.")
+    new = sub.add_parser("new", help="create a new project", description="Create a project skeleton in NAME/ "
+                         "(NAME `.`: in the current directory, which must be empty).")
     new.add_argument("name", metavar="NAME")
 
     sub.add_parser("version", help="print the sagepy version", description="Print the sagepy and Python versions.")
