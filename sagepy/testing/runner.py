@@ -81,7 +81,7 @@ _TEST_DECLARATION = re.compile(r'^[ \t]*test[ \t]+"((?:[^"\\\n]|\\.)*)"', re.MUL
 
 
 def load_test_file(path: str, session: Session) -> LoadedFile:
-    stack = session.runtime_stack(test_file=True)
+    stack = session.runtime_stack()
     program, diags = session.compile(path, stack, test_file=True)
     cases = [TestCase(path, decl.name, body, decl.annotation == "serial", session)
              for decl, body, env in stack.host.tests if os.path.abspath(env.path) == os.path.abspath(path)]
