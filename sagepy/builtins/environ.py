@@ -7,12 +7,20 @@ from typing import Any, Callable
 from ..runtime.values import option
 
 
+def _lookup(name: str) -> str | None:
+    try:
+        return os.environ.get(name)
+    except UnicodeEncodeError:  # a name with a lone surrogate (from JSON) cannot be in the environment
+        return None
+
+
 def env(name: str) -> Any:
-    return option(os.environ.get(name))
+    return option(_lookup(name))
 
 
 def env_or(name: str, default: str) -> str:
-    return os.environ.get(name, default)
+    value = _lookup(name)
+    return default if value is None else value
 
 
 BUILTINS: dict[str, Callable[..., Any]] = {

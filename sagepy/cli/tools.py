@@ -9,22 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shlex
 import sys
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..diagnostics import Diagnostic, display_path, format_diagnostics
+from ..secrecy import mask_url, masked_command_line
 
 if TYPE_CHECKING:
     from ..mcp.config import ServerConfig
     from ..settings import Settings
-
-MASK = "****"
-# Option and parameter names whose values are secrets, in command lines and URL queries.
-_SECRET = re.compile(r"token|secret|passw|pwd|api[-_]?key|apikey|access[-_]?key|private[-_]?key|auth|"
-                     r"credential|bearer|signature|sig\b", re.IGNORECASE)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,37 +98,6 @@ def _target_text(config: ServerConfig) -> str:
     if config.transport == "http":
         return mask_url(config.url or "")
     return f"{config.module} (object {config.object})"
-
-
-def masked_command_line(command: str, args: list[str]) -> str:
-    """The command line, shell-quoted, with secret values replaced: the value after `--token`, and the
-    value of `--api-key=…` or `PASSWORD=…`."""
-    words = [shlex.quote(command)]
-    secret_next = False
-    for arg in args:
-        name, sep, _value = arg.partition("=")
-        masked = secret_next and not arg.startswith("-")
-        if masked:
-            words.append(MASK)
-        elif sep and _SECRET.search(name):
-            words.append(f"{shlex.quote(name)}={MASK}")
-        else:
-            words.append(shlex.quote(arg))
-        secret_next = not masked and arg.startswith("-") and not sep and bool(_SECRET.search(arg))
-    return " ".join(words)
-
-
-def mask_url(url: str) -> str:
-    """A URL with its password and secret query values replaced."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        netloc = netloc.replace(f":{parts.password}@", f":{MASK}@", 1)
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, MASK if _SECRET.search(k) else v) for k, v in pairs], safe="*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 # ---------------------------------------------------------------- inspect and generate

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from ..check.symbols import BUILTIN_TOOLS
 from ..diagnostics import Diagnostic, did_you_mean
+from ..secrecy import looks_like_token
 from .failures import McpFailure
 
 TRANSPORTS = ("stdio", "http", "inprocess")
@@ -316,6 +317,13 @@ def _finish(config: ServerConfig, data: Mapping[str, Any], table: str, report: A
         return False
     if config.auth == "bearer" and config.token_env is None:
         report(f'[{table}] with auth = "bearer" needs `token_env`', "auth", None)
+        return False
+    if config.token_env is not None and looks_like_token(config.token_env):
+        # Neither the message nor the place points at the value: the diagnostic would quote its line.
+        config.token_env = None
+        report(f"[{table}] token_env must be the name of the environment variable that holds the token, not "
+               "the token itself (its value looks like a token, so it is not shown)", None,
+               'write token_env = "MY_TOKEN" and put MY_TOKEN=<the token> in .env or the environment')
         return False
     return True
 

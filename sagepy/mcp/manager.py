@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..convert import to_json
 from ..runtime.values import NONE, Record, Variant, some
+from ..secrecy import private_directory
 from ..types import Type
 from .. import aio as loop
 from .config import McpSettings, ServerConfig
@@ -110,7 +111,7 @@ class McpManager:
             # an agent's first call) must not open a server's log before the directory exists.
             with self._start_lock:
                 if not self._started:
-                    os.makedirs(self.log_dir, exist_ok=True)
+                    private_directory(self.log_dir)
                     route_sdk_logs(self.log_dir)
                     atexit.register(self.close_all)
                     # When agents call at once, the thread driving the loop hands results to the others, who

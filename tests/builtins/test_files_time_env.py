@@ -202,6 +202,13 @@ def test_env(monkeypatch):
     assert env_or("SAGEPY_BUILTIN_MISSING", "d") == "d"
 
 
+def test_env_of_a_name_with_a_lone_surrogate_is_unset():
+    """json_decode can make such a String; no environment variable can have that name."""
+    env, env_or = environ.BUILTINS["env"], environ.BUILTINS["env_or"]
+    assert env("X\ud800") == NONE
+    assert env_or("X\ud800", "d") == "d"
+
+
 # ------------------------------------------------------------------ registry and stdlib declarations
 
 MY_FAMILIES = (conversions, strings, numbers, lists, maps, options, files, timefmt, environ)
