@@ -135,9 +135,10 @@ def read_last_failed(root: str) -> set[str]:
 
 def write_last_failed(root: str, ids: list[str]) -> None:
     """Best effort: a read-only project still runs its tests, it only loses `--lf`."""
+    from ..secrecy import private_directory
     path = os.path.join(root, LASTFAILED)
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        private_directory(os.path.dirname(path))   # .sage/ is private (docs/configuration.md)
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(sorted(ids), fh, indent=0)
     except OSError:

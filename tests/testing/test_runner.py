@@ -373,3 +373,10 @@ def test_no_recursion_outside_a_project(tmp_path: Path) -> None:
                                          "src/.venv/d_test.sg": 'test "d" { }\n',
                                          "src/dist/e_test.sg": 'test "e" { }\n'})
     assert sage("test", "--list", cwd=inside).stdout.splitlines() == ["src/a_test.sg::a", "src/lib/b_test.sg::b"]
+
+
+def test_last_failed_list_lives_in_a_private_sage_directory(tmp_path: Path) -> None:
+    root = project(tmp_path, {"grove.toml": "", "src/main_test.sg": 'test "bad" { assert_eq(1, 2); }\n'})
+    sage("test", cwd=root)
+    assert (root / ".sage" / "lastfailed").read_text(encoding="utf-8").count("src/main_test.sg::bad") == 1
+    assert (root / ".sage").stat().st_mode & 0o777 == 0o700
