@@ -25,20 +25,23 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
         write_diagnostics(format_diagnostics(errors) + "\n")
 
 
-def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False) -> int:
+def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False,
+              program_args: list[str] | None = None) -> int:
     # Sage calls nest several Python frames deep; agent threads have large stacks (agents.THREAD_STACK_BYTES).
     # The limit is restored afterwards: the caller's thread (pytest's, for an in-process run) keeps its small
     # C stack, where C code that recurses under the raised limit (json on deeply nested text) would overflow it.
     previous = sys.getrecursionlimit()
     sys.setrecursionlimit(400_000)
     try:
-        return _run_program(session, entry_path, trace_file, trace_stderr)
+        return _run_program(session, entry_path, trace_file, trace_stderr, program_args or [])
     finally:
         sys.setrecursionlimit(previous)
 
 
-def _run_program(session: Session, entry_path: str, trace_file: str | None, trace_stderr: bool) -> int:
-    stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True)
+def _run_program(session: Session, entry_path: str, trace_file: str | None, trace_stderr: bool,
+                 program_args: list[str]) -> int:
+    stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True,
+                                  program_args=program_args)
     runtime, effects, host = stack.runtime, stack.effects, stack.host
     program, diags = session.compile(entry_path, stack, prestart=True)
     run_decl = None

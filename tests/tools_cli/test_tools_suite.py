@@ -118,8 +118,8 @@ GOOD = '''
 
 
 def _findings(out: str) -> list[dict]:
-    """The diagnostics of `sage check --format json` (the summary line is not JSON)."""
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    """The diagnostics of `sage check --format json` (one JSON document)."""
+    return json.loads(out)["diagnostics"]
 
 
 def test_verify_tools_finds_mismatches_and_passes_a_correct_file(project, capsys, monkeypatch):

@@ -21,7 +21,7 @@ from .frames import Code, direct_call1, located
 MCP_BUILTINS = ("mcp_connect", "mcp_list_tools", "mcp_tools", "mcp_server_info", "mcp_connection", "mcp_call",
                 "mcp_disconnect")
 CONTEXT_BUILTINS = ("print", "print_err", "map_set", "map_delete", "sleep_ms", "now_ms", "now_s", "read_line",
-                    "read_all", *MCP_BUILTINS)
+                    "read_all", "args", *MCP_BUILTINS)
 
 
 class Calls:
@@ -179,6 +179,8 @@ class Calls:
             def sleep(frame: list) -> Any:
                 return frame[0].runtime.effects.io(frame[0], "sleep_ms", (ms(frame),))
             return sleep
+        if name == "args":   # the program arguments of the run, set by the session (SPEC §6.1)
+            return lambda frame: list(frame[0].runtime.program_args)
         if name in ("now_ms", "now_s"):
             return lambda frame: frame[0].runtime.effects.io(frame[0], name, ())
 
