@@ -11,7 +11,7 @@ import time
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
-from .config import McpSettings, ServerConfig, resolve_env
+from .config import McpSettings, ServerConfig, resolve_args, resolve_env
 from .failures import McpFailure
 from .stdio import ChildProcess, StartedServer, stdio_transport
 
@@ -67,6 +67,7 @@ async def start_stdio(config: ServerConfig, root: str, log_path: str) -> Started
     started = StartedServer(file_size(log_path))
     try:
         env = child_env(config)
+        args = resolve_args(config)
         cwd = os.path.join(root, config.cwd) if config.cwd else root
         command = config.command or ""
         if not os.path.isdir(cwd):
@@ -76,8 +77,8 @@ async def start_stdio(config: ServerConfig, root: str, log_path: str) -> Started
     except (McpFailure, OSError) as exc:
         started.setup_failure = exc
         return started
-    write_log_header(started.log, " ".join([command, *config.args]))
-    await started.spawn(command, config.args, env, cwd)
+    write_log_header(started.log, " ".join([command, *config.args]))  # as written: no secret in the log
+    await started.spawn(command, args, env, cwd)
     return started
 
 
