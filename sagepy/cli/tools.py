@@ -44,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     sub.add_parser("verify", help="connect to every configured server",
                    description="Connect to every [tools.X] server and report whether it works.")
+    from .tools_call import add_arguments as add_call_arguments
+    add_call_arguments(sub)
 
 
 def _add_target(parser: argparse.ArgumentParser) -> None:
@@ -59,7 +61,7 @@ def run_tools_command(args: argparse.Namespace) -> int:
     from ..session import Session
     command = getattr(args, "tools_command", None)
     if command is None:
-        sys.stderr.write("usage: sage tools {list,inspect,generate,verify} …\n"
+        sys.stderr.write("usage: sage tools {list,inspect,generate,verify,call} …\n"
                          "sage tools: error: a subcommand is required\n")
         return 2
     try:
@@ -67,7 +69,8 @@ def run_tools_command(args: argparse.Namespace) -> int:
     except ProjectError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    handler = {"list": _list, "inspect": _inspect, "generate": _generate, "verify": _verify}[command]
+    handler = {"list": _list, "inspect": _inspect, "generate": _generate, "verify": _verify,
+               "call": _call}[command]
     return handler(args, session.settings)
 
 
@@ -140,12 +143,11 @@ def mask_url(url: str) -> str:
 
 # ---------------------------------------------------------------- inspect and generate
 
-def _describe_target(args: argparse.Namespace, settings: Settings) -> tuple[str | None, dict] | int:
-    """Connect to the server the arguments name: (configured name or None, description), or an exit code."""
+def resolve_target(args: argparse.Namespace, settings: Settings) -> tuple[str | None, ServerConfig] | int:
+    """The server the arguments name (NAME, `--stdio CMD` or `--http URL`): (configured name or None,
+    its configuration), or an exit code after the error was printed."""
     from ..mcp.config import AmbiguousBinding
-    from ..mcp.failures import McpFailure
-    from ..mcp.inspect import AdhocError, adhoc_config, describe_servers, parse_pairs, with_extras
-    from ..render import spinner
+    from ..mcp.inspect import AdhocError, adhoc_config, parse_pairs, with_extras
     chosen = [x for x in (args.name, args.stdio, args.http) if x is not None]
     if len(chosen) != 1:
         return _usage(args, "give exactly one of NAME, --stdio CMD or --http URL")
@@ -157,22 +159,44 @@ def _describe_target(args: argparse.Namespace, settings: Settings) -> tuple[str 
         env = parse_pairs(args.env, "--env")
         headers = parse_pairs(args.header, "--header")
         if args.name is None:
-            name, config = None, adhoc_config(args.stdio, args.http, env, headers)
-        else:
-            try:
-                config = settings.tools.bind(args.name)
-            except AmbiguousBinding as exc:
-                sys.stderr.write(f"error: {exc}\n")
-                return 1
-            if config is None:
-                _report(settings.tool_diagnostics)
-                sys.stderr.write(f"error: no [tools.{args.name}] entry in grove.toml\n")
-                return 1
-            name, config = config.name, with_extras(config, env, headers)
+            return None, adhoc_config(args.stdio, args.http, env, headers)
+        try:
+            config = settings.tools.bind(args.name)
+        except AmbiguousBinding as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            return 1
+        if config is None:
+            _report(settings.tool_diagnostics)
+            sys.stderr.write(f"error: no [tools.{args.name}] entry in grove.toml\n")
+            return 1
+        return config.name, with_extras(config, env, headers)
     except AdhocError as exc:
         return _usage(args, str(exc))
+
+
+def log_dir(settings: Settings) -> str | None:
+    """Where server logs go: the project's `.sage/logs` (None), or outside a project a `logs` directory in
+    the user cache (a temporary directory when caching is off), never the current directory."""
+    if settings.grove_path is not None:
+        return None
+    import tempfile
+    base = settings.overrides.cache_dir or os.path.join(tempfile.gettempdir(), f"sagepy-{os.getuid()}")
+    return os.path.join(base, "logs")
+
+
+def _describe_target(args: argparse.Namespace, settings: Settings,
+                     catalogue: bool = False) -> tuple[str | None, dict] | int:
+    """Connect to the server the arguments name: (configured name or None, description), or an exit code."""
+    from ..mcp.failures import McpFailure
+    from ..mcp.inspect import describe_servers
+    from ..render import spinner
+    target = resolve_target(args, settings)
+    if isinstance(target, int):
+        return target
+    name, config = target
     with spinner(f"connecting to {name or config.name}…"):
-        result = describe_servers(settings.root, {config.name: config}, settings.mcp)[config.name]
+        result = describe_servers(settings.root, {config.name: config}, settings.mcp, catalogue=catalogue,
+                                  log_dir=log_dir(settings))[config.name]
     if isinstance(result, McpFailure):
         sys.stderr.write(f"error: {result.display()}\n")
         return 1
@@ -187,7 +211,7 @@ def _usage(args: argparse.Namespace, message: str) -> int:
 
 def _inspect(args: argparse.Namespace, settings: Settings) -> int:
     from ..mcp.inspect import json_report, text_report
-    found = _describe_target(args, settings)
+    found = _describe_target(args, settings, catalogue=True)
     if isinstance(found, int):
         return found
     _name, description = found
@@ -221,6 +245,11 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     sys.stderr.write(f"wrote {display_path(os.path.abspath(args.output))}\n")
     return 0
+
+
+def _call(args: argparse.Namespace, settings: Settings) -> int:
+    from .tools_call import run_call
+    return run_call(args, settings)
 
 
 # ---------------------------------------------------------------- verify
