@@ -45,7 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub.add_parser("verify", help="connect to every configured server",
                    description="Connect to every [tools.X] server and report whether it works.")
     from .tools_call import add_arguments as add_call_arguments
+    from .tools_import import add_arguments as add_import_arguments
     add_call_arguments(sub)
+    add_import_arguments(sub)
 
 
 def _add_target(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +63,7 @@ def run_tools_command(args: argparse.Namespace) -> int:
     from ..session import Session
     command = getattr(args, "tools_command", None)
     if command is None:
-        sys.stderr.write("usage: sage tools {list,inspect,generate,verify,call} …\n"
+        sys.stderr.write("usage: sage tools {list,inspect,generate,verify,call,import,add} …\n"
                          "sage tools: error: a subcommand is required\n")
         return 2
     try:
@@ -70,7 +72,7 @@ def run_tools_command(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: {exc}\n")
         return 1
     handler = {"list": _list, "inspect": _inspect, "generate": _generate, "verify": _verify,
-               "call": _call}[command]
+               "call": _call, "import": _import, "add": _add}[command]
     return handler(args, session.settings)
 
 
@@ -222,17 +224,22 @@ def _inspect(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _generate(args: argparse.Namespace, settings: Settings) -> int:
+def declarations(name: str | None, description: dict) -> str:
+    """The Sage declarations of §10.4 for a described server (configured name, or None for an ad-hoc one)."""
     import datetime
 
     from ..mcp.generate import generate, tool_block_name
+    return generate(description["tools"], block_name=tool_block_name(name, description["name"]),
+                    server_name=description["name"], server_version=description["version"],
+                    protocol=description["protocol"], today=datetime.date.today().isoformat())
+
+
+def _generate(args: argparse.Namespace, settings: Settings) -> int:
     found = _describe_target(args, settings)
     if isinstance(found, int):
         return found
     name, description = found
-    source = generate(description["tools"], block_name=tool_block_name(name, description["name"]),
-                      server_name=description["name"], server_version=description["version"],
-                      protocol=description["protocol"], today=datetime.date.today().isoformat())
+    source = declarations(name, description)
     if args.output is None:
         sys.stdout.write(source)
         return 0
@@ -250,6 +257,16 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
 def _call(args: argparse.Namespace, settings: Settings) -> int:
     from .tools_call import run_call
     return run_call(args, settings)
+
+
+def _import(args: argparse.Namespace, settings: Settings) -> int:
+    from .tools_import import run_import
+    return run_import(args, settings)
+
+
+def _add(args: argparse.Namespace, settings: Settings) -> int:
+    from .tools_import import run_add
+    return run_add(args, settings)
 
 
 # ---------------------------------------------------------------- verify

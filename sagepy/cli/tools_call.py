@@ -24,7 +24,7 @@ _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", in
 
 def add_arguments(sub: Any) -> None:
     """The `call` subcommand of `sage tools`."""
-    call = _intermixed(sub.add_parser("call", help="call one tool of a server",
+    call = intermixed(sub.add_parser("call", help="call one tool of a server",
                           description="Connect to a configured server (NAME.TOOL) or an ad-hoc one (--stdio "
                                       "CMD or --http URL, then TOOL alone), call the tool once and print its "
                                       "result. k=v values are typed by the tool's input schema."))
@@ -38,8 +38,8 @@ def add_arguments(sub: Any) -> None:
     call.add_argument("--header", action="append", metavar="K=V", help="extra header for an HTTP server")
 
 
-def _intermixed(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The parser, changed to accept options between the k=v pairs (`t a=1 --json '{…}' b=2`), which plain
+def intermixed(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The parser, changed to accept options between positionals (`t a=1 --json '{…}' b=2`), which plain
     argparse refuses once an option has ended the run of positionals."""
     class Intermixed(type(parser)):  # type: ignore[misc]
         mixing = False
@@ -124,7 +124,7 @@ def _call(settings: Settings, config: Any, remote: str, given: dict, pairs: list
         return 1
     text = dynamic_text(result)
     if text:
-        print(text)
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
 
