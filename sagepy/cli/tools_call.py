@@ -57,18 +57,18 @@ def intermixed(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def run_call(args: argparse.Namespace, settings: Settings) -> int:
-    from .tools import _usage, log_dir, resolve_target
+    from .tools_target import log_dir, resolve_target, usage
     if args.stdio is None and args.http is None:
         args.name, dot, remote = args.tool.partition(".")
         if not dot or not args.name or not remote:
-            return _usage(args, f"expected NAME.TOOL, got '{args.tool}'")
+            return usage(args, f"expected NAME.TOOL, got '{args.tool}'")
     else:
         args.name, remote = None, args.tool
     try:
         given = _json_object(args.json_arguments)
         pairs = _pairs(args.pairs)
     except ValueError as exc:
-        return _usage(args, str(exc))
+        return usage(args, str(exc))
     target = resolve_target(args, settings)
     if isinstance(target, int):
         return target

@@ -167,7 +167,7 @@ def _append(grove: str, tables: list[tuple[str, dict]]) -> bool:
 
 
 def _target(table: dict) -> str:
-    from .tools import mask_url, masked_command_line
+    from .tools_target import mask_url, masked_command_line
     if "command" in table:
         return masked_command_line(table["command"], table.get("args", []))
     return mask_url(table["url"])
@@ -179,7 +179,7 @@ def _generate_all(directory: str, added: list[Any], grove: str) -> int:
     from ..mcp.inspect import describe_servers
     from ..render import spinner
     from ..session import Session
-    from .tools import declarations
+    from .tools_target import declarations
     session, _ = Session.open(os.path.dirname(grove))
     settings = session.settings
     servers = {}
