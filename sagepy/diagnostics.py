@@ -5,6 +5,14 @@ Styled output (rich) lives in sagepy/render.py; this module only builds the exac
 from __future__ import annotations
 
 import os
+from typing import Any
+
+
+def did_you_mean(name: str, candidates: Any, cutoff: float = 0.75) -> str | None:
+    """The hint for a misspelt `name`: the closest of `candidates`, if one is close enough."""
+    import difflib
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=cutoff)
+    return f"did you mean `{close[0]}`?" if close else None
 
 
 class Diagnostic:

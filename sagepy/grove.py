@@ -10,8 +10,8 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from .diagnostics import Diagnostic
-from .mcp.config import (_apply_keys, _Collector, _did_you_mean, _one_of, _positive_int, _string, _string_list,
+from .diagnostics import Diagnostic, did_you_mean
+from .mcp.config import (_apply_keys, _Collector, _one_of, _positive_int, _string, _string_list,
                          _toml_type, parse_mcp_settings, parse_tools_config)
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def read_grove(project: Project, settings: Settings) -> None:
         keys = _SECTIONS.get(section)
         if keys is None:
             out.error(f"{out.file}: unknown section [{section}]", section,
-                      hint=_did_you_mean(section, list(_SECTIONS) + list(_MCP_SECTIONS)))
+                      hint=did_you_mean(section, list(_SECTIONS) + list(_MCP_SECTIONS), cutoff=0.6))
             continue
         if not isinstance(data, dict):
             out.error(f"{out.file}: [{section}] must be a table, found {_toml_type(data)}", section)

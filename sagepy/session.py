@@ -95,31 +95,42 @@ class Session:
 
     def analyze(self, path: str, test_file: bool = False,
                 prestart: Effects | None = None) -> tuple[Program, list[Diagnostic]]:
-        """Load the program of `path` and check it with grove.toml's diagnostics (the checker runs only when
-        loading and configuration found no error). With `prestart`, the servers of the tool blocks agents
+        """Load, check and link the program of `path`: the work of `sage check`, and all that `sage run` and
+        `sage test` do before compiling. Each stage runs only when the ones before it found no error: loading
+        and grove.toml's diagnostics, the checker (the only resolver: it records on the AST what the runtime
+        needs, and `program.resolved` says so), and linking (the Python function of every `extern fn`, in
+        `program.externs`; E093 for each one missing). With `prestart`, the servers of the tool blocks agents
         `use` start in the background through those effects as soon as the program is loaded (SPEC §8.3)."""
         from .syntax import ast as A
         program = self.load(path)
+        program.resolved = False
+        program.externs = {}
         diags = list(program.diagnostics)
         if prestart is not None and not diags:
             used = {name for module in program.modules for item in module.items if isinstance(item, A.AgentDecl)
                     for name, _span in item.uses}
             prestart.prestart(used)
         diags.extend(self.settings.diagnostics)
-        if not any(d.severity == "error" for d in diags):
-            diags.extend(self.check(program, test_file=test_file))
-        return program, diags
+        if _has_errors(diags):
+            return program, diags
+        diags.extend(self.check(program, test_file=test_file))
+        if _has_errors(diags):
+            return program, diags
+        program.resolved = True
+        from .link import link_externs
+        program.externs, link_errors = link_externs(program, self.settings)
+        return program, diags + link_errors
 
     def compile(self, path: str, stack: RuntimeStack, test_file: bool = False,
                 prestart: bool = False) -> tuple[Program, list[Diagnostic]]:
-        """`analyze`, then compile the program onto `stack` when it has no error."""
+        """`analyze`, then compile the program onto `stack` when it has no error (the compiler reports
+        nothing: everything it could find, the checker already has)."""
         from .runtime.compile import Compiler
         program, diags = self.analyze(path, test_file, stack.effects if prestart else None)
-        if any(d.severity == "error" for d in diags):
+        if _has_errors(diags):
             return program, diags
-        compiler = Compiler(stack.host)
+        compiler = Compiler(stack.host, program.externs)
         compiler.compile_program(program)
-        diags.extend(compiler.diagnostics)
         program.compiler = compiler
         return program, diags
 
@@ -131,12 +142,11 @@ class Session:
 
     def runtime_stack(self, *, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None,
                       trace: tuple[str | None, bool] = (None, False), persistent: bool = False,
-                      mocks: Any = None, real_llm: bool = False, test_file: bool = False) -> RuntimeStack:
+                      mocks: Any = None, real_llm: bool = False) -> RuntimeStack:
         """The one place a Runtime, its effects, its host and its store are built.
 
         `persistent`: `@persistent` fields use the project's store (`sage run`), else a fresh in-memory one;
-        `mocks`: the test's mock queues (`sage test`), consulted before the real world; `test_file`: the
-        host compiles `test` blocks and assertions."""
+        `mocks`: the test's mock queues (`sage test`), consulted before the real world."""
         from .runtime.agents import Runtime
         from .runtime.effects import Effects
         from .runtime.interpreter import Host
@@ -150,5 +160,8 @@ class Session:
             from .runtime.persistence import StateStore
             runtime.store = StateStore(self.settings.state_path())
         host = Host(runtime, effects)
-        host.test_file = test_file
         return RuntimeStack(runtime, effects, host)
+
+
+def _has_errors(diags: list[Diagnostic]) -> bool:
+    return any(d.severity == "error" for d in diags)

@@ -1,5 +1,6 @@
 """The static checker (SPEC §3): `check_program` resolves names, types and effects of a loaded program and
-returns every diagnostic it finds (errors and warnings), in no particular order."""
+returns every diagnostic it finds (errors and warnings), in no particular order. It is the only resolver: what
+it resolves is recorded on the AST for the runtime compiler."""
 from __future__ import annotations
 
 from typing import Any, Collection

@@ -30,9 +30,7 @@ def check_files(session: Session, entry: str | None, test_files: list[str],
     described: dict = {}   # each verified server is contacted once per command
     targets = ([entry] if entry else []) + test_files
     for path in targets:
-        test_file = path.endswith("_test.sg")
-        stack = session.runtime_stack(test_file=test_file)
-        program, found = session.compile(path, stack, test_file=test_file)
+        program, found = session.analyze(path, test_file=path.endswith("_test.sg"))
         files.update(os.path.abspath(m.path) for m in program.modules)
         diags.extend(found)
         if verify_tools:

@@ -9,12 +9,12 @@ Secret values (env and header values, tokens) never appear in a message.
 """
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from typing import Any, Mapping
 
-from ..diagnostics import Diagnostic
+from ..check.symbols import BUILTIN_TOOLS
+from ..diagnostics import Diagnostic, did_you_mean
 from .failures import McpFailure
 
 TRANSPORTS = ("stdio", "http", "inprocess")
@@ -22,7 +22,6 @@ AUTH_MODES = ("none", "bearer", "oauth")
 PROTOCOLS = ("auto", "legacy", "2026-07-28")
 SAFETY_CLASSES = ("read_only", "idempotent", "destructive")
 ELICITATION_MODES = ("prompt", "decline", "auto")
-BUILTIN_TOOLS = ("Http", "Fs", "Shell", "Database")
 
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -174,11 +173,6 @@ _MCP_KEYS: dict[str, tuple[Any, str]] = {
 }
 
 
-def _did_you_mean(key: str, known: Any) -> str | None:
-    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
-    return f"did you mean `{close[0]}`?" if close else None
-
-
 def _toml_type(value: Any) -> str:
     if isinstance(value, bool):
         return "a boolean"
@@ -270,7 +264,7 @@ def _apply_keys(data: Mapping[str, Any], keys: dict[str, tuple[Any, str]], table
     for key, value in data.items():
         spec = keys.get(key)
         if spec is None:
-            report(f"unknown key `{key}` in [{table}]", key, _did_you_mean(key, keys))
+            report(f"unknown key `{key}` in [{table}]", key, did_you_mean(key, keys, cutoff=0.6))
             clean = False
             continue
         parse, expected = spec

@@ -13,13 +13,12 @@ return type (an `Int` cannot hold every `number`). A schema without type informa
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, did_you_mean
 from ..syntax import ast as A
 from ..types import (BOOL, FLOAT, INT, STRING, UNIT, EnumT, ListT, MapT, OptionT, Prim, RecordT, ResultT,
                      TupleT, Type, type_name)
@@ -67,7 +66,7 @@ def safety_diagnostics(config: ServerConfig, offered: list[str], grove_path: str
         if remote not in offered:
             found.append(Diagnostic(
                 "E092", f"[{table}.safety] names tool '{remote}', which server '{config.name}' does not offer",
-                grove_path, locator.span(table, f"safety.{remote}"), hint=_did_you_mean(remote, offered)))
+                grove_path, locator.span(table, f"safety.{remote}"), hint=did_you_mean(remote, offered, cutoff=0.6)))
     return found
 
 
@@ -77,11 +76,6 @@ def quiet_safety(config: ServerConfig) -> ServerConfig:
     quiet = copy.copy(config)
     quiet.safety = {}
     return quiet
-
-
-def _did_you_mean(name: str, candidates: list[str]) -> str | None:
-    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
-    return f"did you mean `{close[0]}`?" if close else None
 
 
 # ---------------------------------------------------------------- tool blocks (E080-W083)
@@ -141,21 +135,20 @@ def _describe(settings: Settings, wanted: dict[str, ServerConfig],
 
 
 class _TypeResolver:
-    """Sage types of tool declarations. A checked program carries its compiler, which resolves names
-    exactly as the run would; without it (the program has errors) only the built-in shapes are known and
-    named types count as unknown, which fits every schema."""
+    """Sage types of tool declarations. A program that checked clean carries the checker's resolution of each
+    tool block (in its module's namespace), names resolved exactly as the run resolves them; otherwise (the
+    program has errors) only the built-in shapes are known and named types count as unknown, which fits every
+    schema."""
 
     def __init__(self, program: Any) -> None:
-        self.compiler = getattr(program, "compiler", None)
+        self.resolved = getattr(program, "resolved", False)
 
-    def resolve(self, texpr: Any, module: Any) -> Type | None:
-        if texpr is None:
-            return UNIT
-        if self.compiler is not None:
-            env = self.compiler.envs.get(id(module))
-            if env is not None:
-                return self.compiler.resolve_type(texpr, env)
-        return self._shape(texpr)
+    def types(self, module: Any, decl: Any, fn: Any) -> tuple[list[Type | None], Type | None]:
+        """The types of `fn`'s parameters and of its result."""
+        if self.resolved:
+            sig = module.namespace.lookup(decl.name).info.fns[fn.name]
+            return [t for _, t in sig.params], sig.ret
+        return [self._shape(p.type) for p in fn.params], UNIT if fn.ret is None else self._shape(fn.ret)
 
     def _shape(self, texpr: Any) -> Type | None:
         args = [self._shape(a) if isinstance(a, A.TypeExpr) else None for a in texpr.args or []]
@@ -177,7 +170,7 @@ def _compare_fn(module: Any, decl: Any, fn: Any, server: str, tools: dict[str, d
     tool = tools.get(remote)
     if tool is None:
         return [Diagnostic("E080", f"tool '{remote}' ({label}) is not offered by server '{server}'", file, fn_span,
-                           hint=_did_you_mean(remote, [str(name) for name in tools]))]
+                           hint=did_you_mean(remote, [str(name) for name in tools], cutoff=0.6))]
     diags: list[Diagnostic] = []
     schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
     defs = schema_defs(schema)
@@ -187,8 +180,8 @@ def _compare_fn(module: Any, decl: Any, fn: Any, server: str, tools: dict[str, d
     # Without declared properties a schema that does not forbid extra keys accepts any argument names.
     open_schema = "properties" not in schema and schema.get("additionalProperties") is not False
     declared = {p.name for p in fn.params}
-    for param in fn.params:
-        t = resolver.resolve(param.type, module)
+    param_types, ret = resolver.types(module, decl, fn)
+    for param, t in zip(fn.params, param_types):
         is_option = isinstance(t, OptionT) or (t is None and param.type.kind == "option")
         if param.name not in props:
             if not open_schema:
@@ -196,7 +189,7 @@ def _compare_fn(module: Any, decl: Any, fn: Any, server: str, tools: dict[str, d
                 line, col = param.span[0], param.span[1]
                 diags.append(Diagnostic("E082", f"parameter '{param.name}' of {label} is not a parameter of tool "
                                         f"'{remote}'", file, (line, col, line, col + len(param.name)),
-                                        hint=_did_you_mean(param.name, unused)))
+                                        hint=did_you_mean(param.name, unused, cutoff=0.6)))
             continue
         if param.name in required and is_option:
             shown = type_name(t) if t is not None else "Option<…>"
@@ -213,7 +206,6 @@ def _compare_fn(module: Any, decl: Any, fn: Any, server: str, tools: dict[str, d
             json_type = json_type_text(props.get(prop), defs)
             diags.append(Diagnostic("E082", f"tool '{remote}' requires parameter '{prop}', which {label} does not "
                                     "declare", file, fn_span, hint=f"add a parameter `{prop}` (JSON type {json_type})"))
-    ret = resolver.resolve(fn.ret, module)
     reason = _return_fit(ret, tool.get("outputSchema"))
     if reason is not None:
         diags.append(Diagnostic("W083", f"return type {type_name(ret)} of {label} cannot represent the outputSchema "

@@ -38,21 +38,7 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
     if run_decl is None and not any(d.severity == "error" for d in diags):
         diags.append(Diagnostic("E041", "the entry file has no `run` declaration", entry_path, None,
                                 hint="end the file with `run Main;` naming the entry agent"))
-    entity = None
-    if run_decl is not None and compiler is not None:
-        entity = compiler.root_env.lookup(run_decl.name)
-        if entity is None or entity.kind not in ("agent", "supervisor"):
-            diags.append(Diagnostic("E041", f"`run {run_decl.name}`: not an agent or supervisor", entry_path,
-                                    run_decl.span))
-        elif entity.kind == "agent":
-            agent = entity.data
-            plain = [f.name for f in agent.decl.fields if f.annotation != "persistent"]
-            if plain:
-                diags.append(Diagnostic("E041", f"entry agent `{agent.name}` cannot have fields "
-                                        f"({', '.join(plain)}): nothing initialises them", entry_path, run_decl.span))
-            if "start" not in agent.handlers:
-                diags.append(Diagnostic("E041", f"entry agent `{agent.name}` has no `on start` handler",
-                                        entry_path, run_decl.span))
+    target = compiler.entry_target(run_decl.name) if run_decl is not None and compiler is not None else None
     if any(d.severity == "error" for d in diags):
         report_diagnostics(diags)
         return 1
@@ -60,7 +46,7 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
     effects.trace(None, "run.start", {"entry": run_decl.name})
     code = 1
     try:
-        code = _run_agent(host, runtime, entity.data)
+        code = _run_agent(host, runtime, target)
     finally:
         effects.trace(None, "run.end", {"exit_code": code, "duration_ms": int((time.monotonic() - started) * 1000)})
         effects.close()

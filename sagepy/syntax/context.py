@@ -10,8 +10,7 @@ from typing import Any
 from lark import Token
 
 from ..diagnostics import Diagnostic
-
-INT_MAX = (1 << 63) - 1
+from ..types import INT_MAX
 
 
 class ParseContext:

@@ -75,7 +75,7 @@ def discover(path: str) -> list[str]:
 
 
 def load_test_file(path: str, session: Session) -> LoadedFile:
-    stack = session.runtime_stack(test_file=True)
+    stack = session.runtime_stack()
     _, diags = session.compile(path, stack, test_file=True)
     cases = [TestCase(path, decl.name, body, decl.annotation == "serial", session)
              for decl, body, env in stack.host.tests if os.path.abspath(env.path) == os.path.abspath(path)]

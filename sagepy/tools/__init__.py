@@ -18,7 +18,6 @@ from ..runtime.errors import AgentCancelled, SageRaise
 from ..runtime.values import ErrorValue
 from ..settings import Overrides
 
-BUILTIN_TOOLS = ("Http", "Fs", "Shell", "Database")
 
 # Safety classes from SPEC §7's table (used by trace events, tool listings and durable resume).
 SAFETY: dict[tuple[str, str], str] = {
