@@ -10,7 +10,6 @@ allowed type, else taken as a string, so the server reports the mismatch itself.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import sys
 from typing import TYPE_CHECKING, Any
@@ -129,11 +128,12 @@ def _call(settings: Settings, config: Any, remote: str, given: dict, pairs: list
 
 
 def _unknown_tool(server: str, remote: str, tools: list[dict]) -> str:
+    from ..diagnostics import did_you_mean
     names = [t.get("name", "") for t in tools]
     message = f"server '{server}' offers no tool '{remote}'"
-    close = difflib.get_close_matches(remote, names, n=1)
-    if close:
-        return f"{message} (did you mean '{close[0]}'?)"
+    hint = did_you_mean(remote, names, cutoff=0.6)
+    if hint:
+        return f"{message}; {hint}"
     return f"{message}; it offers: {', '.join(names)}" if names else f"{message}; it offers none"
 
 

@@ -233,3 +233,17 @@ def test_elicitation_answers_from_resolver_values():
     assert answer_from(ElicitationAnswer("accept", {})).action == "accept"
     with pytest.raises(ValueError):
         answer_from("maybe")
+
+
+def test_unset_references_in_args_are_e091_at_the_args_key(tmp_path, monkeypatch):
+    from sagepy.mcp.verify import unset_variable_diagnostics
+    monkeypatch.delenv("SAGE_CFG_TEST_ROOT", raising=False)
+    monkeypatch.setenv("SAGE_CFG_TEST_SET", "x")
+    servers, _, _ = _parse(tmp_path, '[tools.X]\ncommand = "a"\n'
+                                     'args = ["--root=${SAGE_CFG_TEST_ROOT}/x", "$SAGE_CFG_TEST_SET", "$$HOME"]\n'
+                                     'headers = { H = "Bearer $SAGE_CFG_TEST_ROOT" }\n')
+    found = unset_variable_diagnostics(servers["X"], str(tmp_path / "grove.toml"))
+    assert [(d.code, d.message, d.span[0]) for d in found] == [
+        ("E091", "MCP config error: [tools.X] args[0] refers to unset environment variable 'SAGE_CFG_TEST_ROOT'", 3),
+        ("E091", "MCP config error: [tools.X.headers] H refers to unset environment variable 'SAGE_CFG_TEST_ROOT'", 4),
+    ]

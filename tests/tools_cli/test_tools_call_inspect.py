@@ -45,7 +45,7 @@ def test_call_failures(project, capsys, monkeypatch):
     assert run_sage(capsys, monkeypatch, project, "tools", "call", "Suite.refuse", "reason=nope") == \
         (1, "", "error: MCP tool error: Error executing tool refuse: nope\n")
     assert run_sage(capsys, monkeypatch, project, "tools", "call", "Suite.ad", "a=1") == \
-        (1, "", "error: server 'Suite' offers no tool 'ad' (did you mean 'add'?)\n")
+        (1, "", "error: server 'Suite' offers no tool 'ad'; did you mean `add`?\n")
     assert run_sage(capsys, monkeypatch, project, "tools", "call", "Nope.add") == \
         (1, "", "error: no [tools.Nope] entry in grove.toml\n")
     code, out, err = run_sage(capsys, monkeypatch, project, "tools", "call", "add")
