@@ -79,7 +79,8 @@ def _strip_comments(text: str) -> str:
             out.append(text[i:j + 1])
             i = j + 1
         elif text.startswith("//", i):
-            i = text.find("\n", i) if "\n" in text[i:] else n
+            end = text.find("\n", i)
+            i = n if end < 0 else end
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
             i = n if end < 0 else end + 2
