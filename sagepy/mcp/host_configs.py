@@ -18,6 +18,7 @@ import re
 import sys
 from typing import Any, Mapping
 
+from ..check.symbols import BUILTIN_TOOLS
 from .generate import tool_block_name
 
 # `${env:VAR}`, `${VAR}`, `${input:id}`, `${userHome}`, `${workspaceFolder}`, … and `$VAR`.
@@ -103,9 +104,11 @@ class Converted:
 
 
 def convert(source_name: str, entry: Any, workspace: str) -> Converted:
-    """A host's server entry as the keys of a `[tools.<Name>]` table (Name: the server name in PascalCase).
-    `workspace` replaces VS Code's `${workspaceFolder}`."""
+    """A host's server entry as the keys of a `[tools.<Name>]` table (Name: the server name in PascalCase,
+    with `Server` added to a built-in tool's name). `workspace` replaces VS Code's `${workspaceFolder}`."""
     name = tool_block_name(None, source_name)
+    if name in BUILTIN_TOOLS:   # `[tools.Shell]` would replace the built-in Shell tool for every program
+        name += "Server"
     if not isinstance(entry, dict):
         return Converted(source_name, name, None, "its entry is not an object")
     if entry.get("disabled") is True:

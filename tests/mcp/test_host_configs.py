@@ -15,6 +15,8 @@ def test_variables_become_dollar_references():
     assert converted.name == "MyServer"
     assert converted.table["args"] == ["$A", "$B/x", "$C", "$API_KEY", "/proj/s", "$HOME", "$$", "${weird thing}"]
     assert converted.inputs == ["API_KEY"]
+    assert convert("shell", {"command": "x"}, "/proj").name == "ShellServer"
+    assert convert("git", {"command": "x"}, "/proj").name == "Git"
 
 
 @pytest.mark.parametrize("entry, reason", [
