@@ -84,11 +84,13 @@ class McpManager:
 
     def __init__(self, project_root: str, servers: dict[str, ServerConfig], settings: McpSettings | None, *,
                  elicitation: Callable | None = None, sampling: Callable | None = None,
-                 trace: Callable | None = None, checkpoint: Callable[[], None] | None = None) -> None:
+                 trace: Callable | None = None, checkpoint: Callable[[], None] | None = None,
+                 log_dir: str | None = None) -> None:
         """`checkpoint`, when given, is called about every 100 ms while an agent waits for MCP; whatever it
-        raises (the agent's cancellation) cancels the request, so the server is told, and propagates."""
+        raises (the agent's cancellation) cancels the request, so the server is told, and propagates.
+        Logs go to `log_dir`, by default the project's `.sage/logs`."""
         self.root = os.path.abspath(project_root)
-        self.log_dir = os.path.join(self.root, ".sage", "logs")
+        self.log_dir = log_dir or os.path.join(self.root, ".sage", "logs")
         self.hooks = Hooks(settings or McpSettings(), elicitation, sampling, trace)
         self.checkpoint = checkpoint
         self._servers = {name: _Slot(name, config, f"{name}.log") for name, config in servers.items()}
@@ -262,17 +264,25 @@ class McpManager:
 
     # ------------------------------------------------------------ server tooling
 
-    def describe(self, server: str) -> dict:
+    def describe(self, server: str, catalogue: bool = False) -> dict:
         """What `sage tools inspect|generate|verify` show of a configured server: `name`, `version`,
-        `protocol`, `transport`, `capabilities` (wire spelling) and `tools` (every page, as listing objects).
+        `protocol`, `transport`, `capabilities` (wire spelling), `tools` (every page, as listing objects),
+        `instructions` (`""` if none) and, with `catalogue`, the `prompts`, `resources` and
+        `resourceTemplates` the server has (wire spelling).
         Raises McpFailure when the server cannot be reached or listed."""
-        return self._run(self._describe(self._servers[server]))
+        return self._run(self._describe(self._servers[server], catalogue))
 
-    async def _describe(self, slot: _Slot) -> dict:
+    async def _describe(self, slot: _Slot, catalogue: bool) -> dict:
         conn = await self._connection(slot)
         tools = [listing_object(tool, slot.config) for tool in await conn.tools()]
         return {"name": conn.server_name, "version": conn.server_version, "protocol": conn.protocol,
-                "transport": slot.config.transport, "capabilities": conn.capabilities, "tools": tools}
+                "transport": slot.config.transport, "capabilities": conn.capabilities, "tools": tools,
+                "instructions": conn.instructions, **(await conn.catalogue() if catalogue else {})}
+
+    def call_tool(self, server: str, remote: str, arguments: dict) -> dict:
+        """One call to a configured server's tool for `sage tools call`: the result in MCP wire form.
+        Raises McpFailure when the call fails (a result with `isError` is returned)."""
+        return self._run(self._call_typed(server, server, remote, arguments))
 
     # ------------------------------------------------------------ dynamic builtins
 

@@ -23,9 +23,11 @@ def suite(module_managers, marker_dir):
     """One shared connection to the suite server (timeout 2 s), with a safety override and an env entry."""
     events: list = []
     os.environ["SAGE_MCP_TEST_SECRET"] = "from-parent"
+    os.environ["SAGE_MCP_TEST_MARKERS"] = marker_dir   # reaches the server through a `$` reference in args
     manager = module_managers(
-        {"Suite": suite_server("--marker-dir", marker_dir, timeout_ms=2000,
-                               env={"PASSED": "$SAGE_MCP_TEST_SECRET", "LITERAL": "$$5"},
+        {"Suite": suite_server("--marker-dir", "${SAGE_MCP_TEST_MARKERS}", timeout_ms=2000,
+                               env={"PASSED": "$SAGE_MCP_TEST_SECRET", "LITERAL": "$$5",
+                                    "MIXED": "a ${SAGE_MCP_TEST_SECRET}/$SAGE_MCP_TEST_SECRET $$x"},
                                safety={"people": "idempotent", "not_there": "read_only"})},
         trace=lambda kind, data: events.append((kind, data)))
     manager.events = events
@@ -105,6 +107,7 @@ def test_environment_is_allow_listed(suite):
     assert call(suite, "env_value", {"name": "SAGE_MCP_TEST_SECRET"}, STRING) == "<unset>"
     assert call(suite, "env_value", {"name": "PASSED"}, STRING) == "from-parent"
     assert call(suite, "env_value", {"name": "LITERAL"}, STRING) == "$5"
+    assert call(suite, "env_value", {"name": "MIXED"}, STRING) == "a from-parent/from-parent $x"
     assert call(suite, "env_value", {"name": "PATH"}, STRING) != "<unset>"
 
 
