@@ -199,6 +199,12 @@ class Generator:
         text = f"{name}({', '.join(self.expr(t, scope, depth, fails) for t in params)})"
         return f"try {text}" if fallible else text
 
+    def pick(self, options: list) -> str:
+        """One of `options`, each a string or a function that builds one: only the chosen one is built, since
+        building every alternative of every level would grow exponentially with the depth."""
+        chosen = self.rng.choice(options)
+        return chosen() if callable(chosen) else chosen
+
     def fallible(self, type_: str, scope: Scope, depth: int) -> str:
         """An expression that fails (a fallible builtin or function), for `catch`; only Int and String."""
         users = [f for f in self.functions if f[2] == type_ and f[3]]
@@ -206,86 +212,86 @@ class Generator:
             name, params, _, _ = self.rng.choice(users)
             return f"{name}({', '.join(self.expr(t, scope, depth, False) for t in params)})"
         if type_ == INT:
-            return self.rng.choice([f"parse_timestamp({self.expr(STRING, scope, depth, False)}, '%Y-%m-%d')",
-                                    f"json_decode::<Int>({self.expr(STRING, scope, depth, False)})"])
-        return self.rng.choice([f"read_file({self.expr(STRING, scope, depth, False)})",
-                                f"json_parse({self.expr(STRING, scope, depth, False)})"])
+            return self.pick([lambda: f"parse_timestamp({self.expr(STRING, scope, depth, False)}, '%Y-%m-%d')",
+                                    lambda: f"json_decode::<Int>({self.expr(STRING, scope, depth, False)})"])
+        return self.pick([lambda: f"read_file({self.expr(STRING, scope, depth, False)})",
+                                lambda: f"json_parse({self.expr(STRING, scope, depth, False)})"])
 
     def _int(self, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=INT: self.expr(t, scope, depth, fails)  # noqa: E731
         op = self.rng.choice(["+", "-", "*", "/", "%"])
         options = [
-            f"({e()} {op} {e()})", f"-{e()}", f"len({e(LIST_INT)})", f"str_len({e(STRING)})",
-            f"abs({e()})", f"min({e()}, {e()})", f"clamp({e()}, {e()}, {e()})", f"pow({e()}, {e()})",
-            f"float_to_int({e(FLOAT)})", f"round({e(FLOAT)})", f"floor({e(FLOAT)})", f"sum({e(LIST_INT)})",
-            f"unwrap_or({e(OPT_INT)}, {e()})", f"{e(TUPLE)}.0", f"{e(POINT)}.x",
-            f"match {e(BOOL)} {{ true => {e()}, false => {e()} }}", self.match(INT, scope, depth, fails),
-            f"reduce({e(LIST_INT)}, {e()}, |a: Int, b: Int| a + b)", f"count_where({e(LIST_INT)}, |x: Int| x > {e()})",
-            f"unwrap_or(str_index_of({e(STRING)}, {e(STRING)}), -1)", f"len({e(MAP)})",
-            f"unwrap_or_result(parse_int({e(STRING)}), 0)",
+            lambda: f"({e()} {op} {e()})", lambda: f"-{e()}", lambda: f"len({e(LIST_INT)})", lambda: f"str_len({e(STRING)})",
+            lambda: f"abs({e()})", lambda: f"min({e()}, {e()})", lambda: f"clamp({e()}, {e()}, {e()})", lambda: f"pow({e()}, {e()})",
+            lambda: f"float_to_int({e(FLOAT)})", lambda: f"round({e(FLOAT)})", lambda: f"floor({e(FLOAT)})", lambda: f"sum({e(LIST_INT)})",
+            lambda: f"unwrap_or({e(OPT_INT)}, {e()})", lambda: f"{e(TUPLE)}.0", lambda: f"{e(POINT)}.x",
+            lambda: f"match {e(BOOL)} {{ true => {e()}, false => {e()} }}", lambda: self.match(INT, scope, depth, fails),
+            lambda: f"reduce({e(LIST_INT)}, {e()}, |a: Int, b: Int| a + b)", lambda: f"count_where({e(LIST_INT)}, |x: Int| x > {e()})",
+            lambda: f"unwrap_or(str_index_of({e(STRING)}, {e(STRING)}), -1)", lambda: f"len({e(MAP)})",
+            lambda: f"unwrap_or_result(parse_int({e(STRING)}), 0)",
         ]
-        return self.call(scope, INT, depth, fails) if self.chance(0.15) and self.call(scope, INT, depth, fails) \
-            else self.rng.choice(options)
+        called = self.call(scope, INT, depth, fails) if self.chance(0.15) else None
+        return called or self.pick(options)
 
     def _float(self, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=FLOAT: self.expr(t, scope, depth, fails)  # noqa: E731
         op = self.rng.choice(["+", "-", "*", "/", "%"])
-        return self.rng.choice([
-            f"({e()} {op} {e()})", f"-{e()}", f"int_to_float({e(INT)})", f"sqrt({e()})", f"pow_float({e()}, {e()})",
-            f"floor_float({e()})", f"abs_float({e()})", f"clamp_float({e()}, {e()}, {e()})",
-            f"sum_floats([{e()}, {e()}])", f"unwrap_or_result(parse_float({e(STRING)}), 0.5)",
+        return self.pick([
+            lambda: f"({e()} {op} {e()})", lambda: f"-{e()}", lambda: f"int_to_float({e(INT)})", lambda: f"sqrt({e()})", lambda: f"pow_float({e()}, {e()})",
+            lambda: f"floor_float({e()})", lambda: f"abs_float({e()})", lambda: f"clamp_float({e()}, {e()}, {e()})",
+            lambda: f"sum_floats([{e()}, {e()}])", lambda: f"unwrap_or_result(parse_float({e(STRING)}), 0.5)",
         ])
 
     def _bool(self, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t: self.expr(t, scope, depth, fails)  # noqa: E731
         t = self.rng.choice([INT, FLOAT, STRING])
-        return self.rng.choice([
-            f"({e(t)} {self.rng.choice(['<', '>', '<=', '>=', '==', '!='])} {e(t)})",
-            f"({e(BOOL)} && {e(BOOL)})", f"({e(BOOL)} || {e(BOOL)})", f"!{e(BOOL)}",
-            f"list_contains({e(LIST_INT)}, {e(INT)})", f"starts_with({e(STRING)}, {e(STRING)})",
-            f"is_some({e(OPT_INT)})", f"map_has({e(MAP)}, {e(STRING)})", f"({e(POINT)} == {e(POINT)})",
-            f"any({e(LIST_INT)}, |x: Int| x == {e(INT)})", f"({e(SHAPE)} == {e(SHAPE)})",
+        return self.pick([
+            lambda: f"({e(t)} {self.rng.choice(['<', '>', '<=', '>=', '==', '!='])} {e(t)})",
+            lambda: f"({e(BOOL)} && {e(BOOL)})", lambda: f"({e(BOOL)} || {e(BOOL)})", lambda: f"!{e(BOOL)}",
+            lambda: f"list_contains({e(LIST_INT)}, {e(INT)})", lambda: f"starts_with({e(STRING)}, {e(STRING)})",
+            lambda: f"is_some({e(OPT_INT)})", lambda: f"map_has({e(MAP)}, {e(STRING)})", lambda: f"({e(POINT)} == {e(POINT)})",
+            lambda: f"any({e(LIST_INT)}, |x: Int| x == {e(INT)})", lambda: f"({e(SHAPE)} == {e(SHAPE)})",
         ])
 
     def _string(self, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=STRING: self.expr(t, scope, depth, fails)  # noqa: E731
         names = [n for n, t in scope.names.items()]
         template = f'"x{{{self.rng.choice(names)}}}y"' if names else '"plain"'
-        return self.rng.choice([
-            f"({e()} ++ {e()})", f"str({e(self.rng.choice(TYPES))})", template, f"to_upper({e()})",
-            f"str_repeat({e()}, {e(INT)})", f"str_slice({e()}, {e(INT)}, {e(INT)})", f"join({e(LIST_STRING)}, {e()})",
-            f"replace({e()}, {e()}, {e()})", f"str_pad_start({e()}, {e(INT)}, {e()})", f"chr({e(INT)})",
-            f"str_truncate({e()}, {e(INT)})", f"trim({e()})", f"float_to_str({e(FLOAT)})",
-            f"format_timestamp({e(INT)}, {e()})", f"json_stringify({e(self.rng.choice(TYPES))})",
-            f"unwrap_or(first({e(LIST_STRING)}), {e()})", self.match(STRING, scope, depth, fails),
+        return self.pick([
+            lambda: f"({e()} ++ {e()})", lambda: f"str({e(self.rng.choice(TYPES))})", template, lambda: f"to_upper({e()})",
+            lambda: f"str_repeat({e()}, {e(INT)})", lambda: f"str_slice({e()}, {e(INT)}, {e(INT)})", lambda: f"join({e(LIST_STRING)}, {e()})",
+            lambda: f"replace({e()}, {e()}, {e()})", lambda: f"str_pad_start({e()}, {e(INT)}, {e()})", lambda: f"chr({e(INT)})",
+            lambda: f"str_truncate({e()}, {e(INT)})", lambda: f"trim({e()})", lambda: f"float_to_str({e(FLOAT)})",
+            lambda: f"format_timestamp({e(INT)}, {e()})", lambda: f"json_stringify({e(self.rng.choice(TYPES))})",
+            lambda: f"unwrap_or(first({e(LIST_STRING)}), {e()})", lambda: self.match(STRING, scope, depth, fails),
         ])
 
     def _list_int(self, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=INT: self.expr(t, scope, depth, fails)  # noqa: E731
-        return self.rng.choice([
-            f"[{e()}, {e()}]", f"range({e()}, {self.rng.randint(0, 20)})", f"push({e(LIST_INT)}, {e()})",
-            f"sort({e(LIST_INT)})", f"reverse({e(LIST_INT)})", f"unique({e(LIST_INT)})",
-            f"map({e(LIST_INT)}, |x: Int| x * {e()})", f"filter({e(LIST_INT)}, |x: Int| x % 2 == 0)",
-            f"list_slice({e(LIST_INT)}, {e()}, {e()})", f"take({e(LIST_INT)}, {e()})",
-            f"flatten(chunk({e(LIST_INT)}, {self.rng.randint(-1, 3)}))", f"concat({e(LIST_INT)}, {e(LIST_INT)})",
-            f"map_values({e(MAP)})", f"range_step(0, {self.rng.randint(0, 30)}, {self.rng.randint(-1, 4)})",
-            f"sort_by({e(LIST_INT)}, |a: Int, b: Int| b - a)",
+        return self.pick([
+            lambda: f"[{e()}, {e()}]", lambda: f"range({e()}, {self.rng.randint(0, 20)})", lambda: f"push({e(LIST_INT)}, {e()})",
+            lambda: f"sort({e(LIST_INT)})", lambda: f"reverse({e(LIST_INT)})", lambda: f"unique({e(LIST_INT)})",
+            lambda: f"map({e(LIST_INT)}, |x: Int| x * {e()})", lambda: f"filter({e(LIST_INT)}, |x: Int| x % 2 == 0)",
+            lambda: f"list_slice({e(LIST_INT)}, {e()}, {e()})", lambda: f"take({e(LIST_INT)}, {e()})",
+            lambda: f"flatten(chunk({e(LIST_INT)}, {self.rng.randint(-1, 3)}))", lambda: f"concat({e(LIST_INT)}, {e(LIST_INT)})",
+            lambda: f"map_values({e(MAP)})", lambda: f"range_step(0, {self.rng.randint(0, 30)}, {self.rng.randint(-1, 4)})",
+            lambda: f"sort_by({e(LIST_INT)}, |a: Int, b: Int| b - a)",
         ])
 
     def _list_string(self, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=STRING: self.expr(t, scope, depth, fails)  # noqa: E731
-        return self.rng.choice([f"[{e()}, {e()}]", f"split({e()}, {e()})", f"chars({e()})", f"lines({e()})",
-                                f"map_keys({e(MAP)})", f"sort({e(LIST_STRING)})", f"[]"])
+        return self.pick([lambda: f"[{e()}, {e()}]", lambda: f"split({e()}, {e()})", lambda: f"chars({e()})", lambda: f"lines({e()})",
+                                lambda: f"map_keys({e(MAP)})", lambda: f"sort({e(LIST_STRING)})", lambda: f"[]"])
 
     def _opt_int(self, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=INT: self.expr(t, scope, depth, fails)  # noqa: E731
-        return self.rng.choice([f"Some({e()})", "None", f"get({e(LIST_INT)}, {e()})", f"first({e(LIST_INT)})",
-                                f"map_get({e(MAP)}, {e(STRING)})", f"ok(parse_int({e(STRING)}))",
-                                f"find({e(LIST_INT)}, |x: Int| x > {e()})"])
+        return self.pick([lambda: f"Some({e()})", "None", lambda: f"get({e(LIST_INT)}, {e()})", lambda: f"first({e(LIST_INT)})",
+                                lambda: f"map_get({e(MAP)}, {e(STRING)})", lambda: f"ok(parse_int({e(STRING)}))",
+                                lambda: f"find({e(LIST_INT)}, |x: Int| x > {e()})"])
 
     def _map(self, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=STRING: self.expr(t, scope, depth, fails)  # noqa: E731
-        return self.rng.choice([f"{{{e()}: {e(INT)}, {e()}: {e(INT)}}}", '{"a": 1}'])
+        return self.pick([lambda: f"{{{e()}: {e(INT)}, {e()}: {e(INT)}}}", '{"a": 1}'])
 
     def _tuple(self, scope: Scope, depth: int, fails: bool) -> str:
         return f"({self.expr(INT, scope, depth, fails)}, {self.expr(STRING, scope, depth, fails)})"
@@ -294,8 +300,8 @@ class Generator:
         return f"Point {{ x: {self.expr(INT, scope, depth, fails)}, y: {self.expr(INT, scope, depth, fails)} }}"
 
     def _shape(self, scope: Scope, depth: int, fails: bool) -> str:
-        return self.rng.choice([f"Circle({self.expr(INT, scope, depth, fails)})", "Empty",
-                                f"Square({self.expr(INT, scope, depth, fails)})"])
+        return self.pick([lambda: f"Circle({self.expr(INT, scope, depth, fails)})", "Empty",
+                                lambda: f"Square({self.expr(INT, scope, depth, fails)})"])
 
     def match(self, type_: str, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=type_: self.expr(t, scope, depth, fails)  # noqa: E731

@@ -52,7 +52,7 @@ def signature(result: Result) -> str:
         line = detail[0]
     else:
         line = ""
-    line = re.sub(r"\d+", "N", line)
+    line = re.sub(r"0x[0-9a-fA-F]+|\d+", "N", line)
     line = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", line)
     return f"{result.outcome}/{result.phase}: {line[:160]}"
 

@@ -25,6 +25,8 @@ from typing import Any
 
 # Output of a command is kept only up to this many characters: enough to classify and to show.
 _KEEP_CHARS = 4000
+# The limit of a fresh process, as `sage check` has it: `sage run` raises it for the rest of its process.
+_FRESH_RECURSION_LIMIT = sys.getrecursionlimit()
 
 
 def write_frame(fd: int, message: Any) -> None:
@@ -136,8 +138,6 @@ def run_input(workdir: str, name: str, source: bytes, run: bool, send: Any) -> d
 
 
 def serve(request_fd: int, reply_fd: int, workdir: str) -> None:
-    limit = sys.getrecursionlimit()
-
     def send(message: dict) -> None:
         write_frame(reply_fd, message)
 
@@ -146,8 +146,7 @@ def serve(request_fd: int, reply_fd: int, workdir: str) -> None:
             request = read_frame(request_fd)
         except EOFError:
             return
-        # `sage run` raises the recursion limit for its own process; each input starts from a fresh process's
-        sys.setrecursionlimit(limit)
+        sys.setrecursionlimit(_FRESH_RECURSION_LIMIT)
         if request.get("crash"):  # the harness's own test: a crash must be reported as one
             faulthandler._sigsegv()
         send(run_input(workdir, request["name"], request["source"], request["run"], send))
@@ -161,6 +160,7 @@ def main() -> None:
     os.dup2(devnull, 0)
     sys.stdin = open(os.devnull, encoding="utf-8")
     # import and build the parser before the first input, so that its checking time is its own
+    sys.setrecursionlimit(_FRESH_RECURSION_LIMIT)
     run_input(workdir, "main.sg", b"agent Main { on start { print(1); } }\nrun Main;\n", True, lambda _: None)
     serve(request_fd, reply_fd, workdir)
 
