@@ -213,20 +213,25 @@ class Generator:
             return f"{name}({', '.join(self.expr(t, scope, depth, False) for t in params)})"
         if type_ == INT:
             return self.pick([lambda: f"parse_timestamp({self.expr(STRING, scope, depth, False)}, '%Y-%m-%d')",
-                                    lambda: f"json_decode::<Int>({self.expr(STRING, scope, depth, False)})"])
+                              lambda: f"json_decode::<Int>({self.expr(STRING, scope, depth, False)})"])
         return self.pick([lambda: f"read_file({self.expr(STRING, scope, depth, False)})",
-                                lambda: f"json_parse({self.expr(STRING, scope, depth, False)})"])
+                          lambda: f"json_parse({self.expr(STRING, scope, depth, False)})"])
 
     def _int(self, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=INT: self.expr(t, scope, depth, fails)  # noqa: E731
         op = self.rng.choice(["+", "-", "*", "/", "%"])
         options = [
-            lambda: f"({e()} {op} {e()})", lambda: f"-{e()}", lambda: f"len({e(LIST_INT)})", lambda: f"str_len({e(STRING)})",
-            lambda: f"abs({e()})", lambda: f"min({e()}, {e()})", lambda: f"clamp({e()}, {e()}, {e()})", lambda: f"pow({e()}, {e()})",
-            lambda: f"float_to_int({e(FLOAT)})", lambda: f"round({e(FLOAT)})", lambda: f"floor({e(FLOAT)})", lambda: f"sum({e(LIST_INT)})",
+            lambda: f"({e()} {op} {e()})", lambda: f"-{e()}", lambda: f"len({e(LIST_INT)})",
+            lambda: f"str_len({e(STRING)})",
+            lambda: f"abs({e()})", lambda: f"min({e()}, {e()})", lambda: f"clamp({e()}, {e()}, {e()})",
+            lambda: f"pow({e()}, {e()})",
+            lambda: f"float_to_int({e(FLOAT)})", lambda: f"round({e(FLOAT)})", lambda: f"floor({e(FLOAT)})",
+            lambda: f"sum({e(LIST_INT)})",
             lambda: f"unwrap_or({e(OPT_INT)}, {e()})", lambda: f"{e(TUPLE)}.0", lambda: f"{e(POINT)}.x",
-            lambda: f"match {e(BOOL)} {{ true => {e()}, false => {e()} }}", lambda: self.match(INT, scope, depth, fails),
-            lambda: f"reduce({e(LIST_INT)}, {e()}, |a: Int, b: Int| a + b)", lambda: f"count_where({e(LIST_INT)}, |x: Int| x > {e()})",
+            lambda: f"match {e(BOOL)} {{ true => {e()}, false => {e()} }}",
+            lambda: self.match(INT, scope, depth, fails),
+            lambda: f"reduce({e(LIST_INT)}, {e()}, |a: Int, b: Int| a + b)",
+            lambda: f"count_where({e(LIST_INT)}, |x: Int| x > {e()})",
             lambda: f"unwrap_or(str_index_of({e(STRING)}, {e(STRING)}), -1)", lambda: f"len({e(MAP)})",
             lambda: f"unwrap_or_result(parse_int({e(STRING)}), 0)",
         ]
@@ -237,7 +242,8 @@ class Generator:
         e = lambda t=FLOAT: self.expr(t, scope, depth, fails)  # noqa: E731
         op = self.rng.choice(["+", "-", "*", "/", "%"])
         return self.pick([
-            lambda: f"({e()} {op} {e()})", lambda: f"-{e()}", lambda: f"int_to_float({e(INT)})", lambda: f"sqrt({e()})", lambda: f"pow_float({e()}, {e()})",
+            lambda: f"({e()} {op} {e()})", lambda: f"-{e()}", lambda: f"int_to_float({e(INT)})",
+            lambda: f"sqrt({e()})", lambda: f"pow_float({e()}, {e()})",
             lambda: f"floor_float({e()})", lambda: f"abs_float({e()})", lambda: f"clamp_float({e()}, {e()}, {e()})",
             lambda: f"sum_floats([{e()}, {e()}])", lambda: f"unwrap_or_result(parse_float({e(STRING)}), 0.5)",
         ])
@@ -249,7 +255,8 @@ class Generator:
             lambda: f"({e(t)} {self.rng.choice(['<', '>', '<=', '>=', '==', '!='])} {e(t)})",
             lambda: f"({e(BOOL)} && {e(BOOL)})", lambda: f"({e(BOOL)} || {e(BOOL)})", lambda: f"!{e(BOOL)}",
             lambda: f"list_contains({e(LIST_INT)}, {e(INT)})", lambda: f"starts_with({e(STRING)}, {e(STRING)})",
-            lambda: f"is_some({e(OPT_INT)})", lambda: f"map_has({e(MAP)}, {e(STRING)})", lambda: f"({e(POINT)} == {e(POINT)})",
+            lambda: f"is_some({e(OPT_INT)})", lambda: f"map_has({e(MAP)}, {e(STRING)})",
+            lambda: f"({e(POINT)} == {e(POINT)})",
             lambda: f"any({e(LIST_INT)}, |x: Int| x == {e(INT)})", lambda: f"({e(SHAPE)} == {e(SHAPE)})",
         ])
 
@@ -258,9 +265,12 @@ class Generator:
         names = [n for n, t in scope.names.items()]
         template = f'"x{{{self.rng.choice(names)}}}y"' if names else '"plain"'
         return self.pick([
-            lambda: f"({e()} ++ {e()})", lambda: f"str({e(self.rng.choice(TYPES))})", template, lambda: f"to_upper({e()})",
-            lambda: f"str_repeat({e()}, {e(INT)})", lambda: f"str_slice({e()}, {e(INT)}, {e(INT)})", lambda: f"join({e(LIST_STRING)}, {e()})",
-            lambda: f"replace({e()}, {e()}, {e()})", lambda: f"str_pad_start({e()}, {e(INT)}, {e()})", lambda: f"chr({e(INT)})",
+            lambda: f"({e()} ++ {e()})", lambda: f"str({e(self.rng.choice(TYPES))})", template,
+            lambda: f"to_upper({e()})",
+            lambda: f"str_repeat({e()}, {e(INT)})", lambda: f"str_slice({e()}, {e(INT)}, {e(INT)})",
+            lambda: f"join({e(LIST_STRING)}, {e()})",
+            lambda: f"replace({e()}, {e()}, {e()})", lambda: f"str_pad_start({e()}, {e(INT)}, {e()})",
+            lambda: f"chr({e(INT)})",
             lambda: f"str_truncate({e()}, {e(INT)})", lambda: f"trim({e()})", lambda: f"float_to_str({e(FLOAT)})",
             lambda: f"format_timestamp({e(INT)}, {e()})", lambda: f"json_stringify({e(self.rng.choice(TYPES))})",
             lambda: f"unwrap_or(first({e(LIST_STRING)}), {e()})", lambda: self.match(STRING, scope, depth, fails),
@@ -269,25 +279,31 @@ class Generator:
     def _list_int(self, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=INT: self.expr(t, scope, depth, fails)  # noqa: E731
         return self.pick([
-            lambda: f"[{e()}, {e()}]", lambda: f"range({e()}, {self.rng.randint(0, 20)})", lambda: f"push({e(LIST_INT)}, {e()})",
+            lambda: f"[{e()}, {e()}]", lambda: f"range({e()}, {self.rng.randint(0, 20)})",
+            lambda: f"push({e(LIST_INT)}, {e()})",
             lambda: f"sort({e(LIST_INT)})", lambda: f"reverse({e(LIST_INT)})", lambda: f"unique({e(LIST_INT)})",
             lambda: f"map({e(LIST_INT)}, |x: Int| x * {e()})", lambda: f"filter({e(LIST_INT)}, |x: Int| x % 2 == 0)",
             lambda: f"list_slice({e(LIST_INT)}, {e()}, {e()})", lambda: f"take({e(LIST_INT)}, {e()})",
-            lambda: f"flatten(chunk({e(LIST_INT)}, {self.rng.randint(-1, 3)}))", lambda: f"concat({e(LIST_INT)}, {e(LIST_INT)})",
-            lambda: f"map_values({e(MAP)})", lambda: f"range_step(0, {self.rng.randint(0, 30)}, {self.rng.randint(-1, 4)})",
+            lambda: f"flatten(chunk({e(LIST_INT)}, {self.rng.randint(-1, 3)}))",
+            lambda: f"concat({e(LIST_INT)}, {e(LIST_INT)})",
+            lambda: f"map_values({e(MAP)})",
+            lambda: f"range_step(0, {self.rng.randint(0, 30)}, {self.rng.randint(-1, 4)})",
             lambda: f"sort_by({e(LIST_INT)}, |a: Int, b: Int| b - a)",
         ])
 
     def _list_string(self, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=STRING: self.expr(t, scope, depth, fails)  # noqa: E731
-        return self.pick([lambda: f"[{e()}, {e()}]", lambda: f"split({e()}, {e()})", lambda: f"chars({e()})", lambda: f"lines({e()})",
-                                lambda: f"map_keys({e(MAP)})", lambda: f"sort({e(LIST_STRING)})", lambda: f"[]"])
+        return self.pick([
+            lambda: f"[{e()}, {e()}]", lambda: f"split({e()}, {e()})", lambda: f"chars({e()})",
+            lambda: f"lines({e()})",
+            lambda: f"map_keys({e(MAP)})", lambda: f"sort({e(LIST_STRING)})", "[]"])
 
     def _opt_int(self, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=INT: self.expr(t, scope, depth, fails)  # noqa: E731
-        return self.pick([lambda: f"Some({e()})", "None", lambda: f"get({e(LIST_INT)}, {e()})", lambda: f"first({e(LIST_INT)})",
-                                lambda: f"map_get({e(MAP)}, {e(STRING)})", lambda: f"ok(parse_int({e(STRING)}))",
-                                lambda: f"find({e(LIST_INT)}, |x: Int| x > {e()})"])
+        return self.pick([
+            lambda: f"Some({e()})", "None", lambda: f"get({e(LIST_INT)}, {e()})", lambda: f"first({e(LIST_INT)})",
+            lambda: f"map_get({e(MAP)}, {e(STRING)})", lambda: f"ok(parse_int({e(STRING)}))",
+            lambda: f"find({e(LIST_INT)}, |x: Int| x > {e()})"])
 
     def _map(self, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=STRING: self.expr(t, scope, depth, fails)  # noqa: E731
@@ -301,7 +317,7 @@ class Generator:
 
     def _shape(self, scope: Scope, depth: int, fails: bool) -> str:
         return self.pick([lambda: f"Circle({self.expr(INT, scope, depth, fails)})", "Empty",
-                                lambda: f"Square({self.expr(INT, scope, depth, fails)})"])
+            lambda: f"Square({self.expr(INT, scope, depth, fails)})"])
 
     def match(self, type_: str, scope: Scope, depth: int, fails: bool) -> str:
         e = lambda t=type_: self.expr(t, scope, depth, fails)  # noqa: E731

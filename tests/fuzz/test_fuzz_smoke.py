@@ -11,7 +11,7 @@ from tests.fuzz.pool import Job, Pool
 from tests.fuzz.worker import internal_evidence
 
 SMOKE_SEED = 18
-SMOKE_COUNT = 300
+SMOKE_COUNT = 200
 
 
 @pytest.mark.xfail(strict=True, reason="issue 18: inputs of the smoke seed still end in internal errors "
