@@ -84,8 +84,8 @@ class Summary:
 
 class Campaign:
     def __init__(self, workers: int = 1, budget: float = 10.0, slow_seconds: float = 5.0,
-                 findings_dir: Path | None = DEFAULT_FINDINGS_DIR, reduce_attempts: int = 300,
-                 reduce_seconds: float = 90.0, progress: Callable[[str], None] | None = None) -> None:
+                 findings_dir: Path | None = DEFAULT_FINDINGS_DIR, reduce_attempts: int = 1000,
+                 reduce_seconds: float = 60.0, progress: Callable[[str], None] | None = None) -> None:
         self.pool = Pool(workers, budget)
         self.slow_seconds = slow_seconds
         self.findings_dir = findings_dir
