@@ -19,13 +19,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slow", type=float, default=5.0, help="checking slower than this is a finding (s)")
     parser.add_argument("--findings", type=Path, default=DEFAULT_FINDINGS_DIR,
                         help=f"where bad inputs and their reduced forms go (default {DEFAULT_FINDINGS_DIR})")
+    parser.add_argument("--reduce-seconds", type=float, default=60.0,
+                        help="time to spend reducing each distinct finding (default 60; 0: keep it as found)")
     parser.add_argument("--minutes", type=float, help="stop starting new inputs after this many minutes")
     args = parser.parse_args(argv)
 
     def progress(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
-    campaign = Campaign(args.workers, args.budget, args.slow, args.findings, progress=progress)
+    campaign = Campaign(args.workers, args.budget, args.slow, args.findings, reduce_seconds=args.reduce_seconds,
+                        progress=progress)
     started = time.monotonic()
     try:
         summary = campaign.run(args.seed, args.count, args.minutes * 60 if args.minutes else None)
