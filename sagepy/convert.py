@@ -18,9 +18,10 @@ import math
 import re
 from typing import Any
 
-from .runtime.errors import INT_MAX, INT_MIN
 from .runtime.values import NONE, UNIT, ErrorValue, Record, Variant, display, some
 from .types import (
+    INT_MAX,
+    INT_MIN,
     EnumT,
     ListT,
     MapT,

@@ -5,6 +5,14 @@ Styled output (rich) lives in sagepy/render.py; this module only builds the exac
 from __future__ import annotations
 
 import os
+from typing import Any
+
+
+def did_you_mean(name: str, candidates: Any, cutoff: float = 0.75) -> str | None:
+    """The hint for a misspelt `name`: the closest of `candidates`, if one is close enough."""
+    import difflib
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=cutoff)
+    return f"did you mean `{close[0]}`?" if close else None
 
 
 class Diagnostic:
@@ -64,6 +72,36 @@ def source_line(path: str | None, line: int) -> str | None:
     return None
 
 
+TAB_WIDTH = 4
+
+
+def display_cells(text: str) -> tuple[str, list[int]]:
+    """The line as shown (tabs expanded to the next multiple of TAB_WIDTH) and, for each code point index and
+    the end, the terminal cell it starts at: East Asian wide characters take two cells, combining marks none.
+    Carets are placed and sized by these cells, so they stand under what they mark (SPEC §13.1)."""
+    shown: list[str] = []
+    cells = [0]
+    for ch in text:
+        at = cells[-1]
+        if ch == "\t":
+            width = TAB_WIDTH - at % TAB_WIDTH
+            shown.append(" " * width)
+        else:
+            width = _cell_width(ch)
+            shown.append(ch)
+        cells.append(at + width)
+    return "".join(shown), cells
+
+
+def _cell_width(ch: str) -> int:
+    if ch.isascii():
+        return 1
+    import unicodedata  # only for lines with non-ASCII text: most diagnostics never need it
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
 def format_location_block(file: str | None, span: tuple | None, head: str,
                           hint: str | None = None, notes: list[str] | None = None) -> str:
     """The five-line layout shared by diagnostics and runtime error reports."""
@@ -82,14 +120,15 @@ def format_location_block(file: str | None, span: tuple | None, head: str,
     out.append(f"{pad}--> {display_path(file)}:{line}:{col}")
     text = source_line(file, line)
     if text is not None:
+        shown, cells = display_cells(text)
         out.append(f"{pad} |")
-        out.append(f"{line} | {text}")
-        if span[2] == line:
-            length = max(1, span[3] - col)
-        else:
-            length = max(1, len(text) - col + 1)
-        length = max(1, min(length, len(text) - col + 1)) if len(text) >= col else 1
-        out.append(f"{pad} | " + " " * (col - 1) + "^" * length)
+        out.append(f"{line} | {shown}")
+        end = span[3] if span[2] == line else len(text) + 1
+        start = min(col, len(text) + 1) - 1
+        end = min(max(end - 1, start + 1), len(text)) if start < len(text) else start + 1
+        before = cells[start] if start < len(text) else cells[-1] + (start - len(text))
+        width = max(1, cells[end] - cells[start]) if start < len(text) else 1
+        out.append(f"{pad} | " + " " * before + "^" * width)
     for note in notes or []:
         out.append(f"{pad} = note: {note}")
     if hint:

@@ -1,17 +1,22 @@
-"""grove.toml validation (SPEC §11): every section and key, E090 diagnostics pointing into the file.
+"""grove.toml parsing (SPEC §11): every section and key onto the typed `Settings`, E090 diagnostics pointing
+into the file.
 
-The MCP tables (`[tools.X]`, `[mcp]`) are validated by sagepy.mcp.config; this module covers the rest with the
+The MCP tables (`[tools.X]`, `[mcp]`) are parsed by sagepy.mcp.config; this module covers the rest with the
 same key-table machinery, and turns a TOML syntax error into an E090 at the position tomllib reports.
 """
 from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .diagnostics import Diagnostic
-from .mcp.config import (_apply_keys, _Collector, _did_you_mean, _one_of, _positive_int, _string, _string_list,
+from .diagnostics import Diagnostic, did_you_mean
+from .mcp.config import (_apply_keys, _Collector, _one_of, _positive_int, _string, _string_list,
                          _toml_type, parse_mcp_settings, parse_tools_config)
+
+if TYPE_CHECKING:
+    from .project import Project
+    from .settings import Settings
 
 
 def _number(value: Any) -> float | None:
@@ -27,7 +32,8 @@ def _non_negative_int(value: Any) -> int | None:
 
 
 class _Sink:
-    """Target for `_apply_keys`: validation only, values are read from the dict where they are used."""
+    """Target for `_apply_keys` where the values are read elsewhere: `[llm]` is resolved together with the
+    environment by sagepy.llm.config."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         pass
@@ -49,7 +55,18 @@ _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
 _MCP_SECTIONS = ("tools", "mcp")
 
 
-def validate_config(config: dict, path: str | None) -> list[Diagnostic]:
+def read_grove(project: Project, settings: Settings) -> None:
+    """Parse the project's grove.toml into `settings` in one pass: every valid value lands on its typed
+    section, every problem becomes a diagnostic (E090; E093 for a missing extern module)."""
+    if project.toml_error is not None:
+        settings.toml_broken = True
+        settings.diagnostics = settings.tool_diagnostics = [toml_error_diagnostic(project.config_path,
+                                                                                  project.toml_error)]
+        return
+    config, path = project.config, project.config_path
+    targets: dict[str, Any] = {"project": settings.project, "test": settings.test, "llm": _Sink(),
+                               "persistence": settings.persistence, "supervision": settings.supervision,
+                               "extern": settings.extern}
     out = _Collector(path)
     for section, data in config.items():
         if section in _MCP_SECTIONS:
@@ -57,7 +74,7 @@ def validate_config(config: dict, path: str | None) -> list[Diagnostic]:
         keys = _SECTIONS.get(section)
         if keys is None:
             out.error(f"{out.file}: unknown section [{section}]", section,
-                      hint=_did_you_mean(section, list(_SECTIONS) + list(_MCP_SECTIONS)))
+                      hint=did_you_mean(section, list(_SECTIONS) + list(_MCP_SECTIONS), cutoff=0.6))
             continue
         if not isinstance(data, dict):
             out.error(f"{out.file}: [{section}] must be a table, found {_toml_type(data)}", section)
@@ -66,18 +83,23 @@ def validate_config(config: dict, path: str | None) -> list[Diagnostic]:
         def report(message: str, key: str | None, hint: str | None, section: str = section) -> None:
             out.error(f"{out.file}: {message}", section, key, hint)
 
-        _apply_keys(data, keys, section, report, _Sink())
+        if section == "persistence":
+            settings.persistence.backend = "sqlite"
+        elif section == "llm":
+            settings.llm_section = data
+        _apply_keys(data, keys, section, report, targets[section])
     diagnostics = out.diagnostics
-    modules = config.get("extern", {}).get("modules") if isinstance(config.get("extern"), dict) else None
-    if isinstance(modules, list) and path is not None:
-        root = os.path.dirname(os.path.abspath(path))
-        for module in modules:
-            if isinstance(module, str) and not os.path.isfile(os.path.join(root, module)):
+    if path is not None:
+        for module in settings.extern.modules:
+            if not os.path.isfile(os.path.join(settings.root, module)):
                 diagnostics.append(Diagnostic("E093", f"extern module not found: {module}", path,
                                               out.locator.span("extern", "modules")))
-    diagnostics += parse_tools_config(config, path)[1]
-    diagnostics += parse_mcp_settings(config, path)[1]
-    return diagnostics
+    servers, tool_diagnostics = parse_tools_config(config, path)
+    tables = config.get("tools")
+    settings.configure_tools(tables if isinstance(tables, dict) else {}, servers)
+    settings.mcp, mcp_diagnostics = parse_mcp_settings(config, path)
+    settings.tool_diagnostics = tool_diagnostics + mcp_diagnostics
+    settings.diagnostics = diagnostics + settings.tool_diagnostics
 
 
 def toml_error_diagnostic(path: str, exc: Exception) -> Diagnostic:

@@ -9,7 +9,7 @@ import os
 
 from .diagnostics import Diagnostic, remember_source
 from .syntax import ast as A
-from .syntax.cache import parse_file_cached
+from .syntax.cache import FROM_ENVIRONMENT, parse_file_cached
 
 
 class Program:
@@ -27,9 +27,9 @@ def read_source(path: str) -> str:
 
 
 def load_module_file(path: str, name: str, parent: A.Module | None, diags: list[Diagnostic],
-                     modules: list) -> A.Module:
+                     modules: list, cache_dir: str | None) -> A.Module:
     text = read_source(path)
-    items, errors = parse_file_cached(path, text)
+    items, errors = parse_file_cached(path, text, cache_dir)
     diags.extend(errors)
     module = A.Module(path, items, text)
     module.name = name
@@ -46,7 +46,7 @@ def load_module_file(path: str, name: str, parent: A.Module | None, diags: list[
             if any(os.path.realpath(m.path) == os.path.realpath(child_path) for m in modules):
                 diags.append(Diagnostic("E042", f"module `{item.name}` is loaded twice", path, item.span))
                 continue
-            child = load_module_file(child_path, item.name, module, diags, modules)
+            child = load_module_file(child_path, item.name, module, diags, modules, cache_dir)
             module.children[item.name] = child
             item.module = child
     return module
@@ -59,17 +59,19 @@ def find_module_file(directory: str, name: str) -> str | None:
     return None
 
 
-def load_program(entry_path: str) -> Program:
-    """Load the entry file and its modules. A test file `X_test.sg` is loaded with its sibling `X.sg`: the
-    sibling (and its module tree) comes first, and the test file sees all of its items (SPEC §3.8)."""
+def load_program(entry_path: str, cache_dir: str | None = FROM_ENVIRONMENT) -> Program:
+    """Load the entry file and its modules, with parsed ASTs cached under `cache_dir` (None: no cache;
+    by default the directory the environment names, for callers outside a session).
+    A test file `X_test.sg` is loaded with its sibling `X.sg`: the sibling (and its module tree) comes
+    first, and the test file sees all of its items (SPEC §3.8)."""
     diags: list[Diagnostic] = []
     modules: list = []
     sibling = None
     if entry_path.endswith("_test.sg"):
         sibling_path = entry_path[: -len("_test.sg")] + ".sg"
         if os.path.isfile(sibling_path):
-            sibling = load_module_file(sibling_path, "", None, diags, modules)
-    root = load_module_file(entry_path, "", None, diags, modules)
+            sibling = load_module_file(sibling_path, "", None, diags, modules, cache_dir)
+    root = load_module_file(entry_path, "", None, diags, modules, cache_dir)
     root.sibling = sibling
     if sibling is not None:
         root.children.update(sibling.children)

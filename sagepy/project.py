@@ -10,41 +10,30 @@ class ProjectError(Exception):
 
 
 class Project:
+    """Where a command's project is: its root directory and grove.toml as read (not yet interpreted: a
+    `Session` turns it into typed settings, sagepy.settings)."""
+
     def __init__(self, root: str, config: dict, config_path: str | None, toml_error: Exception | None = None) -> None:
         self.root = root
         self.config = config
         self.config_path = config_path
         self.toml_error = toml_error
-        self._diagnostics: list | None = None
-
-    def config_diagnostics(self) -> list:
-        """E090 diagnostics for grove.toml (SPEC §11), computed once."""
-        if self._diagnostics is None:
-            if self.config_path is None:
-                self._diagnostics = []
-            else:
-                from .grove import toml_error_diagnostic, validate_config
-                if self.toml_error is not None:
-                    self._diagnostics = [toml_error_diagnostic(self.config_path, self.toml_error)]
-                else:
-                    self._diagnostics = validate_config(self.config, self.config_path)
-        return self._diagnostics
-
-    @property
-    def name(self) -> str:
-        return self.config.get("project", {}).get("name") or os.path.basename(self.root)
-
-    def entry_file(self) -> str:
-        entry = self.config.get("project", {}).get("entry", "src/main.sg")
-        return os.path.join(self.root, entry)
-
-    def section(self, name: str) -> dict:
-        value = self.config.get(name, {})
-        return value if isinstance(value, dict) else {}
 
 
 def find_project(path: str | None) -> tuple[Project, str | None]:
     """(project, entry file given as PATH or None). Raises ProjectError for a missing PATH."""
+    root, grove_path, explicit_file = locate_project(path)
+    if grove_path is not None:
+        config, error = load_config(grove_path)
+        project = Project(root, config, grove_path, error)
+    else:
+        project = Project(root, {}, None)
+    load_dotenv(project.root)
+    return project, explicit_file
+
+
+def locate_project(path: str | None) -> tuple[str, str | None, str | None]:
+    """(project root, its grove.toml or None, entry file given as PATH or None), without reading anything."""
     if path is not None and not os.path.exists(path):
         raise ProjectError(f"no such file or directory: {path}")
     start = os.path.abspath(path) if path is not None else os.getcwd()
@@ -54,16 +43,11 @@ def find_project(path: str | None) -> tuple[Project, str | None]:
     while True:
         candidate = os.path.join(directory, "grove.toml")
         if os.path.isfile(candidate):
-            config, error = load_config(candidate)
-            project = Project(directory, config, candidate, error)
-            break
+            return directory, candidate, explicit_file
         parent = os.path.dirname(directory)
         if parent == directory:
-            project = Project(search, {}, None)
-            break
+            return search, None, explicit_file
         directory = parent
-    load_dotenv(project.root)
-    return project, explicit_file
 
 
 def load_config(path: str) -> tuple[dict, Exception | None]:

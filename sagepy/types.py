@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+# the range of Int, a signed 64-bit integer (SPEC §3.3: outside it is overflow, E200)
+INT_MIN = -(1 << 63)
+INT_MAX = (1 << 63) - 1
+
 
 class Type:
     __slots__ = ()

@@ -17,6 +17,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
+# Project examples that start the Node MCP servers of tests/mcp/node (installed on first use, tests/conftest.py).
+NODE_EXAMPLES = {"repo_report"}
 
 
 def _examples() -> list[Path]:
@@ -51,7 +53,9 @@ def test_examples_exist() -> None:
 
 
 @pytest.mark.parametrize("example", _examples(), ids=lambda p: p.name)
-def test_example(example: Path, tmp_path: Path) -> None:
+def test_example(example: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if example.name in NODE_EXAMPLES:
+        request.getfixturevalue("node_servers")
     expected_stdout, expected_exit = _expectations(_entry_file(example).read_text(encoding="utf-8"))
     env = dict(os.environ, SAGE_CACHE_DIR=str(tmp_path / "cache"))
     if example.is_dir():

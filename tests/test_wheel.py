@@ -1,14 +1,18 @@
 """The wheel is self-contained: it carries the grammar and the prelude, and its `sage` script works from any
 directory once installed into a fresh virtual environment.
 
-The venv is created with --system-site-packages so that sagepy's dependencies are already there and the
-install needs no network (`--no-deps`); the venv's own site-packages comes first on sys.path, so the wheel's
-copy of sagepy is the one that runs, even when the checkout is also installed in editable mode.
+The venv sees the site-packages of the interpreter running the tests (a .pth file lists them), so sagepy's
+dependencies, and pip, are already there and the install needs no network (`--no-deps`). That works whether
+the tests run in a virtual environment or not (`--system-site-packages` would reach the base interpreter,
+not the virtual environment that holds the dependencies). The venv's own site-packages comes first on
+sys.path, and the borrowed directories' own .pth files are not run, so the wheel's copy of sagepy is the one
+that runs, even when the checkout is also installed in editable mode.
 """
 from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 import venv
@@ -38,13 +42,22 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def venv_bin(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("venv")
-    # No pip of its own: the system site-packages provide pip too. pip installs the wheel into the venv even
+    # No pip of its own: the borrowed site-packages provide pip too. pip installs the wheel into the venv even
     # when the checkout is installed outside it, and leaves that installation alone.
-    venv.create(root, system_site_packages=True, with_pip=False)
+    venv.create(root, with_pip=False)
     bin_dir = root / ("Scripts" if os.name == "nt" else "bin")
+    purelib = subprocess.run([str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    Path(purelib, "borrowed_site_packages.pth").write_text("".join(f"{path}\n" for path in _site_dirs()))
     _run_ok([str(bin_dir / "python"), "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", str(wheel)],
             timeout=300)
     return bin_dir
+
+
+def _site_dirs() -> list[str]:
+    """The site-packages directories of the running interpreter, in its sys.path order (user site included)."""
+    sites = set(site.getsitepackages()) | {site.getusersitepackages()}
+    return [path for path in sys.path if path in sites]
 
 
 def _run_ok(command: list[str], timeout: float) -> None:

@@ -10,8 +10,9 @@ from functools import cmp_to_key
 from itertools import accumulate, dropwhile, takewhile
 from typing import Any, Callable
 
-from ..runtime.errors import INT_MAX, INT_MIN, invalid_argument, overflow
+from ..runtime.errors import invalid_argument, overflow
 from ..runtime.values import NONE, some, values_equal
+from ..types import INT_MAX, INT_MIN
 
 
 def _clamp_index(i: int, length: int) -> int:

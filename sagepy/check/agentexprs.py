@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from .context import Body, Locals
 from .types import ANY, NEVER, fits, is_open, merge, show
 
@@ -55,10 +56,10 @@ class AgentExpressions:
         if entity is None or entity.kind != "agent":
             what = f"`{node.agent}` is a {entity.kind}, not an agent" if entity else f"unknown agent `{node.agent}`"
             agents = [n for n, e in list(cx.scope.items.items()) + list(cx.scope.imports.items()) if e.kind == "agent"]
-            self.error("E011", what, node.span, cx.file, hint=None if entity else self.did_you_mean(node.agent, agents))
+            self.error("E011", what, node.span, cx.file, hint=None if entity else did_you_mean(node.agent, agents))
             self.skip_fields(node.fields, cx, lc)
             return ANY
-        agent = entity.info
+        agent = node.ref = entity.info
         self.check_field_inits(agent, node.fields, node.span, cx, lc, "E032", f"summon `{agent.name}`")
         return T.AgentT(agent.name)
 
@@ -70,7 +71,7 @@ class AgentExpressions:
             field = agent.fields.get(fname)
             if field is None:
                 self.error(code, f"agent `{agent.name}` has no field `{fname}`", fspan, cx.file,
-                           hint=self.did_you_mean(fname, agent.fields))
+                           hint=did_you_mean(fname, agent.fields))
                 self.expr(value, cx, lc)
                 continue
             if field.persistent:
@@ -143,9 +144,8 @@ class AgentExpressions:
         word = "infer" if node.infer else "divine"
         self.require_covered(f"call `{word}`", node.span, cx, f"{word}(…)")
         self.expect(node.prompt, T.STRING, cx, lc)
-        if node.type is None:
-            return T.STRING
-        return self.resolve_type(node.type, cx.scope, cx.tparams)
+        node.target = T.STRING if node.type is None else self.resolve_type(node.type, cx.scope, cx.tparams)
+        return node.target
 
     def e_RetryExpr(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
         self.require_covered("operation `retry`", node.span, cx, "retry(…) { … }")
@@ -155,7 +155,7 @@ class AgentExpressions:
         for kind in node.kinds or ():
             if kind not in ERROR_KINDS:
                 self.error("E010", f"unknown error kind `{kind}`", node.span, cx.file,
-                           hint=self.did_you_mean(kind, ERROR_KINDS))
+                           hint=did_you_mean(kind, ERROR_KINDS))
         saved = (cx.fallible, cx.stop)
         cx.fallible, cx.stop = True, False
         try:

@@ -10,11 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from ..syntax import ast as A
 from .context import Body, Locals
-from .names import ASSERTIONS, INTRINSICS, VariantRef
-from .symbols import FnSig, ToolInfo
+from .names import ASSERTIONS, BUILTIN, INTRINSICS, VariantRef
+from .symbols import FnSig, ToolInfo, ToolRef
 from .types import ANY, PersistedT, contains_hole, fits, instantiate, is_open, resolve, show, unify
+
+
+# builtins whose type parameter only the result mentions: the runtime passes them the type to produce
+RESULT_TYPED = ("json_decode",)
 
 
 class Calls:
@@ -22,10 +27,11 @@ class Calls:
 
     def e_Call(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
         fn = node.fn
+        node.ref = None
         if isinstance(fn, A.Name) and lc.find(fn.name) is None:
             return self.named_call(node, fn, cx, lc, expected)
         if isinstance(fn, A.VariantPath):
-            ref = self.path_variant(fn.enum_name, fn.variant, fn.span, cx)
+            ref = node.ref = self.path_variant(fn.enum_name, fn.variant, fn.span, cx)
             if ref is None:
                 self.skip_args(node, cx, lc)
                 return ANY
@@ -59,7 +65,7 @@ class Calls:
     # ---------------------------------------------------------------- named calls
     def named_call(self, node: Any, fn: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
         name = fn.name
-        entity = cx.scope.lookup(name)
+        entity = node.ref = cx.scope.lookup(name)
         if entity is not None:
             if entity.kind == "fn":
                 return self.call_sig(entity.info, node, cx, lc, expected)
@@ -70,14 +76,18 @@ class Calls:
                 self.error("E021", f"`{name}` is a {entity.kind}, not a function", fn.span, cx.file)
             self.skip_args(node, cx, lc)
             return ANY
+        node.ref = BUILTIN
         if name in INTRINSICS or name in ASSERTIONS:
             return self.intrinsic(name, node, cx, lc, expected)
         sig = self.prelude.fns.get(name)
         if sig is not None:
-            return self.call_sig(sig, node, cx, lc, expected)
+            result = self.call_sig(sig, node, cx, lc, expected)
+            if name in RESULT_TYPED:
+                node.target = result
+            return result
         if name in self.prelude.consts:
             return self.call_value(self.prelude.consts[name], node, cx, lc)
-        ref = self.bare_variant(name, fn.span, cx)
+        ref = node.ref = self.bare_variant(name, fn.span, cx)
         if ref is not None:
             return self.construct(ref, fn, node, cx, lc, expected)
         self.unknown_name(name, fn.span, cx, lc)
@@ -171,7 +181,7 @@ class Calls:
                 if not self.prelude_value(obj.name) and self.bare_variant(obj.name, obj.span, cx) is None:
                     names = self.value_candidates(cx, lc) | {t for t in self.prelude.tools if self.builtin_tool(t)}
                     self.error("E037", f"unknown tool `{obj.name}`", obj.span, cx.file,
-                               hint=self.did_you_mean(obj.name, names))
+                               hint=did_you_mean(obj.name, names))
                     self.skip_args(node, cx, lc)
                     return ANY
         if isinstance(obj, A.SelfExpr):
@@ -225,7 +235,8 @@ class Calls:
         sig = tool.fns.get(fa.name)
         if sig is None:
             self.error("E036", f"tool `{name}` has no function `{fa.name}`", fa.span, cx.file,
-                       hint=self.did_you_mean(fa.name, tool.fns))
+                       hint=did_you_mean(fa.name, tool.fns))
             self.skip_args(node, cx, lc)
             return ANY
+        node.ref = ToolRef(tool, fa.name)
         return self.apply(sig, fa, node.args, node.span, cx, lc, None, f"`{shown}`", arity_code="E039")

@@ -11,7 +11,7 @@ turn, when an `await` needs their result type), and lookups are dictionary hits.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Collection
 
 from ..diagnostics import Diagnostic, display_path
 from .agentexprs import AgentExpressions
@@ -28,12 +28,11 @@ from .symbols import AgentInfo
 
 
 class Checker(Namespaces, Names, Expressions, AgentExpressions, Calls, Intrinsics, Statements, Patterns, Items):
-    def __init__(self, program: Any, project_config: dict | None, test_file: bool) -> None:
+    def __init__(self, program: Any, configured_tools: Collection[str], test_file: bool) -> None:
         self.program = program
         self.test_file = test_file
         self.prelude = load_prelude()
-        tools = (project_config or {}).get("tools")
-        self.configured_tools: set[str] = set(tools) if isinstance(tools, dict) else set()
+        self.configured_tools = configured_tools
         self.diagnostics: list[Diagnostic] = []
         self.scopes: dict[int, ModuleScope] = {}
         self.root_scope: ModuleScope | None = None

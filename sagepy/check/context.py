@@ -7,6 +7,11 @@ child `Body` that inherits the context they are written in but not the coverage 
 
 `Locals` is a chain of lexical scopes. Each variable remembers the body (closure level) that declared it, so
 that assigning to a captured variable can be refused (E047).
+
+Every body is also one runtime frame (SPEC §4.3), and the checker lays it out: slot 0 holds the running agent,
+each parameter and each variable declaration (`let`, pattern, `for`, `catch` binder) gets the next slot, so
+shadowing never overwrites a value a closure may still hold; a closure that reads a variable of an enclosing
+body captures it by value into a slot of its own frame, through every closure in between.
 """
 from __future__ import annotations
 
@@ -18,11 +23,12 @@ from .symbols import AgentInfo
 
 
 class Var:
-    __slots__ = ("type", "owner")
+    __slots__ = ("type", "owner", "slot")
 
     def __init__(self, type_: Type, owner: "Body") -> None:
         self.type = type_
         self.owner = owner
+        self.slot = owner.new_slot()
 
 
 class Locals:
@@ -64,10 +70,11 @@ class Body:
     """kind: fn, handler, test, const, child (a supervisor child's field initialisers)."""
 
     __slots__ = ("scope", "kind", "fallible", "stop", "agent", "handler", "ret", "returns", "loops", "covered",
-                 "in_catch", "tparams")
+                 "in_catch", "tparams", "parent", "nslots", "captures", "captured")
 
     def __init__(self, scope: ModuleScope, kind: str, fallible: bool = False, agent: AgentInfo | None = None,
-                 handler: str | None = None, ret: Type | None = None, tparams: tuple = ()) -> None:
+                 handler: str | None = None, ret: Type | None = None, tparams: tuple = (),
+                 parent: "Body | None" = None) -> None:
         self.scope = scope
         self.kind = kind
         self.fallible = fallible
@@ -80,6 +87,25 @@ class Body:
         self.covered = False                # under a `try` operand, a `catch` left operand or `assert_fails`
         self.in_catch = 0                   # inside the left operand of a `catch`: `try` is allowed anywhere
         self.tparams = tparams              # type parameters in scope (a generic function's)
+        self.parent = parent                # the body a closure is written in
+        self.nslots = 1                     # the frame's size so far; slot 0 holds the running agent
+        self.captures: list[tuple[int, int]] = []   # (slot in the parent's frame, slot in this one)
+        self.captured: dict[Var, int] = {}
+
+    def new_slot(self) -> int:
+        self.nslots += 1
+        return self.nslots - 1
+
+    def slot_of(self, var: Var) -> int:
+        """The slot of this body's frame holding `var`, capturing it from the enclosing bodies if needed."""
+        if var.owner is self:
+            return var.slot
+        slot = self.captured.get(var)
+        if slot is None:
+            outer = self.parent.slot_of(var)
+            slot = self.captured[var] = self.new_slot()
+            self.captures.append((outer, slot))
+        return slot
 
     @property
     def file(self) -> str:
@@ -87,7 +113,7 @@ class Body:
 
     def closure(self, ret: Type | None) -> "Body":
         """The body of a closure written here: same context, own loops and returns, no outer coverage."""
-        inner = Body(self.scope, self.kind, self.fallible, self.agent, self.handler, ret, self.tparams)
+        inner = Body(self.scope, self.kind, self.fallible, self.agent, self.handler, ret, self.tparams, self)
         inner.stop = self.stop
         if ret is None:
             inner.returns = []

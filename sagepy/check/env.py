@@ -11,15 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from ..loader import reexports
 from ..syntax import ast as A
-from .symbols import AgentInfo, Entity, FieldInfo, FnSig, ToolInfo
+from .symbols import AgentInfo, Entity, FieldInfo, FnSig, ToolInfo, remote_name
 from .types import ANY, MAP_KEYS, prim_named
 
 ITEM_KINDS = {A.FnDecl: "fn", A.ConstDecl: "const", A.RecordDecl: "record", A.EnumDecl: "enum",
               A.AgentDecl: "agent", A.SupervisorDecl: "supervisor", A.ToolDecl: "tool",
               A.ProtocolDecl: "protocol", A.EffectHandlerDecl: "handler"}
-BUILTIN_TOOLS = ("Http", "Fs", "Shell", "Database")
 
 
 class ModuleScope:
@@ -61,7 +61,7 @@ class Namespaces:
     def build_scopes(self, program: Any) -> None:
         for module in program.modules:
             is_test = module.path.endswith("_test.sg") or (module is program.root and self.test_file)
-            self.scopes[id(module)] = ModuleScope(module, is_test)
+            self.scopes[id(module)] = module.namespace = ModuleScope(module, is_test)
         for module in program.modules:
             scope = self.scopes[id(module)]
             scope.children = {name: self.scopes[id(child)] for name, child in module.children.items()
@@ -104,7 +104,7 @@ class Namespaces:
             elif kind == "enum":
                 info = T.EnumInfo(item.name, list(item.tparams), [])
             elif kind == "agent":
-                info = AgentInfo(item.name, item, scope)
+                info = item.info = AgentInfo(item.name, item, scope)
                 self.agents.setdefault(item.name, info)
                 self.agent_decls[id(item)] = info
             entity = Entity(kind, item.name, item, scope, bool(getattr(item, "pub", False)), info)
@@ -186,7 +186,7 @@ class Namespaces:
                 return imported
             if name in module.children:
                 return Entity("module", name, None, module, True, module.children[name])
-            hint = self.did_you_mean(name, [n for n, e in module.items.items() if e.pub])
+            hint = did_you_mean(name, [n for n, e in module.items.items() if e.pub])
             self.error("E044", f"`{name}` not found in module `{module.module.name}`", span, file, hint=hint)
             return None
         if not entity.pub:
@@ -223,7 +223,7 @@ class Namespaces:
                 continue
             decl, kind = entity.decl, entity.kind
             if kind == "fn":
-                entity.info = self.fn_signature(decl, scope)
+                entity.info = decl.info = self.fn_signature(decl, scope)
             elif kind == "const":
                 entity.info = self.resolve_type(decl.type, scope)
             elif kind == "tool":
@@ -260,7 +260,7 @@ class Namespaces:
                 seen.add(p.name)
                 params.append((p.name, self.resolve_type(p.type, scope)))
             fns[fn.name] = FnSig(fn.name, [], params, self.resolve_type(fn.ret, scope), True, fn.span)
-        return ToolInfo(decl.name, fns, False)
+        return ToolInfo(decl.name, fns, False, {fn.name: remote_name(fn) for fn in decl.fns})
 
     def fill_agent(self, agent: AgentInfo, scope: ModuleScope) -> None:
         decl = agent.decl
@@ -293,7 +293,7 @@ class Namespaces:
             entity = scope.lookup(texpr.name)
             if entity is None or entity.kind != "agent":
                 self.error("E011", f"unknown agent `{texpr.name}`", texpr.span, scope.path,
-                           hint=self.did_you_mean(texpr.name, [n for n, e in self.agents.items()]))
+                           hint=did_you_mean(texpr.name, [n for n, e in self.agents.items()]))
                 return ANY
             return T.AgentT(texpr.name)
         name = texpr.name
@@ -326,7 +326,7 @@ class Namespaces:
         if entity is None:
             names = [n for n, e in list(scope.items.items()) + list(scope.imports.items())
                      if e.kind in ("record", "enum")] + list(self.prelude.records)
-            self.error("E011", f"unknown type `{name}`", span, scope.path, hint=self.did_you_mean(name, names))
+            self.error("E011", f"unknown type `{name}`", span, scope.path, hint=did_you_mean(name, names))
         return entity
 
     # ---------------------------------------------------------------- lookups

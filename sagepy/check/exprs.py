@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from ..syntax import ast as A
 from .context import Body, Locals, Var
 from .types import (ANY, MAP_KEYS, NEVER, ORDERABLE, PersistedT, fits, instantiate, is_open, merge, prim_named,
@@ -58,12 +59,14 @@ class Expressions:
     def e_Name(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
         var = lc.find(node.name)
         if var is not None:
+            node.ref = None
+            node.slot = cx.slot_of(var)
             self.check_turbofish_absent(node, f"variable `{node.name}`", cx)
             return var.type
         return self.name_value(node, cx, lc, expected)
 
     def e_VariantPath(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
-        ref = self.path_variant(node.enum_name, node.variant, node.span, cx)
+        ref = node.ref = self.path_variant(node.enum_name, node.variant, node.span, cx)
         if ref is None:
             return ANY
         return self.unit_variant_value(ref, node, cx, expected)
@@ -88,7 +91,7 @@ class Expressions:
         field = agent.fields.get(node.name)
         if field is None:
             self.error("E026", f"agent `{agent.name}` has no field `{node.name}`", node.span, cx.file,
-                       hint=self.did_you_mean(node.name, agent.fields))
+                       hint=did_you_mean(node.name, agent.fields))
             return ANY
         agent.reads.add(node.name)
         return PersistedT(field.type) if field.persistent else field.type
@@ -101,7 +104,7 @@ class Expressions:
                 if fname == name:
                     return ftype
             self.error("E027", f"record `{t.name}` has no field `{name}`", span, cx.file,
-                       hint=self.did_you_mean(name, [f for f, _ in t.fields()]))
+                       hint=did_you_mean(name, [f for f, _ in t.fields()]))
             return ANY
         if prim_named(t, "Error"):
             if name in ("message", "kind"):
@@ -228,7 +231,8 @@ class Expressions:
             cx.in_catch -= 1
         inner = lc.child()
         if node.binder:
-            inner.vars[node.binder] = Var(T.ERROR, cx)
+            var = inner.vars[node.binder] = Var(T.ERROR, cx)
+            node.slot = var.slot
         fallback = self.block_type(node.fallback, cx, inner, expected if is_open(left) else left)
         if not fits(left, fallback):
             self.error("E015", f"`catch` fallback has type {show(fallback)}, but the expression has type "
@@ -294,6 +298,7 @@ class Expressions:
             self.error("E011", what, node.span, cx.file)
             self.skip_fields(node.fields, cx, lc)
             return ANY
+        node.ref = info
         _, holes = instantiate(info.params)
         bindings: dict = {}
         if node.targs:
@@ -314,7 +319,7 @@ class Expressions:
         for fname, value, fspan in node.fields:
             if fname not in declared:
                 self.error("E027", f"record `{info.name}` has no field `{fname}`", fspan, cx.file,
-                           hint=self.did_you_mean(fname, declared))
+                           hint=did_you_mean(fname, declared))
                 self.expr(value, cx, lc)
                 continue
             if fname in given:
@@ -353,11 +358,15 @@ class Expressions:
                 self.error("E012", f"duplicate parameter `{p.name}`", p.span, cx.file)
             if p.name != "_":
                 inner.vars[p.name] = Var(t, body_cx)
+            else:
+                body_cx.new_slot()   # every parameter has its slot in the frame, in order
             params.append(t)
         if isinstance(node.body, A.Block):
             body_t = self.block_type(node.body, body_cx, inner, ret)
         else:
             body_t = self.expr(node.body, body_cx, inner, ret)
+        node.nslots = body_cx.nslots
+        node.captures = body_cx.captures
         if ret is not None:
             if not fits(ret, body_t):
                 self.mismatch(ret, body_t, node.body.span, cx)

@@ -7,10 +7,11 @@ import re
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from ..syntax import ast as A
 from .context import Body, Locals, Var
-from .env import BUILTIN_TOOLS, ModuleScope
-from .symbols import AgentInfo
+from .env import ModuleScope
+from .symbols import BUILTIN_TOOLS, AgentInfo
 from .types import NEVER, fits, is_open, prim_named, show
 
 _REMOTE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
@@ -54,6 +55,7 @@ class Items:
             lc.vars[name] = Var(t, cx)
         unit = prim_named(sig.ret, "Unit")
         t = self.block_type(decl.body, cx, lc, sig.ret, discard=unit)
+        decl.nslots = cx.nslots
         if unit or t is NEVER:
             return
         if not self.has_tail(decl.body):
@@ -68,6 +70,7 @@ class Items:
         declared = entity.info if entity is not None and entity.decl is decl else self.resolve_type(decl.type, scope)
         cx = Body(scope, "const")
         self.expect(decl.value, declared, cx, Locals())
+        decl.nslots = cx.nslots
         offending = self.non_constant(decl.value, scope)
         if offending is not None:
             self.error("E048", "`const` initialiser is not a constant expression", offending.span, scope.path,
@@ -122,7 +125,7 @@ class Items:
             if self.lookup_tool(scope, name) is None:
                 tools = [n for n, e in list(scope.items.items()) + list(scope.imports.items()) if e.kind == "tool"]
                 self.error("E037", f"unknown tool `{name}`", span, file,
-                           hint=self.did_you_mean(name, tools + [t for t in BUILTIN_TOOLS if self.builtin_tool(t)]))
+                           hint=did_you_mean(name, tools + [t for t in BUILTIN_TOOLS if self.builtin_tool(t)]))
         for proto, role, span in decl.follows:
             entity = scope.lookup(proto)
             if entity is None or entity.kind != "protocol":
@@ -175,7 +178,9 @@ class Items:
                 if not (is_open(t) or prim_named(t, "Error")):
                     self.mismatch(T.ERROR, t, h.param_type.span, cx)
             lc.vars[h.param] = Var(T.ERROR, cx)
-        return self.block_type(h.body, cx, lc, discard=True) is NEVER
+        diverges = self.block_type(h.body, cx, lc, discard=True) is NEVER
+        h.nslots = cx.nslots
+        return diverges
 
     def not_persistable(self, t: T.Type, seen: set) -> str | None:
         """Why a `@persistent` field of type t cannot be stored with a default (§3.5, §4.8), or None."""
@@ -221,7 +226,7 @@ class Items:
                     self.error("E072", f"unknown effect handler `{handler}`", child.span, file)
             if entity is None or entity.kind not in ("agent", "supervisor"):
                 self.error("E061", f"`{child.name}` is not an agent or a supervisor", child.span, file,
-                           hint=self.did_you_mean(child.name, [n for n, e in scope.items.items()
+                           hint=did_you_mean(child.name, [n for n, e in scope.items.items()
                                                                if e.kind in ("agent", "supervisor")]))
                 for _, value, _ in child.fields:
                     self.expr(value, cx, lc)
@@ -232,6 +237,7 @@ class Items:
             else:
                 self.check_field_inits(entity.info, child.fields, child.span, cx, lc, "E062",
                                        f"child `{child.name}`")
+            child.nslots = cx.nslots
 
     def check_effect_handler(self, decl: Any, scope: ModuleScope) -> None:
         file = scope.path
@@ -243,7 +249,7 @@ class Items:
             want = _EFFECT_KEYS.get(key)
             if want is None:
                 self.error("E075", f"unknown effect handler key `{key}`", span, file,
-                           hint=self.did_you_mean(key, _EFFECT_KEYS))
+                           hint=did_you_mean(key, _EFFECT_KEYS))
                 continue
             if key in seen:
                 self.error("E075", f"effect handler key `{key}` given twice", span, file)
@@ -295,6 +301,7 @@ class Items:
         names[decl.name] = decl
         cx = Body(scope, "test", fallible=True)
         self.block_type(decl.body, cx, Locals(), discard=True)
+        decl.nslots = cx.nslots
 
     def check_run(self, decl: Any, scope: ModuleScope) -> None:
         if scope.is_test:

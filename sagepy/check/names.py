@@ -7,14 +7,16 @@ construction and patterns have one code path.
 """
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from .context import Body, Locals
 from .symbols import Entity
 from .types import ANY, erase_vars, instantiate, resolve, unify
 
+# `Name.ref` / `Call.ref` of a prelude builtin, constant or intrinsic (the runtime finds it by name)
+BUILTIN = "builtin"
 INTRINSICS = ("print", "print_err", "str", "len", "sort", "map_set", "map_delete")
 ASSERTIONS = ("assert", "assert_true", "assert_false", "assert_eq", "assert_neq", "assert_gt", "assert_lt",
               "assert_gte", "assert_lte", "assert_contains", "assert_not_contains", "assert_starts_with",
@@ -60,17 +62,13 @@ def user_variant(entity: Entity, name: str) -> VariantRef | None:
 class Names:
     """Mixin of the checker: resolving names to types, variants and hints."""
 
-    def did_you_mean(self, name: str, candidates: Any) -> str | None:
-        close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.75)
-        return f"did you mean `{close[0]}`?" if close else None
-
     def value_candidates(self, cx: Body, lc: Locals) -> set[str]:
         return (lc.names() | cx.scope.candidates() | set(self.prelude.fns) | set(self.prelude.consts)
                 | set(INTRINSICS))
 
     def unknown_name(self, name: str, span: tuple, cx: Body, lc: Locals) -> None:
         self.error("E010", f"undefined name `{name}`", span, cx.file,
-                   hint=self.did_you_mean(name, self.value_candidates(cx, lc)))
+                   hint=did_you_mean(name, self.value_candidates(cx, lc)))
 
     def check_turbofish_absent(self, node: Any, what: str, cx: Body) -> None:
         if getattr(node, "targs", None):
@@ -82,6 +80,7 @@ class Names:
         name = node.name
         entity = cx.scope.lookup(name)
         if entity is not None:
+            node.ref = entity
             if entity.kind == "error":
                 return ANY
             if entity.kind == "fn":
@@ -91,6 +90,7 @@ class Names:
                 return entity.info
             self.error("E010", f"`{name}` is a {entity.kind}, not a value", node.span, cx.file)
             return ANY
+        node.ref = BUILTIN
         if name in self.prelude.consts:
             return self.prelude.consts[name]
         if name in self.prelude.fns:
@@ -101,7 +101,7 @@ class Names:
             self.error("E010", f"built-in `{name}` cannot be used as a value; wrap it in a closure", node.span,
                        cx.file)
             return ANY
-        ref = self.bare_variant(name, node.span, cx)
+        ref = node.ref = self.bare_variant(name, node.span, cx)
         if ref is not None:
             return self.unit_variant_value(ref, node, cx, expected)
         self.unknown_name(name, node.span, cx, lc)
@@ -155,7 +155,7 @@ class Names:
             if ref is None or ref.enum != enum_name:
                 choices = ["Some", "None"] if enum_name == "Option" else ["Ok", "Err"]
                 self.error("E030", f"unknown variant `{enum_name}::{vname}`", span, cx.file,
-                           hint=self.did_you_mean(vname, choices))
+                           hint=did_you_mean(vname, choices))
                 return None
             return ref
         entity = cx.scope.lookup(enum_name)
@@ -167,7 +167,7 @@ class Names:
                 enums = [n for n, e in list(cx.scope.items.items()) + list(cx.scope.imports.items())
                          if e.kind == "enum"]
                 self.error("E011", f"unknown enum `{enum_name}`", span, cx.file,
-                           hint=self.did_you_mean(enum_name, enums))
+                           hint=did_you_mean(enum_name, enums))
             return None
         if entity.kind == "error":
             return None
@@ -177,7 +177,7 @@ class Names:
         ref = user_variant(entity, vname)
         if ref is None:
             self.error("E030", f"enum `{enum_name}` has no variant `{vname}`", span, cx.file,
-                       hint=self.did_you_mean(vname, [v for v, _ in entity.info.variants]))
+                       hint=did_you_mean(vname, [v for v, _ in entity.info.variants]))
         return ref
 
     def instantiate_variant(self, ref: VariantRef, targs: Any, span: tuple,

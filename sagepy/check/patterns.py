@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from ..syntax import ast as A
 from .context import Body, Locals, Var
 from .types import ANY, NEVER, fits, is_open, merge, resolve, show, unify
@@ -32,6 +33,7 @@ class Patterns:
             inner = lc.child()
             for name, t in self.pattern(arm.pattern, scrutinee, cx).items():
                 inner.vars[name] = Var(t, cx)
+            bind_slots(arm.pattern, inner.vars)
             hint = None if discard else (result if result is not None and not is_open(result) else expected)
             t = self.arm_body(arm.body, cx, inner, hint, discard)
             if t is NEVER:
@@ -126,9 +128,10 @@ class Patterns:
             ref = self.bare_variant(pat.name, pat.span, cx)
             if ref is None:
                 self.error("E030", f"unknown variant `{pat.name}`", pat.span, cx.file,
-                           hint=self.did_you_mean(pat.name, self.variant_names(t)))
+                           hint=did_you_mean(pat.name, self.variant_names(t)))
         if ref is None:
             return self.pattern(pat.payload, ANY, cx) if pat.payload is not None else {}
+        pat.ref = ref
         payload, result, bindings, _ = self.instantiate_variant(ref, pat.targs, pat.span, cx)
         unify(result, t, bindings)
         if not fits(resolve(result, bindings), t):
@@ -173,6 +176,23 @@ class Patterns:
         if missing:
             self.error("E029", f"non-exhaustive match: {', '.join('`' + m + '`' for m in missing)} not covered",
                        node.span, cx.file, hint="add the missing arms, or a catch-all `_ => …`")
+
+
+def bind_slots(pat: Any, variables: dict[str, Var]) -> None:
+    """Record the frame slot of every name the pattern binds; the alternatives of `p | q` share them."""
+    cls = type(pat)
+    if cls is A.PatBind:
+        var = variables.get(pat.name)   # missing only in an alternative already reported (E031)
+        if var is not None:
+            pat.slot = var.slot
+    elif cls is A.PatTuple:
+        for item in pat.items:
+            bind_slots(item, variables)
+    elif cls is A.PatOr:
+        for alt in pat.alts:
+            bind_slots(alt, variables)
+    elif cls is A.PatVariant and pat.payload is not None:
+        bind_slots(pat.payload, variables)
 
 
 def prim_bool(t: T.Type) -> bool:

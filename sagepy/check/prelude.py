@@ -13,7 +13,7 @@ from typing import Any
 from .. import types as T
 from ..resources import stdlib_dir
 from ..syntax import ast as A
-from .symbols import FnSig, ToolInfo
+from .symbols import FnSig, ToolInfo, remote_name
 
 
 class Prelude:
@@ -63,7 +63,7 @@ def _read_stdlib() -> Prelude:
             for fn in item.fns:
                 params = [(p.name, _type(p.type, prelude, ())) for p in fn.params]
                 fns[fn.name] = FnSig(fn.name, [], params, _type(fn.ret, prelude, ()), True, None)
-            prelude.tools[item.name] = ToolInfo(item.name, fns, True)
+            prelude.tools[item.name] = ToolInfo(item.name, fns, True, {fn.name: remote_name(fn) for fn in item.fns})
     return prelude
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
+from ..diagnostics import did_you_mean
 from ..syntax import ast as A
 from .context import Body, Locals, Loop, Var
 from .types import ANY, NEVER, fits, is_open, merge, prim_named, show
@@ -72,7 +73,8 @@ class Statements:
     def bind_target(self, target: Any, t: T.Type, cx: Body, lc: Locals) -> None:
         if isinstance(target, A.TargetName):
             if target.name != "_":
-                lc.vars[target.name] = Var(t, cx)
+                var = lc.vars[target.name] = Var(t, cx)
+                target.slot = var.slot
             return
         n = len(target.items)
         if isinstance(t, T.TupleT):
@@ -97,6 +99,7 @@ class Statements:
             return self.expr(node.value, cx, lc) is NEVER
         if var.owner is not cx:
             self.error("E047", f"a closure cannot assign to captured variable `{node.name}`", node.span, cx.file)
+        node.slot = var.slot
         t = self.expr(node.value, cx, lc, var.type)
         if not fits(var.type, t):
             self.mismatch(var.type, t, node.value.span, cx)
@@ -215,11 +218,11 @@ class Statements:
         if node.tool == "mcp" and cx.scope.lookup("mcp") is None:
             if node.fn not in MCP_MOCK_KEYS:
                 self.error("E036", f"unknown MCP mock key `mcp.{node.fn}`", node.span, cx.file,
-                           hint=self.did_you_mean(node.fn, MCP_MOCK_KEYS))
+                           hint=did_you_mean(node.fn, MCP_MOCK_KEYS))
             return
         tool = self.lookup_tool(cx.scope, node.tool)
         if tool is None:
             self.error("E037", f"unknown tool `{node.tool}`", node.span, cx.file)
         elif node.fn not in tool.fns:
             self.error("E036", f"tool `{node.tool}` has no function `{node.fn}`", node.span, cx.file,
-                       hint=self.did_you_mean(node.fn, tool.fns))
+                       hint=did_you_mean(node.fn, tool.fns))

@@ -11,7 +11,14 @@ from typing import Any
 from ..types import Type
 
 
+# the tools of SPEC §7, declared as `tool` blocks in stdlib/prelude.sg and implemented in sagepy/tools
+BUILTIN_TOOLS = ("Http", "Fs", "Shell", "Database")
+
+
 class Entity:
+    """kind: fn, const, record, enum, agent, supervisor, tool, protocol, handler, module, or error (a failed
+    import, already reported)."""
+
     __slots__ = ("kind", "name", "decl", "scope", "pub", "info")
 
     def __init__(self, kind: str, name: str, decl: Any, scope: Any, pub: bool, info: Any = None) -> None:
@@ -39,14 +46,36 @@ class FnSig:
 
 
 class ToolInfo:
-    """A tool block (or built-in tool): its functions by Sage name."""
+    """A tool block (or built-in tool): its functions by Sage name, and the name each has on the server (its
+    `#[mcp_name]`, else its Sage name)."""
 
-    __slots__ = ("name", "fns", "builtin")
+    __slots__ = ("name", "fns", "builtin", "remotes")
 
-    def __init__(self, name: str, fns: dict[str, FnSig], builtin: bool) -> None:
+    def __init__(self, name: str, fns: dict[str, FnSig], builtin: bool, remotes: dict[str, str]) -> None:
         self.name = name
         self.fns = fns
         self.builtin = builtin
+        self.remotes = remotes
+
+
+def remote_name(fn: Any) -> str:
+    """The server-side name of a tool function declaration."""
+    return next((a.value for a in fn.attrs if a.name == "mcp_name"), fn.name)
+
+
+class ToolRef:
+    """What a checked tool call `T.f(…)` resolves to (the annotation `Call.ref`)."""
+
+    __slots__ = ("tool", "fn", "remote", "params", "ret", "builtin")
+
+    def __init__(self, tool: ToolInfo, fn: str) -> None:
+        sig = tool.fns[fn]
+        self.tool = tool.name
+        self.fn = fn
+        self.remote = tool.remotes.get(fn, fn)
+        self.params = [name for name, _ in sig.params]
+        self.ret = sig.ret
+        self.builtin = tool.builtin
 
 
 class FieldInfo:

@@ -4,9 +4,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..diagnostics import Diagnostic, display_path, format_diagnostics
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 
 def discover_test_files(root: str) -> list[str]:
@@ -20,26 +23,19 @@ def discover_test_files(root: str) -> list[str]:
     return sorted(found)
 
 
-def check_files(entry: str | None, test_files: list[str], project: Any = None,
+def check_files(session: Session, entry: str | None, test_files: list[str],
                 verify_tools: bool = False) -> tuple[list[Diagnostic], set[str]]:
-    from ..runtime.agents import Runtime
-    from ..runtime.effects import Effects
-    from ..runtime.interpreter import Host
-    from ..runtime.run import compile_entry
     diags: list[Diagnostic] = []
     files: set[str] = set()
+    described: dict = {}   # each verified server is contacted once per command
     targets = ([entry] if entry else []) + test_files
     for path in targets:
-        runtime = Runtime()
-        runtime.effects = Effects(runtime, project)
-        host = Host(runtime, runtime.effects)
-        host.test_file = path.endswith("_test.sg")
-        program, found = compile_entry(path, host, project=project, test_file=host.test_file)
+        program, found = session.analyze(path, test_file=path.endswith("_test.sg"))
         files.update(os.path.abspath(m.path) for m in program.modules)
         diags.extend(found)
         if verify_tools:
             from ..mcp.verify import verify_tool_blocks
-            diags.extend(verify_tool_blocks(program, project))
+            diags.extend(verify_tool_blocks(program, session.settings, described))
     unique: dict[tuple, Diagnostic] = {}
     for d in diags:
         unique.setdefault((os.path.abspath(d.file or ""), d.span, d.code), d)
@@ -47,22 +43,23 @@ def check_files(entry: str | None, test_files: list[str], project: Any = None,
 
 
 def run_check(args: Any) -> int:
-    from ..project import ProjectError, find_project
+    from ..project import ProjectError
+    from ..session import Session
     try:
-        project, explicit = find_project(args.path)
+        session, explicit = Session.open(args.path)
     except ProjectError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    entry = explicit or project.entry_file()
+    entry = explicit or session.entry_file()
     if explicit and explicit.endswith("_test.sg"):
         entry_file, tests = None, [explicit]
     else:
         entry_file = entry if os.path.isfile(entry) else None
-        tests = [] if explicit else discover_test_files(project.root)
+        tests = [] if explicit else discover_test_files(session.root)
     if entry_file is None and not tests:
         sys.stderr.write(f"error: no entry file found (looked for {display_path(entry)})\n")
         return 1
-    diags, files = check_files(entry_file, tests, project, verify_tools=args.verify_tools)
+    diags, files = check_files(session, entry_file, tests, verify_tools=args.verify_tools)
     errors = [d for d in diags if d.severity == "error"]
     warnings = [d for d in diags if d.severity != "error"]
     if args.format == "json":

@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the one place a Python exception becomes a user-facing message
         sys.stderr.write(f"internal error: {type(exc).__name__}: {exc}\n"
                          "  = help: this is a bug in sagepy; please report it with the program that caused it\n")
-        if os.environ.get("SAGE_DEBUG"):
+        from ..settings import Overrides
+        if Overrides(os.environ).setting("SAGE_DEBUG"):
             raise
         return 1
 
@@ -104,21 +105,22 @@ def _version() -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..project import ProjectError, find_project
+    from ..project import ProjectError
+    from ..session import Session
     if args.resume:
         sys.stderr.write("error: durable runs are not available in this version\n")
         return 1
     try:
-        project, explicit = find_project(args.path)
+        session, explicit = Session.open(args.path)
     except ProjectError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    entry = explicit or project.entry_file()
+    entry = explicit or session.entry_file()
     if not os.path.isfile(entry):
         sys.stderr.write(f"error: no entry file found (looked for {_shown(entry)})\n")
         return 1
     from ..runtime.run import run_entry
-    return run_entry(entry, project, trace_file=args.trace_file, trace_stderr=args.trace)
+    return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace)
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -23,11 +23,11 @@ def add_arguments(parser: Any) -> None:
 
 
 def run_test_command(args: Any) -> int:
-    from ..project import ProjectError, find_project
-    from ..testing.runner import (DEFAULT_TIMEOUT_MS, Selection, TestResult, discover, format_result,
-                                  load_test_file, run_all)
+    from ..project import ProjectError
+    from ..session import Session
+    from ..testing.runner import Selection, TestResult, discover, format_result, load_test_file, run_all
     try:
-        project, _ = find_project(args.path)
+        session, _ = Session.open(args.path)
     except ProjectError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
@@ -36,15 +36,15 @@ def run_test_command(args: Any) -> int:
     if not files:
         sys.stderr.write("no test files found (files must end in _test.sg)\n")
         return 1
-    selection = Selection(args.filter, args.file, project.root)
-    timeout_ms = args.timeout_ms or int(project.section("test").get("timeout_ms", DEFAULT_TIMEOUT_MS))
+    selection = Selection(args.filter, args.file, session.root)
+    timeout_ms = args.timeout_ms or session.settings.test.timeout_ms
     entries: list = []
     skipped: list[TestResult] = []
     file_count = 0
     for path in files:
         if not selection.keeps_file(path):
             continue
-        loaded = load_test_file(path, project)
+        loaded = load_test_file(path, session)
         if loaded.has_errors:
             from ..render import write_diagnostics
             write_diagnostics(format_diagnostics(loaded.diagnostics) + "\n\n")

@@ -12,10 +12,14 @@ import os
 import re
 import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..diagnostics import Diagnostic, display_path, format_diagnostics
+
+if TYPE_CHECKING:
+    from ..mcp.config import ServerConfig
+    from ..settings import Settings
 
 MASK = "****"
 # Option and parameter names whose values are secrets, in command lines and URL queries.
@@ -51,30 +55,27 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
 
 
 def run_tools_command(args: argparse.Namespace) -> int:
-    from ..project import ProjectError, find_project
+    from ..project import ProjectError
+    from ..session import Session
     command = getattr(args, "tools_command", None)
     if command is None:
         sys.stderr.write("usage: sage tools {list,inspect,generate,verify} …\n"
                          "sage tools: error: a subcommand is required\n")
         return 2
     try:
-        project, _ = find_project(None)
+        session, _ = Session.open(None)
     except ProjectError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
     handler = {"list": _list, "inspect": _inspect, "generate": _generate, "verify": _verify}[command]
-    return handler(args, project)
+    return handler(args, session.settings)
 
 
 # ---------------------------------------------------------------- configuration
 
-def _servers(project: Any) -> tuple[dict, list[Diagnostic]]:
+def _servers(settings: Settings) -> tuple[dict, list[Diagnostic]]:
     """The valid `[tools.X]` entries and the E090 diagnostics of grove.toml's MCP tables."""
-    from ..mcp.config import parse_mcp_settings, parse_tools_config
-    if project.config_path is not None and project.toml_error is not None:
-        return {}, project.config_diagnostics()
-    servers, diags = parse_tools_config(project.config, project.config_path)
-    return servers, diags + parse_mcp_settings(project.config, project.config_path)[1]
+    return settings.tools.servers, list(settings.tool_diagnostics)
 
 
 def _report(diags: list[Diagnostic]) -> None:
@@ -82,15 +83,10 @@ def _report(diags: list[Diagnostic]) -> None:
         sys.stderr.write(format_diagnostics(diags) + "\n\n")
 
 
-def _settings(project: Any) -> Any:
-    from ..mcp.config import McpSettings
-    return McpSettings.from_config(project.config)
-
-
 # ---------------------------------------------------------------- list
 
-def _list(args: argparse.Namespace, project: Any) -> int:
-    servers, diags = _servers(project)
+def _list(args: argparse.Namespace, settings: Settings) -> int:
+    servers, diags = _servers(settings)
     _report(diags)
     if not servers:
         if not diags:
@@ -103,7 +99,7 @@ def _list(args: argparse.Namespace, project: Any) -> int:
     return 1 if diags else 0
 
 
-def _target_text(config: Any) -> str:
+def _target_text(config: ServerConfig) -> str:
     if config.transport == "stdio":
         return masked_command_line(config.command or "", config.args)
     if config.transport == "http":
@@ -144,9 +140,9 @@ def mask_url(url: str) -> str:
 
 # ---------------------------------------------------------------- inspect and generate
 
-def _describe_target(args: argparse.Namespace, project: Any) -> tuple[str | None, dict] | int:
+def _describe_target(args: argparse.Namespace, settings: Settings) -> tuple[str | None, dict] | int:
     """Connect to the server the arguments name: (configured name or None, description), or an exit code."""
-    from ..mcp.config import AmbiguousBinding, bind_tool_block
+    from ..mcp.config import AmbiguousBinding
     from ..mcp.failures import McpFailure
     from ..mcp.inspect import AdhocError, adhoc_config, describe_servers, parse_pairs, with_extras
     from ..render import spinner
@@ -163,21 +159,20 @@ def _describe_target(args: argparse.Namespace, project: Any) -> tuple[str | None
         if args.name is None:
             name, config = None, adhoc_config(args.stdio, args.http, env, headers)
         else:
-            servers, diags = _servers(project)
             try:
-                config = bind_tool_block(args.name, servers)
+                config = settings.tools.bind(args.name)
             except AmbiguousBinding as exc:
                 sys.stderr.write(f"error: {exc}\n")
                 return 1
             if config is None:
-                _report(diags)
+                _report(settings.tool_diagnostics)
                 sys.stderr.write(f"error: no [tools.{args.name}] entry in grove.toml\n")
                 return 1
             name, config = config.name, with_extras(config, env, headers)
     except AdhocError as exc:
         return _usage(args, str(exc))
     with spinner(f"connecting to {name or config.name}…"):
-        result = describe_servers(project.root, {config.name: config}, _settings(project))[config.name]
+        result = describe_servers(settings.root, {config.name: config}, settings.mcp)[config.name]
     if isinstance(result, McpFailure):
         sys.stderr.write(f"error: {result.display()}\n")
         return 1
@@ -190,9 +185,9 @@ def _usage(args: argparse.Namespace, message: str) -> int:
     return 2
 
 
-def _inspect(args: argparse.Namespace, project: Any) -> int:
+def _inspect(args: argparse.Namespace, settings: Settings) -> int:
     from ..mcp.inspect import json_report, text_report
-    found = _describe_target(args, project)
+    found = _describe_target(args, settings)
     if isinstance(found, int):
         return found
     _name, description = found
@@ -203,11 +198,11 @@ def _inspect(args: argparse.Namespace, project: Any) -> int:
     return 0
 
 
-def _generate(args: argparse.Namespace, project: Any) -> int:
+def _generate(args: argparse.Namespace, settings: Settings) -> int:
     import datetime
 
     from ..mcp.generate import generate, tool_block_name
-    found = _describe_target(args, project)
+    found = _describe_target(args, settings)
     if isinstance(found, int):
         return found
     name, description = found
@@ -230,21 +225,21 @@ def _generate(args: argparse.Namespace, project: Any) -> int:
 
 # ---------------------------------------------------------------- verify
 
-def _verify(args: argparse.Namespace, project: Any) -> int:
+def _verify(args: argparse.Namespace, settings: Settings) -> int:
     from ..mcp.failures import McpFailure
     from ..mcp.inspect import describe_servers
     from ..mcp.verify import quiet_safety, safety_diagnostics, unset_variable_diagnostics
     from ..render import spinner
-    servers, diags = _servers(project)
+    servers, diags = _servers(settings)
     if not servers:
         _report(diags)
         if not diags:
             print("no MCP tools configured")
         return 1 if diags else 0
-    unset = {name: unset_variable_diagnostics(config, project.config_path) for name, config in servers.items()}
+    unset = {name: unset_variable_diagnostics(config, settings.grove_path) for name, config in servers.items()}
     reachable = {name: quiet_safety(config) for name, config in servers.items() if not unset[name]}
     with spinner(f"connecting to {len(reachable)} server{'s' if len(reachable) != 1 else ''}…"):
-        results = describe_servers(project.root, reachable, _settings(project)) if reachable else {}
+        results = describe_servers(settings.root, reachable, settings.mcp) if reachable else {}
     failed = False
     for name, config in servers.items():
         result = results.get(name)
@@ -259,7 +254,7 @@ def _verify(args: argparse.Namespace, project: Any) -> int:
             count = len(result["tools"])
             protocol = result["protocol"] or "unknown"
             print(f"✓ {name} — {count} tool{'s' if count != 1 else ''} (protocol {protocol})")
-            diags += safety_diagnostics(config, [t.get("name") for t in result["tools"]], project.config_path)
+            diags += safety_diagnostics(config, [t.get("name") for t in result["tools"]], settings.grove_path)
     sys.stdout.flush()
     _report(diags)
     return 1 if failed or any(d.severity == "error" for d in diags) else 0

@@ -1,5 +1,5 @@
 """Checker errors and warnings about agents, messages, persistence, supervisors and protocols."""
-from . import ErrorCode
+from .entry import ErrorCode
 
 _PLANNED = "This check is planned: sagepy does not report this code yet."
 

@@ -1,5 +1,5 @@
 """grove.toml errors, and the findings of `sage check --verify-tools` / `sage tools verify`."""
-from . import ErrorCode
+from .entry import ErrorCode
 
 SECTION = ("Configuration and tool verification",
            "grove.toml is validated whenever a command loads the project; the E08x codes and E091/E092 come "

@@ -1,5 +1,5 @@
 """Checker errors and warnings about modules, tools and test files."""
-from . import ErrorCode
+from .entry import ErrorCode
 
 SECTION = ("Modules, tools and test files", "Also reported by the checker, before anything runs.", [
     ErrorCode("E036", "tool has no such function",

@@ -1,5 +1,5 @@
 """Checker errors about names, types, functions and fallibility."""
-from . import ErrorCode
+from .entry import ErrorCode
 
 SECTION = ("Names, types and errors", "Reported by the checker, which every command (`run`, `check`, `test`) "
            "runs before anything executes. The checker reports every error it finds, sorted by position.", [

@@ -1,6 +1,6 @@
 """Runtime error codes: carried by errors raised while a program runs, shown in the report of an unhandled
 error (`error[E201]: …`) and in test failures. `e.message` never contains the code."""
-from . import ErrorCode
+from .entry import ErrorCode
 
 SECTION = ("Runtime errors", "Raised while a program runs. Like every Sage error they can be caught (`try`, "
            "`catch`, `on error`); an unhandled one is reported with its code, the agent and the place it was "

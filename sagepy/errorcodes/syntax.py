@@ -1,5 +1,5 @@
 """Lexical and syntax errors (E001-E009): reported by the parser, every one found in the file."""
-from . import ErrorCode
+from .entry import ErrorCode
 
 SECTION = ("Lexical and syntax errors", "Reported while a file is read and parsed, before any checking. The "
            "lexer reports every lexical error of a file; the parser reports the first syntax error.", [

@@ -9,12 +9,12 @@ Secret values (env and header values, tokens) never appear in a message.
 """
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from typing import Any, Mapping
 
-from ..diagnostics import Diagnostic
+from ..check.symbols import BUILTIN_TOOLS
+from ..diagnostics import Diagnostic, did_you_mean
 from .failures import McpFailure
 
 TRANSPORTS = ("stdio", "http", "inprocess")
@@ -22,7 +22,6 @@ AUTH_MODES = ("none", "bearer", "oauth")
 PROTOCOLS = ("auto", "legacy", "2026-07-28")
 SAFETY_CLASSES = ("read_only", "idempotent", "destructive")
 ELICITATION_MODES = ("prompt", "decline", "auto")
-BUILTIN_TOOLS = ("Http", "Fs", "Shell", "Database")
 
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -72,22 +71,18 @@ class ServerConfig:
 
 
 class McpSettings:
-    """The `[mcp]` table: client identity and the default elicitation mode (§8.7, §8.9)."""
+    """The `[mcp]` table: client identity and the default elicitation mode (§8.7, §8.9); and `oauth_open`,
+    the command of SAGE_OAUTH_OPEN that follows OAuth authorisation URLs (§8.2), from the session."""
 
-    __slots__ = ("client_name", "client_version", "elicitation")
+    __slots__ = ("client_name", "client_version", "elicitation", "oauth_open")
 
     def __init__(self, client_name: str | None = None, client_version: str | None = None,
-                 elicitation: str = "auto") -> None:
+                 elicitation: str = "auto", oauth_open: str | None = None) -> None:
         from .. import __version__
         self.client_name = client_name or "sagepy"
         self.client_version = client_version or __version__
         self.elicitation = elicitation
-
-    @classmethod
-    def from_config(cls, config: dict) -> "McpSettings":
-        """The settings of a grove.toml document; invalid values (reported by `parse_mcp_settings`) are
-        left at their defaults."""
-        return parse_mcp_settings(config, None)[0]
+        self.oauth_open = oauth_open
 
 
 class AmbiguousBinding(Exception):
@@ -176,11 +171,6 @@ _MCP_KEYS: dict[str, tuple[Any, str]] = {
     "client_version": (_string, "a string"),
     "elicitation": (_one_of(ELICITATION_MODES), 'one of "prompt", "decline", "auto"'),
 }
-
-
-def _did_you_mean(key: str, known: Any) -> str | None:
-    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
-    return f"did you mean `{close[0]}`?" if close else None
 
 
 def _toml_type(value: Any) -> str:
@@ -274,7 +264,7 @@ def _apply_keys(data: Mapping[str, Any], keys: dict[str, tuple[Any, str]], table
     for key, value in data.items():
         spec = keys.get(key)
         if spec is None:
-            report(f"unknown key `{key}` in [{table}]", key, _did_you_mean(key, keys))
+            report(f"unknown key `{key}` in [{table}]", key, did_you_mean(key, keys, cutoff=0.6))
             clean = False
             continue
         parse, expected = spec

@@ -206,7 +206,7 @@ class Connection:
             target = open_stdio(stack, self._started, self.child)
         elif config.transport == "http":
             target = open_http(config, self.root, self.log_path, self.http_status, self._waiting_on_login,
-                               self.hooks.settings.client_name)
+                               self.hooks.settings)
         else:
             target = open_inprocess(config, self.root)
         settings = self.hooks.settings

@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..convert import to_json
 from ..runtime.values import NONE, Record, Variant, some
 from ..types import Type
-from . import loop
+from .. import aio as loop
 from .config import McpSettings, ServerConfig
 from .dynamic import (handle_id, listing_object, log_name, parse_arguments, parse_connect_config,
                       server_info_record, tool_records)
 from .failures import McpFailure, dynamic_error, typed_error
 from .results import dynamic_text, error_text, typed_value
 from .safety import safety_of
+from .sdk_logs import route_sdk_logs
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -96,6 +97,7 @@ class McpManager:
         self._starting: list[StartedServer] = []  # stdio servers started whose connection is not made yet
         self._closed = False
         self._started = False
+        self._start_lock = threading.Lock()
 
     # ------------------------------------------------------------ running on the loop
 
@@ -104,14 +106,19 @@ class McpManager:
             coro.close()
             raise RuntimeError("McpManager methods cannot be called from the event-loop thread")
         if not self._started and not self._closed:
-            self._started = True
-            os.makedirs(self.log_dir, exist_ok=True)
-            loop.route_sdk_logs(self.log_dir)
-            atexit.register(self.close_all)
-            # When agents call at once, the thread driving the loop hands results to the others, who then wait
-            # for the GIL; CPython's default 5 ms switch interval makes them wait out the driver's bookkeeping
-            # (measured with 20 agents against server-everything: 2.25x the raw SDK's time at 5 ms, 1.89x here).
-            sys.setswitchinterval(min(sys.getswitchinterval(), 0.0002))
+            # Under the lock, and marked started only when done: a second thread (the background prestart and
+            # an agent's first call) must not open a server's log before the directory exists.
+            with self._start_lock:
+                if not self._started:
+                    os.makedirs(self.log_dir, exist_ok=True)
+                    route_sdk_logs(self.log_dir)
+                    atexit.register(self.close_all)
+                    # When agents call at once, the thread driving the loop hands results to the others, who
+                    # then wait for the GIL; CPython's default 5 ms switch interval makes them wait out the
+                    # driver's bookkeeping (measured with 20 agents against server-everything: 2.25x the raw
+                    # SDK's time at 5 ms, 1.89x here).
+                    sys.setswitchinterval(min(sys.getswitchinterval(), 0.0002))
+                    self._started = True
         return loop.run(coro, self.checkpoint, _POLL_S)
 
     def _live(self, slot: _Slot) -> Connection | None:

@@ -57,9 +57,9 @@ def token_path(root: str, name: str) -> str:
     return os.path.join(root, ".sage", "oauth", _FILE_NAME.sub("_", name) + ".json")
 
 
-def interactive() -> bool:
+def interactive(opener: str | None) -> bool:
     """Whether a login can be answered: a command to follow the URL, or a person at the terminal."""
-    if os.environ.get("SAGE_OAUTH_OPEN"):
+    if opener:
         return True
     return sys.stdin is not None and sys.stdin.isatty()
 
@@ -214,7 +214,7 @@ class SageOAuthProvider(OAuthClientProvider):
     """
 
     def __init__(self, config: ServerConfig, storage: TokenFile, metadata: OAuthClientMetadata, status: Any,
-                 pause: Callable[[], AbstractContextManager], log_path: str) -> None:
+                 pause: Callable[[], AbstractContextManager], log_path: str, opener: str | None) -> None:
         super().__init__(config.url or "", metadata, storage, redirect_handler=self._open_url,
                          callback_handler=self._await_code)
         self.config = config
@@ -222,6 +222,7 @@ class SageOAuthProvider(OAuthClientProvider):
         self.status = status
         self.pause = pause
         self.log_path = log_path
+        self.opener = opener   # SAGE_OAUTH_OPEN
         self.listener: CallbackListener | None = None
         self.logins = 0
         # Set when the server refused a token right after a login: logging in again would only loop.
@@ -263,7 +264,7 @@ class SageOAuthProvider(OAuthClientProvider):
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
         if self.refused_status is not None:
             raise McpFailure("auth error", f"server returned HTTP {self.refused_status}")
-        if not interactive():
+        if not interactive(self.opener):
             raise McpFailure("auth error", f"interactive login required for '{self.config.name}'")
         if self.config.scopes:  # configured scopes win over the ones the SDK picked from the metadata
             self.context.client_metadata.scope = " ".join(self.config.scopes)
@@ -312,9 +313,8 @@ class SageOAuthProvider(OAuthClientProvider):
         sys.stderr.write(f"MCP server '{self.config.name}' needs authorisation; opening this URL to log in:\n"
                          f"  {url}\n")
         sys.stderr.flush()
-        command = os.environ.get("SAGE_OAUTH_OPEN")
-        if command:
-            await self._run_opener(command, url)
+        if self.opener:
+            await self._run_opener(self.opener, url)
         else:
             await asyncio.to_thread(webbrowser.open, url)
 
@@ -361,11 +361,12 @@ def _free_port() -> int:
 
 
 def oauth_provider(config: ServerConfig, root: str, log_path: str, status: Any,
-                   pause: Callable[[], AbstractContextManager], client_name: str) -> SageOAuthProvider:
+                   pause: Callable[[], AbstractContextManager], client_name: str,
+                   opener: str | None) -> SageOAuthProvider:
     """The httpx2 auth of one connection to a server with `auth = "oauth"`.
 
     `status` is the connection's `HttpStatus` (failures are recorded on it), `pause` a context manager
-    that stops the connection's timers while a person logs in.
+    that stops the connection's timers while a person logs in, `opener` the SAGE_OAUTH_OPEN command.
     """
     port = config.redirect_port or _free_port()
     redirect = f"http://127.0.0.1:{port}/callback"
@@ -382,4 +383,4 @@ def oauth_provider(config: ServerConfig, root: str, log_path: str, status: Any,
                                    token_endpoint_auth_method="none",
                                    scope=" ".join(config.scopes) or None)
     storage = TokenFile(token_path(root, config.name), config.url or "", fixed_client)
-    return SageOAuthProvider(config, storage, metadata, status, pause, log_path)
+    return SageOAuthProvider(config, storage, metadata, status, pause, log_path, opener)

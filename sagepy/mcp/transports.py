@@ -11,7 +11,7 @@ import time
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
-from .config import ServerConfig, resolve_env
+from .config import McpSettings, ServerConfig, resolve_env
 from .failures import McpFailure
 from .stdio import ChildProcess, StartedServer, stdio_transport
 
@@ -114,27 +114,30 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
+    from ..tls import trust_store
+
     async def on_response(response: Any) -> None:
         # Only the POSTs carry requests; a GET refused for the optional event stream is no failure.
         if response.status_code >= 400 and response.request.method == "POST":
             status.code = response.status_code
 
     # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request.
+    # Servers are verified against sagepy's one trust store, as the LLM client and the Http tool do.
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(connect_s, read=None), auth=auth,
-                                  event_hooks={"response": [on_response]}) as http:
+                                  verify=trust_store(), event_hooks={"response": [on_response]}) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 
 
 def open_http(config: ServerConfig, root: str, log_path: str, status: HttpStatus,
-              pause: Callable[[], AbstractContextManager], client_name: str) -> Any:
+              pause: Callable[[], AbstractContextManager], settings: McpSettings) -> Any:
     """The (not yet entered) Streamable HTTP transport of a server. With `auth = "oauth"`, `pause` stops
     the connection's timers while a person logs in."""
     headers = http_headers(config)
     auth = None
     if config.auth == "oauth":
         from .oauth import oauth_provider
-        auth = oauth_provider(config, root, log_path, status, pause, client_name)
+        auth = oauth_provider(config, root, log_path, status, pause, settings.client_name, settings.oauth_open)
     with open(log_path, "a", encoding="utf-8") as log:
         write_log_header(log, config.url or "")
     return _http(config.url or "", headers, config.connect_timeout_ms / 1000, status, auth)

@@ -13,26 +13,24 @@ return type (an `Int` cannot hold every `number`). A schema without type informa
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, did_you_mean
 from ..syntax import ast as A
 from ..types import (BOOL, FLOAT, INT, STRING, UNIT, EnumT, ListT, MapT, OptionT, Prim, RecordT, ResultT,
                      TupleT, Type, type_name)
-from .config import AmbiguousBinding, McpSettings, ServerConfig, _Locator, bind_tool_block, parse_tools_config
+from .config import AmbiguousBinding, ServerConfig, _Locator
 from .failures import McpFailure
 from .inspect import describe_servers, json_type_text, resolve_ref, schema_defs
 
+if TYPE_CHECKING:
+    from ..settings import Settings
+
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MAX_DEPTH = 24  # nesting bound for recursive types and schemas
-
-# `sage check` builds one program per entry and test file, and they share tool blocks: each server is
-# described once per process (keyed by project root, name and its grove.toml table), not once per program.
-_described: dict[tuple[str, str, str], dict | McpFailure] = {}
 
 
 # ---------------------------------------------------------------- configuration findings (E091, E092)
@@ -70,7 +68,7 @@ def safety_diagnostics(config: ServerConfig, offered: list[str], grove_path: str
         if remote not in offered:
             found.append(Diagnostic(
                 "E092", f"[{table}.safety] names tool '{remote}', which server '{config.name}' does not offer",
-                grove_path, locator.span(table, f"safety.{remote}"), hint=_did_you_mean(remote, offered)))
+                grove_path, locator.span(table, f"safety.{remote}"), hint=did_you_mean(remote, offered, cutoff=0.6)))
     return found
 
 
@@ -82,25 +80,22 @@ def quiet_safety(config: ServerConfig) -> ServerConfig:
     return quiet
 
 
-def _did_you_mean(name: str, candidates: list[str]) -> str | None:
-    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
-    return f"did you mean `{close[0]}`?" if close else None
-
-
 # ---------------------------------------------------------------- tool blocks (E080-W083)
 
-def verify_tool_blocks(program: Any, project: Any) -> list[Diagnostic]:
-    """Compare every tool block of the program that binds to a configured server with that live server."""
-    if project is None or project.config_path is None or project.toml_error is not None:
+def verify_tool_blocks(program: Any, settings: Settings, described: dict[str, dict | McpFailure]) -> list[Diagnostic]:
+    """Compare every tool block of the program that binds to a configured server with that live server.
+
+    `sage check` verifies one program per entry and test file, and they share tool blocks: `described`
+    keeps each server's description (or failure) for the whole command, so each server is contacted once."""
+    if settings.grove_path is None or settings.toml_broken:
         return []
-    servers, _ = parse_tools_config(project.config, project.config_path)
     blocks: list[tuple[Any, Any, ServerConfig]] = []
     for module in program.modules:
         for item in module.items:
             if not isinstance(item, A.ToolDecl):
                 continue
             try:
-                config = bind_tool_block(item.name, servers)
+                config = settings.tools.bind(item.name)
             except AmbiguousBinding:
                 continue  # E090, reported with the configuration
             if config is not None:
@@ -111,13 +106,13 @@ def verify_tool_blocks(program: Any, project: Any) -> list[Diagnostic]:
     unset: dict[str, list[Diagnostic]] = {}
     for _module, _decl, config in blocks:
         if config.name not in unset:
-            unset[config.name] = unset_variable_diagnostics(config, project.config_path)
+            unset[config.name] = unset_variable_diagnostics(config, settings.grove_path)
             diags += unset[config.name]
     wanted = {config.name: config for _m, _d, config in blocks if not unset[config.name]}
-    descriptions = _describe(project, wanted)
+    descriptions = _describe(settings, wanted, described)
     for name, result in descriptions.items():
         if not isinstance(result, McpFailure):
-            diags += safety_diagnostics(wanted[name], [t.get("name") for t in result["tools"]], project.config_path)
+            diags += safety_diagnostics(wanted[name], [t.get("name") for t in result["tools"]], settings.grove_path)
     resolver = _TypeResolver(program)
     for module, decl, config in blocks:
         result = descriptions.get(config.name)
@@ -133,32 +128,29 @@ def verify_tool_blocks(program: Any, project: Any) -> list[Diagnostic]:
     return diags
 
 
-def _describe(project: Any, wanted: dict[str, ServerConfig]) -> dict[str, dict | McpFailure]:
-    tables = project.config.get("tools", {})
-    keys = {name: (project.root, name, json.dumps(tables.get(name), sort_keys=True, default=str)) for name in wanted}
-    missing = {name: quiet_safety(config) for name, config in wanted.items() if keys[name] not in _described}
+def _describe(settings: Settings, wanted: dict[str, ServerConfig],
+              described: dict[str, dict | McpFailure]) -> dict[str, dict | McpFailure]:
+    missing = {name: quiet_safety(config) for name, config in wanted.items() if name not in described}
     if missing:
-        for name, result in describe_servers(project.root, missing, McpSettings.from_config(project.config)).items():
-            _described[keys[name]] = result
-    return {name: _described[keys[name]] for name in wanted}
+        described.update(describe_servers(settings.root, missing, settings.mcp))
+    return {name: described[name] for name in wanted}
 
 
 class _TypeResolver:
-    """Sage types of tool declarations. A checked program carries its compiler, which resolves names
-    exactly as the run would; without it (the program has errors) only the built-in shapes are known and
-    named types count as unknown, which fits every schema."""
+    """Sage types of tool declarations. A program that checked clean carries the checker's resolution of each
+    tool block (in its module's namespace), names resolved exactly as the run resolves them; otherwise (the
+    program has errors) only the built-in shapes are known and named types count as unknown, which fits every
+    schema."""
 
     def __init__(self, program: Any) -> None:
-        self.compiler = getattr(program, "compiler", None)
+        self.resolved = getattr(program, "resolved", False)
 
-    def resolve(self, texpr: Any, module: Any) -> Type | None:
-        if texpr is None:
-            return UNIT
-        if self.compiler is not None:
-            env = self.compiler.envs.get(id(module))
-            if env is not None:
-                return self.compiler.resolve_type(texpr, env)
-        return self._shape(texpr)
+    def types(self, module: Any, decl: Any, fn: Any) -> tuple[list[Type | None], Type | None]:
+        """The types of `fn`'s parameters and of its result."""
+        if self.resolved:
+            sig = module.namespace.lookup(decl.name).info.fns[fn.name]
+            return [t for _, t in sig.params], sig.ret
+        return [self._shape(p.type) for p in fn.params], UNIT if fn.ret is None else self._shape(fn.ret)
 
     def _shape(self, texpr: Any) -> Type | None:
         args = [self._shape(a) if isinstance(a, A.TypeExpr) else None for a in texpr.args or []]
@@ -180,7 +172,7 @@ def _compare_fn(module: Any, decl: Any, fn: Any, server: str, tools: dict[str, d
     tool = tools.get(remote)
     if tool is None:
         return [Diagnostic("E080", f"tool '{remote}' ({label}) is not offered by server '{server}'", file, fn_span,
-                           hint=_did_you_mean(remote, [str(name) for name in tools]))]
+                           hint=did_you_mean(remote, [str(name) for name in tools], cutoff=0.6))]
     diags: list[Diagnostic] = []
     schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
     defs = schema_defs(schema)
@@ -190,8 +182,8 @@ def _compare_fn(module: Any, decl: Any, fn: Any, server: str, tools: dict[str, d
     # Without declared properties a schema that does not forbid extra keys accepts any argument names.
     open_schema = "properties" not in schema and schema.get("additionalProperties") is not False
     declared = {p.name for p in fn.params}
-    for param in fn.params:
-        t = resolver.resolve(param.type, module)
+    param_types, ret = resolver.types(module, decl, fn)
+    for param, t in zip(fn.params, param_types):
         is_option = isinstance(t, OptionT) or (t is None and param.type.kind == "option")
         if param.name not in props:
             if not open_schema:
@@ -199,7 +191,7 @@ def _compare_fn(module: Any, decl: Any, fn: Any, server: str, tools: dict[str, d
                 line, col = param.span[0], param.span[1]
                 diags.append(Diagnostic("E082", f"parameter '{param.name}' of {label} is not a parameter of tool "
                                         f"'{remote}'", file, (line, col, line, col + len(param.name)),
-                                        hint=_did_you_mean(param.name, unused)))
+                                        hint=did_you_mean(param.name, unused, cutoff=0.6)))
             continue
         if param.name in required and is_option:
             shown = type_name(t) if t is not None else "Option<…>"
@@ -216,7 +208,6 @@ def _compare_fn(module: Any, decl: Any, fn: Any, server: str, tools: dict[str, d
             json_type = json_type_text(props.get(prop), defs)
             diags.append(Diagnostic("E082", f"tool '{remote}' requires parameter '{prop}', which {label} does not "
                                     "declare", file, fn_span, hint=f"add a parameter `{prop}` (JSON type {json_type})"))
-    ret = resolver.resolve(fn.ret, module)
     reason = _return_fit(ret, tool.get("outputSchema"))
     if reason is not None:
         diags.append(Diagnostic("W083", f"return type {type_name(ret)} of {label} cannot represent the outputSchema "

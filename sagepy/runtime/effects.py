@@ -10,15 +10,17 @@ one `Effects` object per run (per test under `sage test`). Each call passes the 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import types as T
 from .errors import SageRaise
 from .values import ErrorValue
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 
 class ToolCallInfo:
@@ -40,10 +42,10 @@ class ToolCallInfo:
 
 
 class Effects:
-    def __init__(self, runtime: Any, project: Any = None, trace_path: str | None = None,
+    def __init__(self, runtime: Any, settings: Settings, trace_path: str | None = None,
                  trace_stderr: bool = False) -> None:
         self.runtime = runtime
-        self.project = project
+        self.settings = settings
         self.trace_lock = threading.Lock()
         self.trace_stream = None
         if trace_path:
@@ -56,7 +58,6 @@ class Effects:
         self.ended = False              # the test this Effects belongs to has ended
         self._llm: Any = None
         self._mcp: Any = None
-        self._server_keys: dict[str, str] = {}
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- output
@@ -104,10 +105,8 @@ class Effects:
     def llm(self) -> Any:
         with self._lock:
             if self._llm is None:
-                from ..llm import LlmClient, LlmConfig
-                section = self.project.section("llm") if self.project is not None else {}
-                config = LlmConfig.resolve(section, os.environ)
-                self._llm = LlmClient(config, trace=lambda kind, data: self.trace(None, kind, data))
+                from ..llm import LlmClient
+                self._llm = LlmClient(self.settings.llm, trace=lambda kind, data: self.trace(None, kind, data))
             return self._llm
 
     def divine(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None = None) -> Any:
@@ -176,30 +175,17 @@ class Effects:
                 return convert_mock(info.label, mock, info.ret)
         if info.builtin:
             from ..tools import call_builtin_tool
-            return call_builtin_tool(info.tool, info.fn, args, cancel=getattr(ctx, "cancel_event", None))
-        return (self._mcp or self.mcp()).call_sage(self.server_key(info.tool), info.label, info.remote,
-                                                   info.params, args, info.ret)
-
-    def server_key(self, tool: str) -> str:
-        """The `[tools.X]` key a tool block binds to (exact, else unique case-insensitive; SPEC §8.1)."""
-        key = self._server_keys.get(tool)
-        if key is None:
-            from ..mcp.config import AmbiguousBinding, bind_tool_block, parse_tools_config
-            config = self.project.config if self.project is not None else {}
-            servers, _ = parse_tools_config(config, None)
-            try:
-                bound = bind_tool_block(tool, servers)
-            except AmbiguousBinding:
-                bound = None
-            key = self._server_keys[tool] = bound.name if bound is not None else tool
-        return key
+            return call_builtin_tool(info.tool, info.fn, args, cancel=getattr(ctx, "cancel_event", None),
+                                     overrides=self.settings.overrides)
+        return (self._mcp or self.mcp()).call_sage(self.settings.tools.server_key(info.tool), info.label,
+                                                   info.remote, info.params, args, info.ret)
 
     def prestart(self, tools: set[str]) -> None:
         """Start, in the background, the servers of the tool blocks that some agent `use`s (SPEC §8.3)."""
-        config = self.project.config if self.project is not None else {}
-        if not tools or not isinstance(config.get("tools"), dict):
+        configured = self.settings.tools
+        if not tools or not configured:
             return
-        keys = sorted({self.server_key(t) for t in tools} & set(config["tools"]))
+        keys = sorted({configured.server_key(t) for t in tools} & set(configured))
         if keys:
             from .agents import start_thread
             # importing the MCP SDK alone takes about a second: do it off the main thread too
@@ -217,14 +203,9 @@ class Effects:
     def mcp(self) -> Any:
         with self._lock:
             if self._mcp is None:
-                from ..mcp.config import McpSettings, parse_tools_config
                 from ..mcp.manager import McpManager
-                config = self.project.config if self.project is not None else {}
-                root = self.project.root if self.project is not None else os.getcwd()
-                path = self.project.config_path if self.project is not None else None
-                servers, _ = parse_tools_config(config, path)
-                settings = McpSettings.from_config(config)
-                self._mcp = McpManager(root, servers, settings, elicitation=self.elicit,
+                settings = self.settings
+                self._mcp = McpManager(settings.root, settings.tools.servers, settings.mcp, elicitation=self.elicit,
                                        sampling=self.sample, checkpoint=_stop_point,
                                        trace=lambda kind, data: self.trace(None, kind, data))
             return self._mcp

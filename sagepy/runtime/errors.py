@@ -5,6 +5,7 @@ Builtins raise through the helpers below so every runtime fault has its kind, me
 """
 from __future__ import annotations
 
+from ..types import INT_MAX, INT_MIN
 from .values import ErrorValue
 
 
@@ -48,10 +49,6 @@ def agent_error(message: str, code: str | None = None) -> SageRaise:
 
 def overflow() -> SageRaise:
     return SageRaise(ErrorValue("Runtime", "integer overflow", "E200"))
-
-
-INT_MIN = -(1 << 63)
-INT_MAX = (1 << 63) - 1
 
 
 def check_int(v: int) -> int:

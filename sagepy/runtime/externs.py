@@ -1,4 +1,4 @@
-"""`extern fn` bound to Python functions of the modules listed in `[extern] modules` (SPEC §11).
+"""`extern fn` bound to the Python functions that linking (`sagepy/link.py`) found for them (SPEC §11).
 
 Arguments reach Python as their JSON form (SPEC §5: dict, list, str, int, float, bool, None); the result is
 converted to the declared return type (failure: E207). A `fails` extern signals failure by raising
@@ -6,50 +6,12 @@ converted to the declared return type (failure: E207). A `fails` extern signals 
 """
 from __future__ import annotations
 
-import importlib.util
-import os
 from typing import Any, Callable
 
 from .. import SageFail
 from .. import types as T
 from .errors import SageRaise
 from .values import ErrorValue
-
-
-class ExternModules:
-    """The `[extern] modules` of a project, each loaded once, in the listed order."""
-
-    def __init__(self, project: Any) -> None:
-        self.project = project
-        self.modules: list[Any] | None = None
-        self.errors: list[str] = []
-
-    def _load(self) -> list[Any]:
-        if self.modules is None:
-            self.modules = []
-            section = self.project.section("extern") if self.project is not None else {}
-            root = self.project.root if self.project is not None else os.getcwd()
-            for i, rel in enumerate(section.get("modules", []) or []):
-                path = os.path.join(root, rel)
-                if not os.path.isfile(path):
-                    self.errors.append(f"extern module not found: {rel}")
-                    continue
-                try:
-                    spec = importlib.util.spec_from_file_location(f"sage_extern_{i}", path)
-                    module = importlib.util.module_from_spec(spec)
-                    spec.loader.exec_module(module)
-                except Exception as exc:  # the user's module failed to import: reported as E093
-                    self.errors.append(f"extern module {rel} failed to load: {type(exc).__name__}: {exc}")
-                    continue
-                self.modules.append(module)
-        return self.modules
-
-    def find(self, name: str) -> Callable[..., Any] | None:
-        for module in self._load():
-            fn = getattr(module, name, None)
-            if callable(fn):
-                return fn
-        return None
 
 
 def bind_extern(name: str, fn: Callable[..., Any], ret: T.Type) -> Callable[..., Any]:

@@ -31,13 +31,6 @@ class StateStore:
             self.db.execute("CREATE TABLE IF NOT EXISTS sage_state (agent TEXT NOT NULL, field TEXT NOT NULL, "
                             "value TEXT NOT NULL, PRIMARY KEY (agent, field))")
 
-    @classmethod
-    def for_project(cls, project: Any) -> "StateStore":
-        section = project.config.get("persistence") if project is not None else None
-        if not isinstance(section, dict) or section.get("backend", "sqlite") != "sqlite":
-            return cls(None)
-        return cls(os.path.join(project.root, section.get("path", ".sage/state.db")))
-
     def load(self, agent: str, field: str, t: T.Type) -> Any:
         """The stored value, or the type's default (SPEC §4.8)."""
         from ..convert import default_value, from_json, parse_json

@@ -5,16 +5,16 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..diagnostics import Diagnostic, format_diagnostics, format_location_block
-from ..loader import load_program
 from ..syntax import ast as A
 from .agents import AgentInstance, Runtime, start_thread
-from .compile import Compiler
-from .effects import Effects
 from .interpreter import Host
 from .values import UNIT
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 
 def report_diagnostics(diags: list[Diagnostic]) -> None:
@@ -24,43 +24,12 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
         write_diagnostics(format_diagnostics(errors) + "\n")
 
 
-def compile_entry(entry_path: str, host: Host, project: Any = None, test_file: bool = False,
-                  prestart: bool = False) -> tuple[Any, list[Diagnostic]]:
-    program = load_program(entry_path)
-    diags = list(program.diagnostics)
-    if prestart and not diags:
-        # servers of the tool blocks agents `use` start now, overlapping checking and the first steps of the run
-        used = {name for module in program.modules for item in module.items if isinstance(item, A.AgentDecl)
-                for name, _span in item.uses}
-        host.effects.prestart(used)
-    if project is not None:
-        diags.extend(project.config_diagnostics())
-    if any(d.severity == "error" for d in diags):
-        return program, diags
-    from ..check import check_program
-    diags.extend(check_program(program, project_config=project.config if project is not None else None,
-                               test_file=test_file))
-    if any(d.severity == "error" for d in diags):
-        return program, diags
-    compiler = Compiler(host)
-    compiler.compile_program(program)
-    diags.extend(compiler.diagnostics)
-    program.compiler = compiler
-    return program, diags
-
-
-def run_entry(entry_path: str, project: Any, trace_file: str | None = None, trace_stderr: bool = False) -> int:
-    import os
+def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False) -> int:
     # Sage calls nest several Python frames deep; agent threads have large stacks (agents.THREAD_STACK_BYTES)
     sys.setrecursionlimit(400_000)
-    runtime = Runtime()
-    trace_path = trace_file or os.environ.get("SAGE_TRACE_FILE")
-    effects = Effects(runtime, project, trace_path, trace_stderr or bool(os.environ.get("SAGE_TRACE")))
-    runtime.effects = effects
-    from .persistence import StateStore
-    runtime.store = StateStore.for_project(project)
-    host = Host(runtime, effects)
-    program, diags = compile_entry(entry_path, host, project=project, prestart=True)
+    stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True)
+    runtime, effects, host = stack.runtime, stack.effects, stack.host
+    program, diags = session.compile(entry_path, stack, prestart=True)
     run_decl = None
     for item in program.root.items:
         if isinstance(item, A.RunDecl):
@@ -69,21 +38,7 @@ def run_entry(entry_path: str, project: Any, trace_file: str | None = None, trac
     if run_decl is None and not any(d.severity == "error" for d in diags):
         diags.append(Diagnostic("E041", "the entry file has no `run` declaration", entry_path, None,
                                 hint="end the file with `run Main;` naming the entry agent"))
-    entity = None
-    if run_decl is not None and compiler is not None:
-        entity = compiler.root_env.lookup(run_decl.name)
-        if entity is None or entity.kind not in ("agent", "supervisor"):
-            diags.append(Diagnostic("E041", f"`run {run_decl.name}`: not an agent or supervisor", entry_path,
-                                    run_decl.span))
-        elif entity.kind == "agent":
-            agent = entity.data
-            plain = [f.name for f in agent.decl.fields if f.annotation != "persistent"]
-            if plain:
-                diags.append(Diagnostic("E041", f"entry agent `{agent.name}` cannot have fields "
-                                        f"({', '.join(plain)}): nothing initialises them", entry_path, run_decl.span))
-            if "start" not in agent.handlers:
-                diags.append(Diagnostic("E041", f"entry agent `{agent.name}` has no `on start` handler",
-                                        entry_path, run_decl.span))
+    target = compiler.entry_target(run_decl.name) if run_decl is not None and compiler is not None else None
     if any(d.severity == "error" for d in diags):
         report_diagnostics(diags)
         return 1
@@ -91,7 +46,7 @@ def run_entry(entry_path: str, project: Any, trace_file: str | None = None, trac
     effects.trace(None, "run.start", {"entry": run_decl.name})
     code = 1
     try:
-        code = _run_agent(host, runtime, entity.data)
+        code = _run_agent(host, runtime, target)
     finally:
         effects.trace(None, "run.end", {"exit_code": code, "duration_ms": int((time.monotonic() - started) * 1000)})
         effects.close()
@@ -169,4 +124,4 @@ def report_unhandled(agent_name: str, error: Any) -> None:
     write_diagnostics(format_location_block(file, span, head) + "\n")
 
 
-__all__ = ["run_entry", "compile_entry", "report_diagnostics", "UNIT"]
+__all__ = ["run_entry", "report_diagnostics", "UNIT"]

@@ -11,7 +11,6 @@ from typing import Any
 
 from .agents import AgentInstance
 from .errors import AgentCancelled, SageRaise
-from .scopes import BlockScope, FrameLayout
 from .values import ErrorValue
 
 
@@ -44,41 +43,17 @@ class SupervisorPlan:
         self.persistent: list = []
 
 
-def compile_supervisor(c: Any, entity: Any) -> None:
-    """Resolve the children of one supervisor declaration (run after every item is declared)."""
-    decl = entity.decl
-    plan: SupervisorPlan = entity.data
-    if not decl.children:
-        c.error("E060", f"supervisor `{decl.name}` has no children", decl.span)
+def compile_supervisor(c: Any, decl: Any, plan: SupervisorPlan) -> None:
+    """Compile the children of one supervisor declaration (the checker resolved and checked them)."""
     for child in decl.children:
         spec = ChildPlan(child.name, child.restart)
-        target = c.lookup(child.name)
-        if target is None or target.kind not in ("agent", "supervisor"):
-            c.error("E061", f"unknown child `{child.name}`: not an agent or supervisor", child.span)
-            continue
+        target = c.scope.lookup(child.name)
         spec.kind = target.kind
-        spec.target = target.data
-        layout = FrameLayout(None)
-        scope = BlockScope(layout, None)
-        saved = c.fn_context
-        c.fn_context = "const"
-        spec.fields = [(name, c.expr(value, scope)) for name, value, _span in child.fields]
-        c.fn_context = saved
-        spec.nslots = layout.nslots
-        if target.kind == "agent":
-            given = [n for n, _ in spec.fields]
-            required = target.data.field_names
-            for name in given:
-                if name not in required:
-                    c.error("E062", f"child `{child.name}` has no field `{name}`", child.span)
-            for name in required:
-                if name not in given:
-                    c.error("E062", f"child `{child.name}` is missing field `{name}`", child.span)
+        spec.target = c.runtime_item(target)
+        spec.fields = [(name, c.expr(value)) for name, value, _span in child.fields]
+        spec.nslots = child.nslots
         for _role, handler_name in child.handlers:
-            handler = c.lookup(handler_name)
-            if handler is None or handler.kind != "handler":
-                c.error("E072", f"unknown effect handler `{handler_name}`", child.span)
-                continue
+            handler = c.scope.lookup(handler_name)
             spec.llm_overrides = {key: lit.value for key, lit, _span in handler.decl.entries
                                   if key in ("model", "temperature", "max_tokens")}
         plan.children.append(spec)
@@ -87,10 +62,9 @@ def compile_supervisor(c: Any, entity: Any) -> None:
 def supervise(host: Any, inst: AgentInstance, plan: SupervisorPlan) -> None:
     """Run the children until none is running or due to restart; raise E209 past the intensity limit."""
     runtime = inst.runtime
-    project = getattr(runtime.effects, "project", None)
-    section = project.section("supervision") if project is not None else {}
-    max_restarts = int(section.get("max_restarts", 5))
-    window = float(section.get("within_seconds", 60))
+    limits = runtime.effects.settings.supervision
+    max_restarts = limits.max_restarts
+    window = float(limits.within_seconds)
     children: list[AgentInstance | None] = [None] * len(plan.children)
     restarts: collections.deque = collections.deque()
 

@@ -13,6 +13,7 @@ Because `bool` is a subclass of `int` in Python, code that inspects values must 
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 
@@ -168,21 +169,20 @@ class ErrorValue:
         return f"ErrorValue({self.kind!r}, {self.message!r})"
 
 
-class Function:
+class Function(functools.partial):
     """A callable Sage value: a named function, a builtin or a closure (name None).
 
-    Calling it runs the Sage code: `f(*args)`. Builtins receive these and call them directly.
-    Functions compare by identity.
+    Calling it runs the Sage code: `f(*args)`. Builtins receive these and call them directly; being a
+    `functools.partial`, a call reaches `fn` without a Python-level `__call__` in between (closures passed to
+    `map`, `filter` or `reduce` are called once per element). Functions compare by identity.
     """
 
-    __slots__ = ("name", "fn")
+    __slots__ = ("name",)
 
-    def __init__(self, name: str | None, fn: Callable[..., Any]) -> None:
+    def __new__(cls, name: str | None, fn: Callable[..., Any]) -> "Function":
+        self = super().__new__(cls, fn)
         self.name = name
-        self.fn = fn
-
-    def __call__(self, *args: Any) -> Any:
-        return self.fn(*args)
+        return self
 
     def __repr__(self) -> str:
         return display(self)

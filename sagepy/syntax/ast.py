@@ -48,27 +48,27 @@ class Node:
 # name: (fields set by the parser, annotation slots filled in later)
 _TABLE: dict[str, tuple[str, str]] = {
     # ---- module and items
-    "Module": ("path items source", "name parent children namespace is_test sibling"),
+    "Module": ("path items source", "name parent children namespace sibling"),
     "ModDecl": ("name pub", "module"),
     "UseDecl": ("path kind alias names pub", ""),        # kind: "leaf" | "group" | "glob"; names: [(name, alias)]
-    "RecordDecl": ("name tparams fields pub", "info"),   # fields: [Field]
+    "RecordDecl": ("name tparams fields pub", ""),   # fields: [Field]
     "FieldDecl": ("name type", ""),
-    "EnumDecl": ("name tparams variants pub", "info"),   # variants: [VariantDecl]
+    "EnumDecl": ("name tparams variants pub", ""),   # variants: [VariantDecl]
     "VariantDecl": ("name type", ""),
-    "ConstDecl": ("name type value pub", "slot"),
-    "FnDecl": ("name tparams params ret fails body extern pub", "nslots has_arm_return"),
+    "ConstDecl": ("name type value pub", "nslots"),
+    "FnDecl": ("name tparams params ret fails body extern pub", "nslots info"),
     "Param": ("name type", ""),
     "ToolDecl": ("name fns pub", ""),
     "ToolFn": ("name params ret attrs", ""),             # attrs: [Attribute]
     "Attribute": ("name value", ""),
-    "AgentDecl": ("name receives follows uses fields handlers pub", "result_info"),
+    "AgentDecl": ("name receives follows uses fields handlers pub", "info"),
     "AgentField": ("name type annotation", ""),
-    "Handler": ("kind param param_type body", "nslots has_arm_return"),   # kind: start/waking/.../message/error
+    "Handler": ("kind param param_type body", "nslots"),   # kind: start/waking/.../message/error
     "SupervisorDecl": ("name strategy children pub", ""),
-    "ChildSpec": ("name restart handlers fields", ""),  # handlers: [(name, handler)], fields: [(name, expr)]
+    "ChildSpec": ("name restart handlers fields", "nslots"),  # handlers: [(name, handler)], fields: [(name, expr)]
     "ProtocolDecl": ("name steps pub", ""),
     "EffectHandlerDecl": ("name effect entries pub", ""),
-    "TestDecl": ("name annotation body", "nslots has_arm_return"),
+    "TestDecl": ("name annotation body", "nslots"),
     "RunDecl": ("name", ""),
     # ---- types
     "TypeExpr": ("kind name args", ""),   # kind: prim list option oracle map result agent fn tuple named
@@ -77,9 +77,9 @@ _TABLE: dict[str, tuple[str, str]] = {
     "LetStmt": ("target type value", ""),
     "AssignStmt": ("name value", "slot"),
     "IfStmt": ("cond then orelse", ""),
-    "ForStmt": ("target iter body", "has_arm_break"),
-    "WhileStmt": ("cond body", "has_arm_break"),
-    "LoopStmt": ("body", "has_arm_break"),
+    "ForStmt": ("target iter body", ""),
+    "WhileStmt": ("cond body", ""),
+    "LoopStmt": ("body", ""),
     "BreakStmt": ("", ""),
     "ContinueStmt": ("", ""),
     "ReturnStmt": ("value", ""),
@@ -93,12 +93,12 @@ _TABLE: dict[str, tuple[str, str]] = {
     # ---- expressions
     "Literal": ("value", ""),
     "Template": ("parts", ""),                 # parts: str | expression node
-    "Name": ("name targs", "ref"),
+    "Name": ("name targs", "ref slot"),
     "VariantPath": ("enum_name targs variant", "ref"),
     "SelfExpr": ("", ""),
     "FieldAccess": ("obj name", ""),
     "TupleIndex": ("obj index", ""),
-    "Call": ("fn args", ""),
+    "Call": ("fn args", "ref target"),
     "Binary": ("op left right", ""),
     "Unary": ("op operand", ""),               # op: "-" | "!"
     "TryExpr": ("expr", ""),
@@ -109,15 +109,15 @@ _TABLE: dict[str, tuple[str, str]] = {
     "TupleLit": ("items", ""),
     "MapLit": ("entries", ""),                 # [(key, value)]
     "RecordLit": ("name targs fields", "ref"),  # fields: [(name, expr, span)]
-    "Closure": ("params body", "nslots captures has_arm_return"),
-    "ClosureParam": ("name type", "slot"),
+    "Closure": ("params body", "nslots captures"),
+    "ClosureParam": ("name type", ""),
     "MatchExpr": ("scrutinee arms", ""),
     "Arm": ("pattern body", ""),
     "ArmBreak": ("", ""),
     "ArmContinue": ("", ""),
     "ArmReturn": ("value", ""),
     "RetryExpr": ("count delay kinds body", ""),
-    "DivineExpr": ("prompt type infer", ""),
+    "DivineExpr": ("prompt type infer", "target"),
     "SummonExpr": ("agent fields", "ref"),     # fields: [(name, expr, span)]
     "SendExpr": ("target message", ""),
     "ReceiveExpr": ("", ""),

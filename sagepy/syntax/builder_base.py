@@ -2,17 +2,21 @@
 interpolations are parsed here, each as an expression of its own) and Int literals."""
 from __future__ import annotations
 
-from lark import Token, Transformer
+from lark import Token
+from lark.visitors import Transformer_NonRecursive
 from lark.exceptions import UnexpectedInput, VisitError
 
 from . import ast as A
 from .context import INT_MAX, ParseContext
+from .describe import describe_unexpected
 from .grammar import lark_parser
 from .lexical import decode_string, lexical_errors
-from .recovery import describe_unexpected
+from .nesting import NESTING_MESSAGE, first_token_too_deep
 
 
-class BuilderBase(Transformer):
+class BuilderBase(Transformer_NonRecursive):
+    """Non-recursive: Lark's tree of an input at the nesting limit is deeper than Python's recursion limit."""
+
     def __init__(self, ctx: ParseContext) -> None:
         super().__init__()
         self.ctx = ctx
@@ -36,7 +40,12 @@ class BuilderBase(Transformer):
         lexical_errors(padded, sub, start=len(padded) - len(text))
         try:
             # a builder of this same class, so that nothing here names the subclass that holds the rules
-            node = type(self)(sub).transform(lark_parser().parse(padded, start="expr"))
+            tree = lark_parser().parse(padded, start="expr")
+            too_deep = first_token_too_deep(tree)
+            if too_deep is not None:
+                ctx.error("E005", NESTING_MESSAGE, too_deep)
+                return None
+            node = type(self)(sub).transform(tree)
         except UnexpectedInput as exc:
             err_line = getattr(exc, "line", line) or line
             err_col = getattr(exc, "column", col) or col

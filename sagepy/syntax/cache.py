@@ -16,6 +16,9 @@ from pathlib import Path
 from .cache_dir import cache_root
 
 _TOOL_HASH: str | None = None
+# `parse_file_cached` without a session's cache directory (the prelude, shared by every session of the
+# process) asks the environment now, by the same rule (cache_dir.cache_root).
+FROM_ENVIRONMENT = "<environment>"
 
 
 def _tool_hash() -> str:
@@ -46,9 +49,8 @@ def _entry_path(root: str, source_path: str, text: str) -> str:
     return os.path.join(root, "ast", key.hexdigest()[:32] + ".pickle")
 
 
-def load(source_path: str, text: str) -> tuple[list, list] | None:
+def load(source_path: str, text: str, root: str | None) -> tuple[list, list] | None:
     """The cached (items, diagnostics) of this file, or None."""
-    root = cache_root()
     if root is None:
         return None
     try:
@@ -58,8 +60,7 @@ def load(source_path: str, text: str) -> tuple[list, list] | None:
         return None
 
 
-def store(source_path: str, text: str, value: tuple[list, list]) -> None:
-    root = cache_root()
+def store(source_path: str, text: str, value: tuple[list, list], root: str | None) -> None:
     if root is None:
         return
     target = _entry_path(root, source_path, text)
@@ -76,12 +77,14 @@ def store(source_path: str, text: str, value: tuple[list, list]) -> None:
             pass
 
 
-def parse_file_cached(source_path: str, text: str) -> tuple[list, list]:
-    """(items, diagnostics) for a file, from the cache when possible. The parser is imported only on a miss."""
-    cached = load(source_path, text)
+def parse_file_cached(source_path: str, text: str, cache_dir: str | None = FROM_ENVIRONMENT) -> tuple[list, list]:
+    """(items, diagnostics) for a file, from the cache under `cache_dir` when possible (None: no cache). The
+    parser is imported only on a miss."""
+    root = cache_root() if cache_dir is FROM_ENVIRONMENT else cache_dir
+    cached = load(source_path, text, root)
     if cached is not None:
         return cached
     from .parser import parse_source
     result = parse_source(text, source_path)
-    store(source_path, text, result)
+    store(source_path, text, result, root)
     return result

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+from typing import Mapping
 
 
-def cache_root() -> str | None:
-    if os.environ.get("SAGE_NO_CACHE"):
+def cache_root(environ: Mapping[str, str] | None = None) -> str | None:
+    """The cache directory `environ` selects (a session passes its snapshot; default: the environment now)."""
+    env = os.environ if environ is None else environ
+    if env.get("SAGE_NO_CACHE"):
         return None
-    explicit = os.environ.get("SAGE_CACHE_DIR")
+    explicit = env.get("SAGE_CACHE_DIR")
     if explicit:
         return explicit
-    xdg = os.environ.get("XDG_CACHE_HOME")
+    xdg = env.get("XDG_CACHE_HOME")
     if xdg:
         return os.path.join(xdg, "sagepy")
     return os.path.join(os.path.expanduser("~"), ".cache", "sagepy")

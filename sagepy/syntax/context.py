@@ -10,8 +10,7 @@ from typing import Any
 from lark import Token
 
 from ..diagnostics import Diagnostic
-
-INT_MAX = (1 << 63) - 1
+from ..types import INT_MAX
 
 
 class ParseContext:
@@ -21,8 +20,9 @@ class ParseContext:
         # Int literals above INT_MAX, by id: `-9223372036854775808` is valid, so the error waits for `neg`
         self.big_ints: dict[int, Any] = {}
 
-    def error(self, code: str, message: str, span: tuple, hint: str | None = None) -> None:
-        self.errors.append(Diagnostic(code, message, self.path, span, hint=hint))
+    def error(self, code: str, message: str, span: tuple, hint: str | None = None,
+              notes: list[str] | None = None) -> None:
+        self.errors.append(Diagnostic(code, message, self.path, span, hint=hint, notes=notes))
 
     def report_big_ints(self) -> None:
         """The Int literals no unary minus claimed are out of range (E004)."""

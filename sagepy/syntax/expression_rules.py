@@ -234,14 +234,17 @@ class ExpressionRules(BuilderBase):
         return c[0]
 
     def match_expr(self, meta, c):
-        return A.MatchExpr(c[0], c[1] or [], span=meta_span(meta))
+        return A.MatchExpr(c[0], (c[1] or [])[::-1], span=meta_span(meta))
 
+    # The arms rule is right-recursive, so the arms arrive last first: they are gathered in reverse (appending
+    # keeps a long match linear) and `match_expr` puts them in order.
     def arms_last(self, meta, c):
         return [c[0]]
 
     def arms_more(self, meta, c):
         rest = c[-1] if isinstance(c[-1], list) else []
-        return [c[0]] + rest
+        rest.append(c[0])
+        return rest
 
     def arm_expr(self, meta, c):
         return A.Arm(c[0], c[1], span=meta_span(meta))

@@ -18,7 +18,9 @@ from .expression_rules import ExpressionRules
 from .grammar import lark_parser
 from .item_rules import ItemRules
 from .lexical import lexical_errors
-from .recovery import dedupe, report_later_syntax_errors, report_syntax_error, scan_literals
+from .nesting import NESTING_MESSAGE, first_token_too_deep
+from .describe import report_syntax_error
+from .recovery import dedupe, report_later_syntax_errors, scan_literals
 
 
 class ASTBuilder(ItemRules, ExpressionRules):
@@ -32,7 +34,13 @@ def parse_source(text: str, path: str) -> tuple[list, list[Diagnostic]]:
     lexical_errors(text, ctx)
     items: list = []
     try:
-        items = builder.transform(lark_parser().parse(text, start="program"))
+        tree = lark_parser().parse(text, start="program")
+        too_deep = first_token_too_deep(tree)
+        if too_deep is None:
+            items = builder.transform(tree)
+        else:
+            ctx.error("E005", NESTING_MESSAGE, too_deep)
+            scan_literals(ctx, text, builder.decode_string)
     except UnexpectedInput as exc:
         scan_literals(ctx, text, builder.decode_string)
         if not any(d.code == "E002" for d in ctx.errors):

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import types as T
 from ..runtime.errors import TestAbort
-from ..runtime.values import ErrorValue, display
+from ..runtime.values import display
 
 
 class Failure:
@@ -67,7 +67,3 @@ def convert_mock(label: str, value: Any, target: T.Type) -> Any:
         return from_json(data, target)
     except (ConversionError, ValueError) as exc:
         raise TestAbort(f"mock for {label}: cannot convert '{display(value)}' to {T.type_name(target)}: {exc}")
-
-
-def failure_error(kind: str, message: str, display_text: str | None = None) -> ErrorValue:
-    return ErrorValue(kind, message, display_text=display_text)

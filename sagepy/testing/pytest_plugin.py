@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+_SESSIONS = pytest.StashKey[dict]()
+
 
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("sagepy", "Sage tests")
@@ -35,13 +37,24 @@ class SageFailure(Exception):
         self.detail = detail
 
 
+def _session(file: SageFile) -> Any:
+    """The session of the project a test file lies in: one per project for the whole pytest run, as one
+    `sage test` command has one (grove.toml parsed once, the environment read once)."""
+    from ..project import locate_project
+    from ..session import Session
+    root, _grove, _file = locate_project(str(file.path))
+    sessions = file.config.stash.setdefault(_SESSIONS, {})
+    session = sessions.get(root)
+    if session is None:
+        session = sessions[root] = Session.open(root)[0]
+    return session
+
+
 class SageFile(pytest.File):
     def collect(self) -> Any:
         from ..diagnostics import format_diagnostics
-        from ..project import find_project
         from .runner import load_test_file
-        project, _ = find_project(str(self.path))
-        loaded = load_test_file(str(self.path), project)
+        loaded = load_test_file(str(self.path), _session(self))
         if loaded.has_errors:
             yield SageItem.from_parent(self, name="file has errors", case=None,
                                        errors=format_diagnostics(loaded.diagnostics))
@@ -57,12 +70,11 @@ class SageItem(pytest.Item):
         self.errors = errors
 
     def runtest(self) -> None:
-        from .runner import DEFAULT_TIMEOUT_MS, run_case
+        from .runner import run_case
         if self.case is None:
             raise SageFailure(self.errors or "file has errors")
         config = self.config
-        timeout = config.getoption("--sage-timeout-ms") or int(
-            self.case.project.section("test").get("timeout_ms", DEFAULT_TIMEOUT_MS))
+        timeout = config.getoption("--sage-timeout-ms") or self.case.session.settings.test.timeout_ms
         result = run_case(self.case, timeout, real_llm=config.getoption("--sage-real-llm"))
         if result.status == "fail":
             detail = result.detail

@@ -1,32 +1,34 @@
 """`sage test` (SPEC §9): discovery, selection, concurrent execution with timeouts, results and summary.
 
-Each test runs with its own Runtime (agent numbering, captured output), its own Effects (mock queues, MCP
-connections opened by its first unmocked call and closed when it ends) and its own persistence store.
+Each test runs on its own runtime stack from the command's session: its own Runtime (agent numbering, captured
+output), its own effects (mock queues, MCP connections opened by its first unmocked call and closed when it
+ends) and its own in-memory persistence store.
 """
 from __future__ import annotations
 
 import os
 import threading
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..diagnostics import Diagnostic, display_path
-from ..runtime.agents import AgentInstance, Runtime, set_current_context, start_thread
+from ..runtime.agents import AgentInstance, set_current_context, start_thread
 from ..runtime.errors import AgentCancelled, SageRaise, TestAbort
 from ..runtime.values import ErrorValue
 
-DEFAULT_TIMEOUT_MS = 10_000
+if TYPE_CHECKING:
+    from ..session import Session
 
 
 class TestCase:
-    __slots__ = ("file", "name", "body", "serial", "project")
+    __slots__ = ("file", "name", "body", "serial", "session")
 
-    def __init__(self, file: str, name: str, body: Any, serial: bool, project: Any) -> None:
+    def __init__(self, file: str, name: str, body: Any, serial: bool, session: Session) -> None:
         self.file = file
         self.name = name
         self.body = body
         self.serial = serial
-        self.project = project
+        self.session = session
 
     @property
     def label(self) -> str:
@@ -72,23 +74,16 @@ def discover(path: str) -> list[str]:
     return sorted(found)
 
 
-def load_test_file(path: str, project: Any) -> LoadedFile:
-    from ..runtime.effects import Effects
-    from ..runtime.interpreter import Host
-    from ..runtime.run import compile_entry
-    runtime = Runtime()
-    runtime.effects = Effects(runtime, project)
-    host = Host(runtime, runtime.effects)
-    host.test_file = True
-    _, diags = compile_entry(path, host, project=project, test_file=True)
-    cases = [TestCase(path, decl.name, body, decl.annotation == "serial", project)
-             for decl, body, env in host.tests if os.path.abspath(env.path) == os.path.abspath(path)]
+def load_test_file(path: str, session: Session) -> LoadedFile:
+    stack = session.runtime_stack()
+    _, diags = session.compile(path, stack, test_file=True)
+    cases = [TestCase(path, decl.name, body, decl.annotation == "serial", session)
+             for decl, body, env in stack.host.tests if os.path.abspath(env.path) == os.path.abspath(path)]
     return LoadedFile(path, cases, diags)
 
 
 def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False) -> TestResult:
     """Run one test to completion (or timeout); never raises."""
-    from ..runtime.effects import Effects
     from .mocks import MockQueues
     output: list[str] = []
     lock = threading.Lock()
@@ -97,11 +92,8 @@ def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False) -> TestRes
         with lock:
             output.extend(text.split("\n"))
 
-    runtime = Runtime(out=capture, err=capture)   # its StateStore is a fresh in-memory one
-    effects = Effects(runtime, case.project)
-    effects.mocks = MockQueues()
-    effects.real_llm = real_llm
-    runtime.effects = effects
+    stack = case.session.runtime_stack(out=capture, err=capture, mocks=MockQueues(), real_llm=real_llm)
+    runtime, effects = stack.runtime, stack.effects
     ctx = AgentInstance(runtime, None, 0, None)
     outcome: dict[str, Any] = {}
     done = threading.Event()

@@ -11,12 +11,13 @@ import importlib
 import math
 import os
 import threading
+from contextvars import ContextVar
 from typing import Any
 
 from ..runtime.errors import AgentCancelled, SageRaise
 from ..runtime.values import ErrorValue
+from ..settings import Overrides
 
-BUILTIN_TOOLS = ("Http", "Fs", "Shell", "Database")
 
 # Safety classes from SPEC §7's table (used by trace events, tool listings and durable resume).
 SAFETY: dict[tuple[str, str], str] = {
@@ -52,6 +53,15 @@ _PARAMS: dict[tuple[str, str], tuple[str, ...]] = {
 
 _MODULES = {"Http": "http", "Fs": "fs", "Shell": "shell", "Database": "database"}
 
+# The variables (SAGE_FS_ROOT, SAGE_HTTP_TIMEOUT, …) of the session whose program makes the current call; the
+# tool modules read them with `setting` while the call runs in this thread.
+_OVERRIDES: ContextVar[Overrides] = ContextVar("sagepy_tool_overrides")
+
+
+def setting(name: str) -> str | None:
+    """The value of SAGE_* variable `name` for the running call (None when unset or empty)."""
+    return _OVERRIDES.get().setting(name)
+
 
 def tool_error(where: str, reason: str) -> SageRaise:
     """Build (not raise) the Tool error `<where>: <reason>`, where `where` is `Fs.read` or `Database`."""
@@ -59,8 +69,8 @@ def tool_error(where: str, reason: str) -> SageRaise:
 
 
 def env_seconds(name: str, where: str) -> float | None:
-    """A positive, finite number of seconds from environment variable `name`; None when unset or empty."""
-    text = os.environ.get(name, "").strip()
+    """A positive, finite number of seconds from variable `name` (`setting`); None when unset or empty."""
+    text = (setting(name) or "").strip()
     if not text:
         return None
     try:
@@ -77,8 +87,12 @@ def seconds_text(seconds: float) -> str:
     return str(int(seconds)) if seconds == int(seconds) else str(seconds)
 
 
-def call_builtin_tool(tool: str, fn: str, args: list, *, cancel: threading.Event | None = None) -> Any:
+def call_builtin_tool(tool: str, fn: str, args: list, *, cancel: threading.Event | None = None,
+                      overrides: Overrides | None = None) -> Any:
     """Run `tool.fn(*args)` and return its Sage value.
+
+    `overrides` are the session's variables; without them (a call from outside a session) the environment
+    is read as it is now.
 
     Raises a Tool error on failure, and `AgentCancelled` when `cancel` is already set or becomes set while
     a long call (a Shell command, an HTTP request, a database statement) is running.
@@ -99,4 +113,8 @@ def call_builtin_tool(tool: str, fn: str, args: list, *, cancel: threading.Event
     if cancel is not None and cancel.is_set():
         raise AgentCancelled()
     module = importlib.import_module(f"{__name__}.{_MODULES[tool]}")
-    return module.FUNCTIONS[fn](*args, cancel=cancel)
+    token = _OVERRIDES.set(overrides if overrides is not None else Overrides(os.environ))
+    try:
+        return module.FUNCTIONS[fn](*args, cancel=cancel)
+    finally:
+        _OVERRIDES.reset(token)

@@ -1,6 +1,6 @@
 """The `Database` tool (SPEC §7) on the standard library's sqlite3.
 
-`SAGE_DATABASE_URL` is read on every call:
+The session's `SAGE_DATABASE_URL` names the database:
 - `sqlite::memory:` is one in-memory database per process, shared by every call and every agent through a
   single connection guarded by a lock;
 - `sqlite:<path>` is a database file, relative to the working directory (`sqlite://<path>` is accepted too,
@@ -17,7 +17,6 @@ connection, but ends with its call's connection for a file).
 """
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from typing import Any, Callable, Iterator
 
 from ..runtime.errors import AgentCancelled
 from ..runtime.values import Record
-from . import tool_error
+from . import setting, tool_error
 
 _MEMORY_LOCK = threading.Lock()
 _memory: sqlite3.Connection | None = None
@@ -37,7 +36,7 @@ _LOCK_POLL_SECONDS = 0.05
 
 def _database_path() -> str | None:
     """The database file named by SAGE_DATABASE_URL, or None for the in-memory database."""
-    url = os.environ.get("SAGE_DATABASE_URL", "")
+    url = setting("SAGE_DATABASE_URL") or ""
     if not url:
         raise tool_error("Database", "SAGE_DATABASE_URL is not set")
     scheme, colon, rest = url.partition(":")

@@ -5,9 +5,11 @@ Every request carries `User-Agent: sagepy/<version>`; post and put send their bo
 lower-cased; repeated headers are joined with ", "); only a failure to get a response is a Tool error.
 Redirects are followed (SPEC is silent; sagepy's choice: an agent fetching a URL wants what it names).
 
-`SAGE_HTTP_TIMEOUT` (seconds, default 30, read per call) bounds the whole exchange, not just each read.
-The request runs on a private asyncio loop in the calling agent's thread so that a cancel flag can abort it
-at once: the request task is cancelled, which closes its connection, and `AgentCancelled` is raised.
+Requests run on the shared event loop (aio.py) through the process's one pooled client (net.py), so the
+agents of a program reuse each other's connections. `SAGE_HTTP_TIMEOUT` (seconds, default 30, read per call)
+bounds the whole exchange, not just each read. While a request runs, the calling agent's cancel flag is
+checked every `_POLL_SECONDS`: once it is set (the agent was stopped, or its test ended), the request's task
+is cancelled, which closes its connection, and `AgentCancelled` is raised.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import os
 import threading
 from typing import Any, Callable
 
-from .. import __version__
+from .. import __version__, aio, net, tls
 from ..runtime.errors import AgentCancelled
 from ..runtime.values import Record
 from . import env_seconds, seconds_text, tool_error
@@ -24,23 +26,13 @@ _DEFAULT_TIMEOUT = 30.0
 # How often a running request checks its cancel flag; bounds how long cancellation takes.
 _POLL_SECONDS = 0.05
 
-# Building an SSL context loads the CA bundle (tens of milliseconds), so one context serves every request.
-_ssl_lock = threading.Lock()
-_ssl_context: Any = None
-
-
-def _shared_ssl_context() -> Any:
-    global _ssl_context
-    with _ssl_lock:
-        if _ssl_context is None:
-            import httpx
-            _ssl_context = httpx.create_ssl_context()
-        return _ssl_context
-
 
 def _reason(exc: BaseException) -> str:
-    """The most specific description available: httpx wraps the OS error that says what went wrong
-    (for asyncio, under a generic "All connection attempts failed"), so the innermost one is used."""
+    """The most specific description available: a TLS failure as tls.py describes it; else the OS error
+    that httpx wraps (for asyncio, under a generic "All connection attempts failed"), the innermost one."""
+    tls_reason = tls.failure_reason(exc)
+    if tls_reason is not None:
+        return tls_reason
     innermost = None
     seen: set[int] = set()
     link: BaseException | None = exc
@@ -57,62 +49,37 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-async def _exchange(method: str, url: str, body: str | None, timeout: float,
-                    cancel: threading.Event | None) -> tuple[str, Any]:
-    """Send the request; return ("ok", response), ("timeout", None) or ("cancelled", None).
-
-    Outcomes are returned rather than raised so that `AgentCancelled` (a BaseException) never travels
-    through the event loop's machinery.
-    """
-    import asyncio
-
+def _request(method: str, url: str, body: str | None, cancel: threading.Event | None) -> Record:
     import httpx
 
+    where = f"Http.{method.lower()}"
+    timeout = env_seconds("SAGE_HTTP_TIMEOUT", where) or _DEFAULT_TIMEOUT
     headers = {"User-Agent": f"sagepy/{__version__}"}
     content = None
     if body is not None:
         headers["Content-Type"] = "application/json"
         content = body.encode("utf-8")
-    async with httpx.AsyncClient(verify=_shared_ssl_context(), timeout=timeout, follow_redirects=True) as client:
-        task = asyncio.ensure_future(client.request(method, url, headers=headers, content=content))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        try:
-            while True:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    return "timeout", None
-                wait = remaining if cancel is None else min(remaining, _POLL_SECONDS)
-                done, _ = await asyncio.wait({task}, timeout=wait)
-                if done:
-                    return "ok", task.result()
-                if cancel is not None and cancel.is_set():
-                    return "cancelled", None
-        finally:
-            if not task.done():
-                task.cancel()
-                await asyncio.wait({task})
-
-
-def _request(method: str, url: str, body: str | None, cancel: threading.Event | None) -> Record:
-    import asyncio
-
-    import httpx
-
-    where = f"Http.{method.lower()}"
-    timeout = env_seconds("SAGE_HTTP_TIMEOUT", where) or _DEFAULT_TIMEOUT
+    exchange = net.shared_client().request(method, url, headers=headers, content=content, timeout=timeout,
+                                           follow_redirects=True)
     try:
-        outcome, response = asyncio.run(_exchange(method, url, body, timeout, cancel))
-    except httpx.TimeoutException:
-        outcome, response = "timeout", None
+        response = aio.run(exchange, _cancel_point(cancel), _POLL_SECONDS, timeout_s=timeout)
+    except (TimeoutError, httpx.TimeoutException):
+        raise tool_error(where, f"request timed out after {seconds_text(timeout)} s") from None
     except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
         raise tool_error(where, f"request failed: {_reason(exc)}") from None
-    if outcome == "cancelled":
-        raise AgentCancelled()
-    if outcome == "timeout":
-        raise tool_error(where, f"request timed out after {seconds_text(timeout)} s")
     headers = {name.lower(): value for name, value in response.headers.items()}
     return Record("HttpResponse", {"status": response.status_code, "body": response.text, "headers": headers})
+
+
+def _cancel_point(cancel: threading.Event | None) -> Callable[[], None] | None:
+    """What the waiting agent runs between polls: it raises `AgentCancelled` once `cancel` is set."""
+    if cancel is None:
+        return None
+
+    def check() -> None:
+        if cancel.is_set():
+            raise AgentCancelled()
+    return check
 
 
 def get(url: str, *, cancel: threading.Event | None = None) -> Record:

@@ -16,7 +16,7 @@ def check_files(tmp_path: Path, files: dict[str, str], entry: str, config: dict 
     program = load_program(str(tmp_path / entry))
     found = list(program.diagnostics)
     if not any(d.severity == "error" for d in found):
-        found += check_program(program, project_config=config, test_file=entry.endswith("_test.sg"))
+        found += check_program(program, tools=(config or {}).get("tools", {}), test_file=entry.endswith("_test.sg"))
     return found
 
 

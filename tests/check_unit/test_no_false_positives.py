@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sagepy.check import check_program
-from sagepy.loader import load_program
-from sagepy.project import find_project
+from sagepy.session import Session
 
 REPO = Path(__file__).resolve().parent.parent.parent
 _EXPECTED_ERROR = re.compile(r"//\s*err:\s*error\[(E\d{3})\]")
@@ -34,13 +32,11 @@ def _examples() -> list[Path]:
 
 def _diagnostics(path: Path) -> tuple[list, list]:
     """(load diagnostics, checker diagnostics) of the program whose entry (or test file) is `path`."""
-    project, _ = find_project(str(path))
-    config = project.config if project.config_path else None
-    program = load_program(str(path))
+    session, _ = Session.open(str(path))
+    program = session.load(str(path))
     if any(d.severity == "error" for d in program.diagnostics):
         return program.diagnostics, []
-    return program.diagnostics, check_program(program, project_config=config,
-                                              test_file=path.name.endswith("_test.sg"))
+    return program.diagnostics, session.check(program, test_file=path.name.endswith("_test.sg"))
 
 
 def _rel(path: Path) -> str:

@@ -8,10 +8,15 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from fake_openai import FakeOpenAI, reply
 
 REPO = Path(__file__).resolve().parent.parent.parent
 EVERYTHING = REPO / "tests" / "mcp" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
+
+# The Node servers are installed on first use (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("node_servers")
 
 PROGRAM = """\
     tool Everything {

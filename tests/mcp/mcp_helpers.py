@@ -2,9 +2,10 @@
 closed (every server process reaped) when their test or module ends.
 
 The tests talk to real servers over real stdio and HTTP: the project's own servers in `servers/` and the
-third-party ones that `.ci/run` installs (`mcp-server-time`, `mcp-server-git` with pip; server-everything
-and server-filesystem with npm into `node/node_modules`). A Python MCP server needs about 2-3 s to start on
-a small machine, so connections are shared within a module wherever the tests allow it.
+third-party ones: `mcp-server-time` and `mcp-server-git` from the test extra, server-everything and
+server-filesystem installed with npm into `node/node_modules` on first use (tests/conftest.py). A Python
+MCP server needs about 2-3 s to start on a small machine, so connections are shared within a module
+wherever the tests allow it.
 """
 from __future__ import annotations
 
@@ -41,14 +42,14 @@ def suite_server(*extra: str, **keys) -> dict:
 def node_server(name: str) -> str:
     path = os.path.join(NODE_BIN, name)
     if not os.path.exists(path):
-        pytest.fail(f"{name} is not installed (run .ci/run, which installs tests/mcp/node)")
+        pytest.fail(f"{name} is not installed (the node_servers fixture installs tests/mcp/node)")
     return path
 
 
 def installed(command: str) -> str:
     path = shutil.which(command)
     if path is None:
-        pytest.fail(f"{command} is not installed (run .ci/run)")
+        pytest.fail(f"{command} is not installed (it comes with the test extra: pip install -e '.[test]')")
     return path
 
 
@@ -65,7 +66,8 @@ class Managers:
             config["mcp"] = mcp
         servers, diagnostics = parse_tools_config(config, None)
         assert diagnostics == [], [d.message for d in diagnostics]
-        settings = McpSettings(**(mcp or {}))
+        # a command's session reads SAGE_OAUTH_OPEN once; a manager made here reads it when it is made
+        settings = McpSettings(**(mcp or {}), oauth_open=os.environ.get("SAGE_OAUTH_OPEN"))
         manager = McpManager(self.root, servers, settings, **hooks)
         self.made.append(manager)
         return manager

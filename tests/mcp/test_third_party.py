@@ -1,5 +1,6 @@
 """Third-party servers over real stdio: mcp-server-time and mcp-server-git (Python, 2026-07-28) and the
-Node reference servers server-everything and server-filesystem (2025-11-25). `.ci/run` installs them."""
+Node reference servers server-everything and server-filesystem (2025-11-25). The test extra installs the
+Python ones; the Node ones are installed on first use (tests/conftest.py)."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,9 @@ from mcp_helpers import TIME_RESULT, installed, node_server
 from sagepy.mcp.elicitation import DECLINE
 from sagepy.runtime.errors import SageRaise
 from sagepy.types import STRING, RecordInfo, RecordT, INT
+
+# The Node servers are installed on first use (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("node_servers")
 
 WEATHER = RecordT(RecordInfo("Weather", [], [("temperature", INT), ("conditions", STRING), ("humidity", INT)]))
 

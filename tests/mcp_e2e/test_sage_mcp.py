@@ -1,7 +1,8 @@
 """End to end: Sage programs run by `sage run` and `sage test` (as subprocesses, like a user runs them)
 against real MCP servers over stdio: mcp-server-time (Python, 2026-07-28), the Node reference servers
 server-everything and server-filesystem (2025-11-25), and the project's suite server (tests/mcp/servers).
-`.ci/run` installs the third-party ones; a test whose server is missing is skipped.
+The test extra installs the Python servers and the Node ones are installed on first use (tests/conftest.py);
+a test whose server is missing fails.
 
 Each test writes a project (grove.toml and src/) into its own temporary directory. Every stdio server runs
 with the project root as its working directory, which is how the leftover checks find a server process
@@ -24,18 +25,21 @@ REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "tests" / "mcp" / "servers" / "suite.py"
 NODE_PACKAGES = REPO / "tests" / "mcp" / "node" / "node_modules" / "@modelcontextprotocol"
 
+# The Node servers are installed on first use (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("node_servers")
+
 
 def node_server(package: str, *args: str) -> dict:
     entry = NODE_PACKAGES / package / "dist" / "index.js"
     if not entry.is_file():
-        pytest.fail(f"{package} is not installed (run .ci/run, which installs tests/mcp/node)")
+        pytest.fail(f"{package} is not installed (the node_servers fixture installs tests/mcp/node)")
     return {"command": "node", "args": [str(entry), *args]}
 
 
 def python_server(command: str, *args: str) -> dict:
     path = shutil.which(command)
     if path is None:
-        pytest.fail(f"{command} is not installed (run .ci/run)")
+        pytest.fail(f"{command} is not installed (it comes with the test extra: pip install -e '.[test]')")
     return {"command": path, "args": list(args)}
 
 

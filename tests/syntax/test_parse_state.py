@@ -48,7 +48,7 @@ def test_the_unit_literal_survives_the_ast_cache(tmp_path, monkeypatch) -> None:
     text = "fn f() -> Unit { () }\n"
     source.write_text(text, encoding="utf-8")
     cache.parse_file_cached(str(source), text)
-    items, diags = cache.load(str(source), text)
+    items, diags = cache.load(str(source), text, cache.cache_root())
     assert diags == []
     literal = items[0].body.value
     assert isinstance(literal, A.Literal) and literal.value is A.UNIT

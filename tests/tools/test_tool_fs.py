@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -272,3 +276,98 @@ def test_a_symlink_loop_is_an_ordinary_error(root):
     os.symlink("loop", root / "loop")
     assert fs_error("read", "loop") == "Fs.read: cannot read 'loop': Too many levels of symbolic links"
     assert fs("exists", "loop") is False
+
+
+# Swaps, as fast as it can until killed, `f.txt` between a regular file and a symlink to a file outside the
+# root, and `d` between a symlink to a directory inside the root and one to the directory outside.
+SWAPPER = """
+import os, sys
+root, outside = sys.argv[1], sys.argv[2]
+os.chdir(root)
+while True:
+    os.symlink(os.path.join(outside, "secret.txt"), "f.tmp")
+    os.replace("f.tmp", "f.txt")
+    os.symlink(outside, "d.tmp")
+    os.replace("d.tmp", "d")
+    with open("f.tmp", "w") as f:
+        f.write("inside")
+    os.replace("f.tmp", "f.txt")
+    os.symlink("real", "d.tmp")
+    os.replace("d.tmp", "d")
+"""
+
+
+def test_a_symlink_swapped_in_during_a_call_never_leads_outside(root):
+    outside = root.parent / "outside"
+    (outside / "f.txt").write_text("secret")
+    (outside / "secret.txt").write_text("secret")
+    (root / "real").mkdir()
+    (root / "real" / "f.txt").write_text("inside")
+    os.symlink("real", root / "d")
+    (root / "f.txt").write_text("inside")
+    before = {p.name: p.read_text() for p in outside.iterdir()}
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(root), str(outside)])
+    reads, led_outside = set(), 0
+    try:
+        for _ in range(1000):
+            for fn, args in [("read", ("f.txt",)), ("read", ("d/f.txt",)), ("write", ("f.txt", "written")),
+                             ("write", ("d/f.txt", "written")), ("exists", ("d/f.txt",)), ("list", ("d",)),
+                             ("read", ("d/secret.txt",))]:
+                try:
+                    result = fs(fn, *args)
+                except SageRaise as exc:
+                    assert exc.error.kind == "Tool", exc.error.message
+                    led_outside += "leaves the root" in exc.error.message
+                    continue
+                if fn == "read":
+                    reads.add(result)
+                if fn == "list":
+                    assert "secret.txt" not in result
+            assert swapper.poll() is None, "the swapper stopped"
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert {p.name: p.read_text() for p in outside.iterdir()} == before
+    assert "secret" not in reads
+    assert led_outside > 0 and reads - {"secret"}, "no race: no call met a link out, or no read succeeded"
+
+
+def test_only_regular_files_are_read_or_written(root):
+    # A FIFO would block an open for reading until a writer comes; it is refused at once instead.
+    fifo = root / "pipe"
+    os.mkfifo(fifo)
+
+    def writer() -> None:  # should Fs.read block on the FIFO, it gets end-of-file instead of hanging the test
+        with open(fifo, "wb"):
+            pass
+
+    unblocker = threading.Thread(target=writer, daemon=True)
+    unblocker.start()
+    assert fs_error("read", "pipe") == "Fs.read: cannot read 'pipe': not a regular file"
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer's open return, if it has not yet
+    unblocker.join()
+    os.close(reader)
+    assert fs_error("write", "pipe", "x") == "Fs.write: cannot write 'pipe': not a regular file"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(root / "sock"))
+        assert fs_error("read", "sock") == "Fs.read: cannot read 'sock': not a regular file"
+        assert fs_error("write", "sock", "x") == "Fs.write: cannot write 'sock': not a regular file"
+    assert fs("exists", "pipe") is True
+
+
+def test_a_missing_directory_followed_by_dot_dot_is_where_the_path_says(root):
+    (root / "b.txt").write_text("b")
+    assert fs("read", "missing/../b.txt") == "b"
+    assert fs_error("read", "missing/x/../b.txt") == (
+        "Fs.read: cannot read 'missing/x/../b.txt': No such file or directory")
+    assert fs_error("write", "missing/../../pwned", "x") == "Fs.write: path 'missing/../../pwned' leaves the root"
+    fs("write", "missing/../c.txt", "c")
+    assert (root / "c.txt").read_text() == "c"
+    assert not (root / "missing").exists() and not (root.parent / "pwned").exists()
+
+
+def test_write_creates_parent_directories_through_an_inside_symlink(root):
+    (root / "data").mkdir()
+    os.symlink(root / "data", root / "alias")
+    fs("write", "alias/new/deeper/f.txt", "made")
+    assert (root / "data" / "new" / "deeper" / "f.txt").read_text() == "made"

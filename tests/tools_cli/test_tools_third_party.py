@@ -11,6 +11,9 @@ import pytest
 
 from tools_cli_helpers import in_directory, node_tool, python_tool, run_sage, sage_process, toml_string, write
 
+# The Node servers are installed on first use (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("node_servers")
+
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):

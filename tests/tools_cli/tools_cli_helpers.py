@@ -1,8 +1,8 @@
 """Helpers of the `sage tools` / `--verify-tools` tests: the servers they talk to and two ways to run `sage`.
 
 The servers are the project's own test server (`tests/mcp/servers/suite.py`, 23 tools served five per page)
-and the third-party servers that `.ci/run` installs (mcp-server-time and mcp-server-git with pip,
-server-everything and server-filesystem with npm into `tests/mcp/node/node_modules`). Tests that only need
+and the third-party servers: mcp-server-time and mcp-server-git from the test extra, server-everything and
+server-filesystem installed with npm into `tests/mcp/node/node_modules` on first use (tests/conftest.py). Tests that only need
 output run `sage` in-process (`run_sage`), which saves the interpreter start; the round trips that must look
 exactly like a user's run use a subprocess (`sage_process`).
 """
@@ -37,14 +37,14 @@ def python_tool(command: str) -> str:
     beside = Path(sys.executable).parent / command
     path = str(beside) if beside.exists() else shutil.which(command)
     if path is None:
-        pytest.fail(f"{command} is not installed (run .ci/run)")
+        pytest.fail(f"{command} is not installed (it comes with the test extra: pip install -e '.[test]')")
     return path
 
 
 def node_tool(name: str) -> str:
     path = NODE_BIN / name
     if not path.exists():
-        pytest.fail(f"{name} is not installed (run .ci/run, which installs tests/mcp/node)")
+        pytest.fail(f"{name} is not installed (the node_servers fixture installs tests/mcp/node)")
     return str(path)
 
 

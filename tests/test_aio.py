@@ -1,4 +1,4 @@
-"""Who runs the shared event loop (sagepy/mcp/loop.py): a waiting caller drives it itself, concurrent callers
+"""Who runs the shared event loop (sagepy/aio.py): a waiting caller drives it itself, concurrent callers
 share it, abandoned calls are cancelled, and the background thread keeps it going when nobody waits."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from sagepy.mcp import loop
+from sagepy import aio as loop
 
 
 class Stop(Exception):

@@ -1,7 +1,8 @@
 """The one event loop that runs all asynchronous I/O (DESIGN: concurrency model), and who runs it.
 
-Agent threads are synchronous; they hand coroutines to this loop and wait for the answer (`run`). The loop
-is created on first use, so a program that never touches MCP never starts it.
+Agent threads are synchronous; they hand coroutines to this loop and wait for the answer (`run`): MCP
+connections and calls, and the `Http` tool's requests. The loop is created on first use, so a program that
+never touches MCP or Http never starts it.
 
 Who runs the loop: a thread that waits for a result runs the loop itself when nobody else is running it
 (it *drives* the loop), so a call costs no thread hand-off; this is what brings a sequential tool call down
@@ -11,15 +12,10 @@ its own call and promotes the longest waiting of them to driver. When no caller 
 `_IDLE_S`, a background thread ("sage-io") drives it, so that connections started in the background, server
 notifications and exits make progress while every agent is busy elsewhere; a caller that finds the
 background thread driving asks it to stop and takes over.
-
-The MCP SDK's loggers are routed to `.sage/logs/sdk.log` here as well: the SDK logs tracebacks for malformed
-server messages, and those must never reach the user's terminal.
 """
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
 import selectors
 import threading
 import time
@@ -289,33 +285,3 @@ def _drive_in_background() -> None:
             loop.run_forever()
         finally:
             _hand_over(me)
-
-
-# Logger names of the SDK and the libraries under it whose records belong in sdk.log.
-_SDK_LOGGERS = ("mcp", "mcp_types", "httpx2", "httpcore2")
-_log_handler: logging.Handler | None = None
-
-
-def route_sdk_logs(log_dir: str) -> None:
-    """Send the SDK's log records to `<log_dir>/sdk.log` instead of the terminal (§8.3).
-
-    Called whenever a connection starts; a later call with another directory moves the handler there.
-    """
-    global _log_handler
-    path = os.path.join(log_dir, "sdk.log")
-    with _lock:
-        if _log_handler is not None and getattr(_log_handler, "baseFilename", None) == os.path.abspath(path):
-            return
-        os.makedirs(log_dir, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8", delay=True)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        for name in _SDK_LOGGERS:
-            logger = logging.getLogger(name)
-            if _log_handler is not None:
-                logger.removeHandler(_log_handler)
-            logger.addHandler(handler)
-            logger.setLevel(logging.INFO)
-            logger.propagate = False
-        if _log_handler is not None:
-            _log_handler.close()
-        _log_handler = handler

@@ -1,0 +1,39 @@
+"""Where the MCP SDK's log records go: `.sage/logs/sdk.log`, never the terminal (SPEC §8.3).
+
+The SDK logs tracebacks for malformed server messages, and those must never reach the user's terminal.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+# Logger names of the SDK and the libraries under it whose records belong in sdk.log.
+_SDK_LOGGERS = ("mcp", "mcp_types", "httpx2", "httpcore2")
+_log_handler: logging.Handler | None = None
+_lock = threading.Lock()
+
+
+def route_sdk_logs(log_dir: str) -> None:
+    """Send the SDK's log records to `<log_dir>/sdk.log` instead of the terminal (§8.3).
+
+    Called whenever a connection starts; a later call with another directory moves the handler there.
+    """
+    global _log_handler
+    path = os.path.join(log_dir, "sdk.log")
+    with _lock:
+        if _log_handler is not None and getattr(_log_handler, "baseFilename", None) == os.path.abspath(path):
+            return
+        os.makedirs(log_dir, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        for name in _SDK_LOGGERS:
+            logger = logging.getLogger(name)
+            if _log_handler is not None:
+                logger.removeHandler(_log_handler)
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+            logger.propagate = False
+        if _log_handler is not None:
+            _log_handler.close()
+        _log_handler = handler

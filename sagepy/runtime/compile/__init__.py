@@ -1,0 +1,50 @@
+"""AST -> Python closures (the tree-walking interpreter, compiled once per node).
+
+The checker has resolved every name and call and recorded what the runtime needs on the AST, so compiling
+reports nothing: a program reaches the compiler only once it checked clean and its externs are linked. The work
+is split by job into mixins: `items.Items` (functions, constants, agents, tests), `stmts.Statements`,
+`exprs.Expressions`, `calls.Calls`, `messaging.Messaging` (agents and the LLM) and `testing.TestCode` (mocks and
+assertions); `frames.py` holds the control-flow signals and the frame a body runs in.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..agents import current_context
+from .calls import Calls
+from .exprs import Expressions
+from .frames import located
+from .items import CompiledAgent, CompiledBody, FnRecord, Items
+from .messaging import Messaging
+from .stmts import Statements
+from .testing import TestCode
+
+if TYPE_CHECKING:
+    from ..interpreter import Host
+
+
+class Compiler(Items, Statements, Expressions, Calls, Messaging, TestCode):
+    """Compiles a checked program. `host` starts agents (`spawn`) and keeps the test blocks; `externs` maps each
+    `extern fn` name to the Python function the link step found for it."""
+
+    def __init__(self, host: "Host", externs: dict[str, Callable[..., Any]]) -> None:
+        from ...builtins import load_builtins, load_constants
+        self.host = host
+        self.externs = externs
+        self.builtins = load_builtins()
+        self.constants = load_constants()
+        self.builtin_values: dict[str, Any] = {}
+        self.compiled: dict[int, Any] = {}   # id(declaration) -> its runtime object
+        self.root_scope: Any = None
+        self.scope: Any = None                # the checker's namespace of the module being compiled
+        self.file = ""
+        self.agent: CompiledAgent | None = None
+        self.closure_depth = 0                # > 0 while compiling a closure's body: its own frame
+        self.current_context = current_context
+
+    def trace(self, ctx: Any, kind: str, data: dict) -> None:
+        effects = ctx.runtime.effects if ctx is not None and ctx.runtime.effects is not None else self.host.effects
+        effects.trace(ctx, kind, data)
+
+
+__all__ = ["Compiler", "CompiledAgent", "CompiledBody", "FnRecord", "located"]

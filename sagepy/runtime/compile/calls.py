@@ -1,0 +1,254 @@
+"""Calls: user functions, builtins, variant constructors, `Fn` values, tool calls and `@persistent` field methods.
+
+The checker recorded what each call resolves to in `Call.ref`: an `Entity` (a module function or constant), a
+`VariantRef`, a `ToolRef`, `BUILTIN` (a prelude builtin or constant, an intrinsic or an assertion, found by
+name), or None (the callee is a value: a local variable, a record field, a persistent field's method).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...check.names import ASSERTIONS, BUILTIN, VariantRef
+from ...check.symbols import ToolRef
+from ...syntax import ast as A
+from ..errors import SageRaise, raise_at
+from ..operators import builtin_misuse
+from ..values import UNIT, Function, Variant, display
+from .frames import Code, direct_call1, located
+
+# Builtins compiled here rather than taken from the registry: they write output, read the clock or stdin, talk
+# to the MCP manager through the agent's effects, or rebind the variable they are given.
+MCP_BUILTINS = ("mcp_connect", "mcp_list_tools", "mcp_tools", "mcp_server_info", "mcp_connection", "mcp_call",
+                "mcp_disconnect")
+CONTEXT_BUILTINS = ("print", "print_err", "map_set", "map_delete", "sleep_ms", "now_ms", "now_s", "read_line",
+                    "read_all", *MCP_BUILTINS)
+
+
+class Calls:
+    """Mixin of the compiler."""
+
+    def e_Call(self, node: Any) -> Code:
+        ref = node.ref
+        if ref is BUILTIN:
+            return self.builtin_call(node)
+        if ref is None:
+            fn = node.fn
+            if type(fn) is A.FieldAccess and type(fn.obj) is A.FieldAccess and type(fn.obj.obj) is A.SelfExpr \
+                    and fn.obj.name not in self.agent.field_names:
+                return self.persistent_method(fn.obj.name, fn.name, node)
+            return self.dynamic_call(self.expr(fn), node)
+        kind = type(ref)
+        if kind is ToolRef:
+            return self.tool_call(ref, node)
+        if kind is VariantRef:
+            arg = self.expr(node.args[0])
+            enum_name, vname = ref.enum, ref.name
+            return lambda frame: Variant(enum_name, vname, arg(frame))
+        if ref.kind == "fn":
+            return self.direct_call(self.runtime_item(ref), node)
+        cell = self.runtime_item(ref)   # a constant holding a function
+        return self.dynamic_call(lambda frame: cell[2](), node)
+
+    def dynamic_call(self, callee: Code, node: Any) -> Code:
+        args = [self.expr(a) for a in node.args]
+        file, span = self.file, node.span
+
+        def call(frame: list) -> Any:
+            f = callee(frame)
+            values = [a(frame) for a in args]
+            if type(f) is not Function:
+                raise raise_at("Runtime", f"{display(f)} is not callable", None, file, span)
+            try:
+                return f(*values)
+            except SageRaise as exc:
+                raise located(exc, file, span, frame[0])
+            except RecursionError:
+                raise raise_at("Runtime", "call depth exceeded", "E205", file, span)
+        return call
+
+    def direct_call(self, rec: Any, node: Any) -> Code:
+        args = [self.expr(a) for a in node.args]
+        file, span = self.file, node.span
+        n = len(args)
+        if n == 1 and not rec.decl.extern:
+            return direct_call1(rec, args[0], file, span)
+        if n == 2:
+            a0, a1 = args
+
+            def call2(frame: list) -> Any:
+                try:
+                    return rec.impl(frame[0], a0(frame), a1(frame))
+                except SageRaise as exc:
+                    raise located(exc, file, span, frame[0])
+            return call2
+
+        def call(frame: list) -> Any:
+            try:
+                return rec.impl(frame[0], *[a(frame) for a in args])
+            except SageRaise as exc:
+                raise located(exc, file, span, frame[0])
+        return call
+
+    # ---------------------------------------------------------------- builtins
+    def builtin_call(self, node: Any) -> Code:
+        name = node.fn.name
+        if name in ASSERTIONS:
+            return self.assertion(name, node)
+        if name in CONTEXT_BUILTINS:
+            return self.context_builtin(name, node)
+        impl = self.builtins.get(name)
+        if impl is None:   # a prelude constant holding a function
+            value = self.constants[name]
+            return self.dynamic_call(lambda frame: value, node)
+        args = [self.expr(a) for a in node.args]
+        if node.target is not None:   # a generic builtin (`json_decode`) receives the type it is to produce
+            target = node.target
+            args.append(lambda frame: target)
+        file, span = self.file, node.span
+        n = len(args)
+        if n == 1:
+            a0 = args[0]
+
+            def call1(frame: list) -> Any:
+                try:
+                    return impl(a0(frame))
+                except SageRaise as exc:
+                    raise located(exc, file, span, frame[0])
+                except TypeError as exc:
+                    raise builtin_misuse(name, exc, file, span)
+            return call1
+        if n == 2:
+            a0, a1 = args
+
+            def call2(frame: list) -> Any:
+                try:
+                    return impl(a0(frame), a1(frame))
+                except SageRaise as exc:
+                    raise located(exc, file, span, frame[0])
+                except TypeError as exc:
+                    raise builtin_misuse(name, exc, file, span)
+            return call2
+
+        def call(frame: list) -> Any:
+            try:
+                return impl(*[a(frame) for a in args])
+            except SageRaise as exc:
+                raise located(exc, file, span, frame[0])
+            except TypeError as exc:
+                raise builtin_misuse(name, exc, file, span)
+        return call
+
+    def builtin_value(self, name: str) -> Any:
+        """A prelude constant, or a registry builtin as a `Function` value (one per name)."""
+        if name in self.constants:
+            return self.constants[name]
+        value = self.builtin_values.get(name)
+        if value is None:
+            value = self.builtin_values[name] = Function(name, self.builtins[name])
+        return value
+
+    def context_builtin(self, name: str, node: Any) -> Code:
+        if name in ("map_set", "map_delete"):
+            return self.map_update(name, node)
+        args = [self.expr(a) for a in node.args]
+        file, span = self.file, node.span
+        if name in MCP_BUILTINS:
+            def mcp(frame: list) -> Any:
+                values = [a(frame) for a in args]
+                try:
+                    return frame[0].runtime.effects.mcp_builtin(frame[0], name, values)
+                except SageRaise as exc:
+                    raise located(exc, file, span, frame[0])
+            return mcp
+        if name in ("print", "print_err"):
+            (arg,) = args
+            to_stdout = name == "print"
+
+            def emit(frame: list) -> Any:
+                v = arg(frame)
+                text = v if type(v) is str else display(v)
+                if to_stdout:
+                    frame[0].runtime.write_out(text)
+                else:
+                    frame[0].runtime.write_err(text)
+                return UNIT
+            return emit
+        if name == "sleep_ms":
+            (ms,) = args
+
+            def sleep(frame: list) -> Any:
+                frame[0].sleep(max(0, ms(frame)) / 1000)
+                return UNIT
+            return sleep
+        if name in ("now_ms", "now_s"):
+            scale = 1 if name == "now_ms" else 1000
+            return lambda frame: frame[0].runtime.effects.now_ms(frame[0]) // scale
+
+        def read(frame: list) -> Any:   # read_line, read_all
+            try:
+                return getattr(frame[0].runtime.effects, name)(frame[0])
+            except SageRaise as exc:
+                raise located(exc, file, span, frame[0])
+        return read
+
+    def map_update(self, name: str, node: Any) -> Code:
+        """`map_set(m, k, v)` / `map_delete(m, k)` rebind the variable `m` to an updated copy of its map."""
+        slot = node.args[0].slot
+        key = self.expr(node.args[1])
+        if name == "map_set":
+            value = self.expr(node.args[2])
+
+            def map_set(frame: list) -> Any:
+                m = frame[slot]
+                k = key(frame)
+                v = value(frame)
+                updated = dict(m)
+                updated[k] = v
+                frame[slot] = updated
+                return UNIT
+            return map_set
+
+        def map_delete(frame: list) -> Any:
+            m = frame[slot]
+            k = key(frame)
+            if k in m:
+                updated = dict(m)
+                del updated[k]
+                frame[slot] = updated
+            return UNIT
+        return map_delete
+
+    # ---------------------------------------------------------------- tools and persistent fields
+    def tool_call(self, ref: ToolRef, node: Any) -> Code:
+        from ..effects import ToolCallInfo
+        args = [self.expr(a) for a in node.args]
+        info = ToolCallInfo(ref.tool, ref.fn, ref.remote, ref.params, ref.ret, ref.builtin)
+        file, span = self.file, node.span
+
+        def call(frame: list) -> Any:
+            values = [a(frame) for a in args]
+            try:
+                return frame[0].runtime.effects.tool_call(frame[0], info, values)
+            except SageRaise as exc:
+                raise located(exc, file, span, frame[0])
+        return call
+
+    def persistent_method(self, field: str, method: str, node: Any) -> Code:
+        """`self.f.get()`, `self.f.set(v)`, `self.f.checkpoint()` on a `@persistent` field."""
+        name = self.agent.name
+        if method == "get":
+            return lambda frame: frame[0].runtime.store.get(name, field)
+        if method == "set":
+            arg = self.expr(node.args[0])
+
+            def set_(frame: list) -> Any:
+                frame[0].runtime.store.save(name, field, arg(frame))
+                return UNIT
+            return set_
+
+        def checkpoint(frame: list) -> Any:
+            store = frame[0].runtime.store
+            store.save(name, field, store.get(name, field))
+            return UNIT
+        return checkpoint
+

@@ -1,0 +1,133 @@
+"""Agents and the LLM in expressions: `summon`, `await`, `send`, `receive`, `reply`, `yield`, `trace`, `divine`.
+
+Starting an agent's thread is the lifecycle's job (`Host.spawn`); everything else happens on the calling agent's
+thread, through its mailbox or its effects.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..agents import AgentInstance, MailboxClosed, YieldSignal
+from ..errors import SageRaise, raise_at
+from ..values import UNIT, display
+from .frames import Code, located
+
+
+class Messaging:
+    """Mixin of the compiler."""
+
+    def e_SummonExpr(self, node: Any) -> Code:
+        agent = self.compiled[id(node.ref.decl)]
+        given = [(fname, self.expr(value)) for fname, value, _ in node.fields]
+        host = self.host
+
+        def summon(frame: list) -> AgentInstance:
+            fields = {n: code(frame) for n, code in given}
+            parent = frame[0]
+            return host.spawn(agent, fields, parent, parent.runtime if parent is not None else host.runtime)
+        return summon
+
+    def e_AwaitExpr(self, node: Any) -> Code:
+        target = self.expr(node.expr)
+        timeout = self.expr(node.timeout) if node.timeout is not None else None
+        file, span = self.file, node.span
+
+        def await_(frame: list) -> Any:
+            h = target(frame)
+            if type(h) is not AgentInstance:
+                raise raise_at("Runtime", f"cannot await {display(h)}: not an agent handle", None, file, span)
+            ms = timeout(frame) if timeout is not None else None
+            waiter = frame[0]
+            if not h.wait_result(waiter, None if ms is None else max(0, ms) / 1000):
+                raise raise_at("Timeout", f"await timed out after {ms} ms", "E203", file, span)
+            if not h.agent.message_handlers:
+                h.done.wait()
+            h.awaited = True
+            if h.abort is not None:
+                raise h.abort
+            if h.error is not None:
+                raise SageRaise(h.error)
+            return h.result
+        return await_
+
+    def e_SendExpr(self, node: Any) -> Code:
+        target = self.expr(node.target)
+        message = self.expr(node.message)
+        file, span = self.file, node.span
+
+        def send(frame: list) -> Any:
+            h = target(frame)
+            m = message(frame)
+            if type(h) is not AgentInstance:
+                raise raise_at("Runtime", f"cannot send to {display(h)}: not an agent handle", None, file, span)
+            sender = frame[0]
+            if h.done.is_set():
+                raise raise_at("Agent", f"send to finished agent {h.display_name}", "E204", file, span)
+            try:
+                h.mailbox.put((m, sender if isinstance(sender, AgentInstance) and sender.agent else None), sender)
+            except MailboxClosed:
+                raise raise_at("Agent", "mailbox closed", "E204", file, span)
+            return UNIT
+        return send
+
+    def e_ReceiveExpr(self, node: Any) -> Code:
+        file, span = self.file, node.span
+
+        def receive(frame: list) -> Any:
+            inst = frame[0]
+            try:
+                message, sender = inst.mailbox.get(inst)
+            except MailboxClosed:
+                inst.quiet_failure = inst.runtime.shutting_down
+                raise raise_at("Agent", "mailbox closed", "E204", file, span)
+            inst.current_sender = sender
+            return message
+        return receive
+
+    def e_ReplyExpr(self, node: Any) -> Code:
+        value = self.expr(node.value)
+        file, span = self.file, node.span
+
+        def reply(frame: list) -> Any:
+            inst = frame[0]
+            v = value(frame)
+            target = inst.current_sender
+            if target is None or target.done.is_set():
+                raise raise_at("Protocol", "reply target unavailable", None, file, span)
+            try:
+                target.mailbox.put((v, inst), inst)
+            except MailboxClosed:
+                raise raise_at("Protocol", "reply target unavailable", None, file, span)
+            return UNIT
+        return reply
+
+    def e_YieldExpr(self, node: Any) -> Code:
+        value = self.expr(node.value)
+
+        def run(frame: list) -> Any:
+            raise YieldSignal(value(frame))
+        return run
+
+    def e_TraceExpr(self, node: Any) -> Code:
+        value = self.expr(node.value)
+        trace = self.trace
+
+        def run(frame: list) -> Any:
+            trace(frame[0], "user", {"message": display(value(frame))})
+            return UNIT
+        return run
+
+    def e_DivineExpr(self, node: Any) -> Code:
+        prompt = self.expr(node.prompt)
+        target = node.target
+        infer = node.infer
+        file, span = self.file, node.span
+
+        def divine(frame: list) -> Any:
+            p = prompt(frame)
+            try:
+                ctx = frame[0]
+                return ctx.runtime.effects.divine(ctx, p, target, infer, ctx.llm_overrides)
+            except SageRaise as exc:
+                raise located(exc, file, span, frame[0])
+        return divine

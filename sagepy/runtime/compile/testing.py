@@ -1,0 +1,92 @@
+"""What only test files contain: `mock` statements and the assertions (SPEC §9)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...diagnostics import display_path, source_line
+from ...syntax import ast as A
+from ..errors import SageRaise, TestAbort
+from ..values import UNIT, Variant, display, quoted_display, values_equal
+from .frames import Code
+
+
+class TestCode:
+    """Mixin of the compiler."""
+
+    def s_MockStmt(self, node: Any) -> Code:
+        if node.kind in ("divine", "infer"):
+            key = "llm"
+        elif node.kind == "elicit":
+            key = "elicit"
+        else:
+            key = f"{node.tool}.{node.fn}"
+        failure = isinstance(node.value, A.FailExpr)
+        value_node = node.value.expr if failure else node.value
+        if node.kind == "elicit" and isinstance(value_node, A.Name) and value_node.name in ("decline", "cancel"):
+            action = value_node.name
+            value = lambda frame: action
+        else:
+            value = self.expr(value_node)
+
+        def run(frame: list) -> Any:
+            from ...testing.mocks import Failure
+            v = value(frame)
+            mocks = frame[0].runtime.effects.mocks
+            mocks.push(key, Failure(v if type(v) is str else display(v)) if failure else v)
+            return None
+        return run
+
+    def assertion(self, name: str, node: Any) -> Code:
+        args = [self.expr(a) for a in node.args]
+        file, span = self.file, node.span
+        if name == "assert_fails":
+            (arg,) = args
+
+            def fails(frame: list) -> Any:
+                try:
+                    v = arg(frame)
+                except SageRaise:
+                    return UNIT
+                if type(v) is Variant and v.enum == "Result" and v.name == "Err":
+                    return UNIT
+                raise TestAbort(_assertion_detail(name, file, span, [("value", v)]))
+            return fails
+        check = _ASSERTION_CHECKS[name]
+        labels = ["actual", "expected"] if len(args) == 2 else ["value"]
+
+        def run(frame: list) -> Any:
+            values = [a(frame) for a in args]
+            if not check(*values):
+                raise TestAbort(_assertion_detail(name, file, span, list(zip(labels, values))))
+            return UNIT
+        return run
+
+
+def _contains(s: Any, x: Any) -> bool:
+    if type(s) is str:
+        return type(x) is str and x in s
+    return any(values_equal(e, x) for e in s)
+
+
+# every assertion of `check.names.ASSERTIONS` but `assert_fails`, which compiles to a catch
+_ASSERTION_CHECKS: dict[str, Callable[..., bool]] = {
+    "assert": lambda b: b is True, "assert_true": lambda b: b is True, "assert_false": lambda b: b is False,
+    "assert_eq": values_equal, "assert_neq": lambda a, e: not values_equal(a, e),
+    "assert_gt": lambda a, e: a > e, "assert_lt": lambda a, e: a < e,
+    "assert_gte": lambda a, e: a >= e, "assert_lte": lambda a, e: a <= e,
+    "assert_contains": _contains, "assert_not_contains": lambda s, x: not _contains(s, x),
+    "assert_starts_with": lambda s, p: s.startswith(p), "assert_ends_with": lambda s, p: s.endswith(p),
+    "assert_empty": lambda x: len(x) == 0, "assert_not_empty": lambda x: len(x) != 0,
+    "assert_len": lambda l, n: len(l) == n, "assert_empty_list": lambda l: len(l) == 0,
+    "assert_not_empty_list": lambda l: len(l) != 0,
+}
+
+
+def _assertion_detail(name: str, file: str, span: tuple, values: list) -> str:
+    lines = [f"{name} failed at {display_path(file)}:{span[0]}:{span[1]}"]
+    for label, v in values:
+        lines.append(f"      {label + ':':<10}{quoted_display(v)}")
+    text = source_line(file, span[0])
+    if text is not None:
+        lines.append(f"      {span[0]} | {text}")
+    return "\n".join(lines)

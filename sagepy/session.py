@@ -1,0 +1,167 @@
+"""One `Session` per command (DESIGN.md "One resolver, one Session"; Jinja2's `Environment` is the model).
+
+A session is built once from the project: grove.toml parsed into typed settings, the `SAGE_*` variables read
+once from a snapshot of the environment taken after `.env` is loaded (sagepy.settings), and the AST cache
+directory they select. It loads and checks programs, and `runtime_stack` is the one factory of the runtime
+stack (Runtime, effects, host, store) that `sage run`, `sage test` (and its pytest plugin) and `sage check`
+use alike.
+
+Importing this module is cheap: the runtime, the checker and the parser are imported when first needed.
+"""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from .project import Project, find_project
+from .settings import Overrides, Settings
+
+if TYPE_CHECKING:
+    from .diagnostics import Diagnostic
+    from .loader import Program
+    from .runtime.agents import Runtime
+    from .runtime.effects import Effects
+    from .runtime.interpreter import Host
+
+
+class RuntimeStack:
+    """What one program run (one test under `sage test`) executes on; the `@persistent` store is
+    `runtime.store`."""
+
+    __slots__ = ("runtime", "effects", "host")
+
+    def __init__(self, runtime: Runtime, effects: Effects, host: Host) -> None:
+        self.runtime = runtime
+        self.effects = effects
+        self.host = host
+
+
+class Session:
+    """What one `sage` command shares: the project, its settings and the environment snapshot they came
+    from, and the AST cache they select. Nothing in it changes while the command runs."""
+
+    def __init__(self, project: Project, environ: Mapping[str, str] | None = None) -> None:
+        self.project = project
+        self.overrides = Overrides(os.environ if environ is None else environ)
+        self.settings = Settings.from_project(project, self.overrides)
+
+    @classmethod
+    def open(cls, path: str | None) -> tuple["Session", str | None]:
+        """The session of the project PATH lies in (SPEC §10.1), and PATH itself when it names a file.
+        `.env` is loaded first, so that its variables are part of the snapshot. Raises ProjectError."""
+        project, explicit = find_project(path)
+        return cls(project), explicit
+
+    @property
+    def root(self) -> str:
+        return self.settings.root
+
+    def entry_file(self) -> str:
+        return self.settings.entry_file()
+
+    # ---------------------------------------------------------------- programs
+
+    def load(self, path: str) -> Program:
+        from .loader import load_program
+        return load_program(path, cache_dir=self.overrides.cache_dir)
+
+    def check(self, program: Program, test_file: bool = False) -> list[Diagnostic]:
+        from .check import check_program
+        diags = check_program(program, tools=self.settings.tools, test_file=test_file)
+        return diags + self._ambiguous_bindings(program)
+
+    def _ambiguous_bindings(self, program: Program) -> list[Diagnostic]:
+        """E090 for a tool block that matches several `[tools.X]` keys ignoring case (SPEC §8.1, §11),
+        pointing at the first of them in grove.toml."""
+        tools = self.settings.tools
+        if len(tools) < 2:
+            return []
+        from .diagnostics import Diagnostic
+        from .mcp.config import AmbiguousBinding, _Locator
+        from .syntax import ast as A
+        found = []
+        for module in program.modules:
+            for item in module.items:
+                if not isinstance(item, A.ToolDecl):
+                    continue
+                try:
+                    tools.bind(item.name)
+                except AmbiguousBinding as exc:
+                    first = next(key for key in tools if key.lower() == item.name.lower())
+                    grove = self.settings.grove_path
+                    span = _Locator(grove).span(f"tools.{first}")
+                    found.append(Diagnostic("E090", f"{os.path.basename(grove or 'grove.toml')}: {exc}", grove, span))
+        return found
+
+    def analyze(self, path: str, test_file: bool = False,
+                prestart: Effects | None = None) -> tuple[Program, list[Diagnostic]]:
+        """Load, check and link the program of `path`: the work of `sage check`, and all that `sage run` and
+        `sage test` do before compiling. Each stage runs only when the ones before it found no error: loading
+        and grove.toml's diagnostics, the checker (the only resolver: it records on the AST what the runtime
+        needs, and `program.resolved` says so), and linking (the Python function of every `extern fn`, in
+        `program.externs`; E093 for each one missing). With `prestart`, the servers of the tool blocks agents
+        `use` start in the background through those effects as soon as the program is loaded (SPEC §8.3)."""
+        from .syntax import ast as A
+        program = self.load(path)
+        program.resolved = False
+        program.externs = {}
+        diags = list(program.diagnostics)
+        if prestart is not None and not diags:
+            used = {name for module in program.modules for item in module.items if isinstance(item, A.AgentDecl)
+                    for name, _span in item.uses}
+            prestart.prestart(used)
+        diags.extend(self.settings.diagnostics)
+        if _has_errors(diags):
+            return program, diags
+        diags.extend(self.check(program, test_file=test_file))
+        if _has_errors(diags):
+            return program, diags
+        program.resolved = True
+        from .link import link_externs
+        program.externs, link_errors = link_externs(program, self.settings)
+        return program, diags + link_errors
+
+    def compile(self, path: str, stack: RuntimeStack, test_file: bool = False,
+                prestart: bool = False) -> tuple[Program, list[Diagnostic]]:
+        """`analyze`, then compile the program onto `stack` when it has no error (the compiler reports
+        nothing: everything it could find, the checker already has)."""
+        from .runtime.compile import Compiler
+        program, diags = self.analyze(path, test_file, stack.effects if prestart else None)
+        if _has_errors(diags):
+            return program, diags
+        compiler = Compiler(stack.host, program.externs)
+        compiler.compile_program(program)
+        program.compiler = compiler
+        return program, diags
+
+    # ---------------------------------------------------------------- the runtime stack
+
+    def trace_target(self, trace_file: str | None, trace_stderr: bool) -> tuple[str | None, bool]:
+        """Where `sage run` writes trace events: the flags, else SAGE_TRACE_FILE / SAGE_TRACE."""
+        return trace_file or self.overrides.trace_file, trace_stderr or self.overrides.trace
+
+    def runtime_stack(self, *, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None,
+                      trace: tuple[str | None, bool] = (None, False), persistent: bool = False,
+                      mocks: Any = None, real_llm: bool = False) -> RuntimeStack:
+        """The one place a Runtime, its effects, its host and its store are built.
+
+        `persistent`: `@persistent` fields use the project's store (`sage run`), else a fresh in-memory one;
+        `mocks`: the test's mock queues (`sage test`), consulted before the real world."""
+        from .runtime.agents import Runtime
+        from .runtime.effects import Effects
+        from .runtime.interpreter import Host
+        runtime = Runtime(out=out, err=err)
+        trace_path, trace_stderr = trace
+        effects = Effects(runtime, self.settings, trace_path, trace_stderr)
+        effects.mocks = mocks
+        effects.real_llm = real_llm
+        runtime.effects = effects
+        if persistent:
+            from .runtime.persistence import StateStore
+            runtime.store = StateStore(self.settings.state_path())
+        host = Host(runtime, effects)
+        return RuntimeStack(runtime, effects, host)
+
+
+def _has_errors(diags: list[Diagnostic]) -> bool:
+    return any(d.severity == "error" for d in diags)

@@ -1,0 +1,253 @@
+"""Typed settings of one command: grove.toml parsed once (SPEC §11) and the `SAGE_*` variables read once (§12).
+
+A `Session` (sagepy.session) builds one `Settings` from the project and a snapshot of the environment, taken
+after `.env` is loaded; every consumer (checker, effects, MCP, LLM, built-in tools, persistence, supervision,
+the CLI) receives these objects instead of reading the grove.toml dictionary or `os.environ` itself, so a
+variable changed while a command runs does not change that command.
+
+`VARIABLES` is the one list of the variables sagepy reads (SPEC §12; those of the model's tool use, §4.12,
+join it with that feature), with their defaults. Values that can be wrong
+(`SAGE_HTTP_TIMEOUT=soon`) are kept as written and reported by the call that uses them, as before: a setting a
+program never uses never stops it.
+
+Building settings for a directory without grove.toml imports nothing beyond this module: the MCP tables are
+parsed (and sagepy.mcp.config imported) only when grove.toml exists.
+"""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
+
+if TYPE_CHECKING:
+    from .diagnostics import Diagnostic
+    from .llm.config import LlmConfig
+    from .mcp.config import McpSettings, ServerConfig
+    from .project import Project
+
+
+class Variable:
+    """One environment variable sagepy reads: its name, its default (None: unset or computed) and meaning."""
+
+    __slots__ = ("name", "default", "meaning")
+
+    def __init__(self, name: str, default: str | None, meaning: str) -> None:
+        self.name = name
+        self.default = default
+        self.meaning = meaning
+
+
+VARIABLES: tuple[Variable, ...] = (
+    Variable("SAGE_API_KEY", None, "LLM bearer token; `mock` selects the offline mock answers (§4.10)"),
+    Variable("SAGE_LLM_URL", "https://api.openai.com/v1", "base URL of an OpenAI-compatible API"),
+    Variable("SAGE_MODEL", "gpt-4o-mini", "default model"),
+    Variable("SAGE_INFER_RETRIES", "3", "attempts for typed `divine` (overrides [llm] infer_retries)"),
+    Variable("SAGE_LLM_RETRIES", "2", "extra attempts on transient LLM failures (overrides [llm] retries)"),
+    Variable("SAGE_TEMPERATURE", None, "optional request field"),
+    Variable("SAGE_MAX_TOKENS", None, "optional request field"),
+    Variable("SAGE_LLM_TIMEOUT_MS", "120000", "LLM request timeout"),
+    Variable("SAGE_TRACE", None, "any value: trace events to stderr"),
+    Variable("SAGE_TRACE_FILE", None, "append trace events to this file (wins over SAGE_TRACE)"),
+    Variable("SAGE_FS_ROOT", None, "root of the Fs tool (default: the current directory)"),
+    Variable("SAGE_HTTP_TIMEOUT", "30", "Http tool timeout in seconds"),
+    Variable("SAGE_SHELL_TIMEOUT", None, "Shell tool timeout in seconds (sagepy's addition; default: none)"),
+    Variable("SAGE_DATABASE_URL", None, "Database tool (`sqlite:<path>`, `sqlite::memory:`)"),
+    Variable("SAGE_CACHE_DIR", None, "AST cache directory (default: $XDG_CACHE_HOME/sagepy or ~/.cache/sagepy)"),
+    Variable("SAGE_NO_CACHE", None, "any value: never read or write the AST cache"),
+    Variable("SAGE_OAUTH_OPEN", None, "command that opens OAuth authorisation URLs instead of the browser"),
+    Variable("SAGE_DEBUG", None, "any value: an internal error shows its Python traceback (sagepy's addition, "
+             "for its developers)"),
+)
+_NAMES = frozenset(v.name for v in VARIABLES)
+_DEFAULTS = {v.name: v.default for v in VARIABLES}
+
+
+class Overrides(Mapping[str, str]):
+    """The environment as it was when the session was built. As a mapping it is the whole snapshot (the LLM
+    key may live in any variable `[llm] api_key_env` names); `setting` reads one variable of `VARIABLES`."""
+
+    __slots__ = ("_environ",)
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = dict(environ)
+
+    def __getitem__(self, name: str) -> str:
+        return self._environ[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._environ)
+
+    def __len__(self) -> int:
+        return len(self._environ)
+
+    def setting(self, name: str) -> str | None:
+        """The value of a listed variable when it is set and not empty, else None (its default applies)."""
+        if name not in _NAMES:
+            raise KeyError(f"{name} is not one of sagepy's variables")
+        return self._environ.get(name) or None
+
+    def value(self, name: str) -> str | None:
+        """The value of a listed variable, or its default."""
+        return self.setting(name) or _DEFAULTS[name]
+
+    @property
+    def trace_file(self) -> str | None:
+        return self.setting("SAGE_TRACE_FILE")
+
+    @property
+    def trace(self) -> bool:
+        return self.setting("SAGE_TRACE") is not None
+
+    @property
+    def cache_dir(self) -> str | None:
+        """Where parsed ASTs are cached (SPEC §0.1); None when SAGE_NO_CACHE says never."""
+        from .syntax.cache_dir import cache_root
+        return cache_root(self)
+
+
+# ---------------------------------------------------------------- grove.toml sections (SPEC §11)
+
+class ProjectSettings:
+    __slots__ = ("name", "version", "entry")
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.version = "0.1.0"
+        self.entry = "src/main.sg"
+
+
+class TestSettings:
+    __slots__ = ("timeout_ms",)
+
+    def __init__(self) -> None:
+        self.timeout_ms = 10_000
+
+
+class SupervisionSettings:
+    __slots__ = ("max_restarts", "within_seconds")
+
+    def __init__(self) -> None:
+        self.max_restarts = 5
+        self.within_seconds = 60
+
+
+class PersistenceSettings:
+    """`[persistence]`. Without the table `@persistent` fields live for one process (the store has always
+    been opt-in); with it the backend defaults to SQLite."""
+
+    __slots__ = ("backend", "path")
+
+    def __init__(self) -> None:
+        self.backend = "memory"
+        self.path = ".sage/state.db"
+
+
+class ExternSettings:
+    __slots__ = ("modules",)
+
+    def __init__(self) -> None:
+        self.modules: list[str] = []
+
+
+class ToolSettings:
+    """The `[tools.<Name>]` tables: the keys as written (what the checker's E086/W084 rules look at), the
+    valid server configurations, and the binding of each tool block, decided once by SPEC §8.1's rule
+    (the exact key, else the one key equal ignoring case; the built-in tool names by exact key only)."""
+
+    __slots__ = ("tables", "servers", "_keys")
+
+    def __init__(self, tables: Mapping[str, Any], servers: dict[str, ServerConfig]) -> None:
+        self.tables = tables
+        self.servers = servers
+        self._keys: dict[str, str] = {}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.tables
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.tables)
+
+    def __len__(self) -> int:
+        return len(self.tables)
+
+    def bind(self, name: str) -> ServerConfig | None:
+        """The server tool block `name` binds to; raises AmbiguousBinding when two keys match (E090)."""
+        if not self.servers:
+            return None
+        from .mcp.config import bind_tool_block
+        return bind_tool_block(name, self.servers)
+
+    def server_key(self, name: str) -> str:
+        """The `[tools.X]` key calls of tool block `name` go to; `name` itself when it binds to none, so
+        that the call fails with `no [tools.<name>] entry`."""
+        key = self._keys.get(name)
+        if key is None:
+            from .mcp.config import AmbiguousBinding
+            try:
+                bound = self.bind(name)
+            except AmbiguousBinding:
+                bound = None
+            key = self._keys[name] = bound.name if bound is not None else name
+        return key
+
+
+class Settings:
+    """Everything a command reads from grove.toml and the environment, parsed once."""
+
+    def __init__(self, root: str, grove_path: str | None, overrides: Overrides) -> None:
+        self.root = root
+        self.grove_path = grove_path
+        self.overrides = overrides
+        self.project = ProjectSettings()
+        self.test = TestSettings()
+        self.supervision = SupervisionSettings()
+        self.persistence = PersistenceSettings()
+        self.extern = ExternSettings()
+        self.llm_section: Mapping[str, Any] = {}
+        self.tools = ToolSettings({}, {})
+        self.toml_broken = False
+        self.diagnostics: list[Diagnostic] = []         # every E090/E093 of grove.toml
+        self.tool_diagnostics: list[Diagnostic] = []    # those of the MCP tables, for `sage tools`
+        self._mcp: McpSettings | None = None
+        self._llm: LlmConfig | None = None
+
+    @classmethod
+    def from_project(cls, project: Project, overrides: Overrides) -> "Settings":
+        settings = cls(project.root, project.config_path, overrides)
+        if project.config_path is not None:
+            from .grove import read_grove
+            read_grove(project, settings)
+        return settings
+
+    def configure_tools(self, tables: Mapping[str, Any], servers: dict[str, ServerConfig]) -> None:
+        """The `[tools]` tables as written and the valid servers among them (sagepy.grove)."""
+        self.tools = ToolSettings(tables, servers)
+
+    def entry_file(self) -> str:
+        return os.path.join(self.root, self.project.entry)
+
+    @property
+    def mcp(self) -> McpSettings:
+        """The `[mcp]` table (defaults without grove.toml), with SAGE_OAUTH_OPEN."""
+        if self._mcp is None:
+            from .mcp.config import McpSettings
+            self.mcp = McpSettings()
+        return self._mcp
+
+    @mcp.setter
+    def mcp(self, value: McpSettings) -> None:
+        value.oauth_open = self.overrides.setting("SAGE_OAUTH_OPEN")
+        self._mcp = value
+
+    @property
+    def llm(self) -> LlmConfig:
+        """`[llm]` with the environment's overrides (SPEC §4.10), resolved on first use."""
+        if self._llm is None:
+            from .llm.config import LlmConfig
+            self._llm = LlmConfig.resolve(self.llm_section, self.overrides)
+        return self._llm
+
+    def state_path(self) -> str | None:
+        """The SQLite file of `@persistent` fields, or None for the in-memory store."""
+        if self.persistence.backend != "sqlite":
+            return None
+        return os.path.join(self.root, self.persistence.path)

@@ -1,0 +1,67 @@
+"""Fixtures shared by the whole suite: the Node MCP servers, installed on first use.
+
+The tests talk to two Node reference servers (@modelcontextprotocol/server-everything and server-filesystem),
+locked in tests/mcp/node/package-lock.json. `pip install -e '.[test]'` cannot bring them, so the first test
+that needs them runs `npm ci` into tests/mcp/node/node_modules (git-ignored), once per session, under a file
+lock so that two pytest processes never install over each other. A module that uses them says so with
+`pytestmark = pytest.mark.usefixtures("node_servers")`. Without npm, or when the install fails, those tests
+fail (never skip) with the reason.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+NODE_DIR = Path(__file__).resolve().parent / "mcp" / "node"
+NODE_MODULES = NODE_DIR / "node_modules"
+
+
+def _installed() -> bool:
+    """Whether node_modules holds every package of the lockfile at its locked version."""
+    packages = json.loads((NODE_DIR / "package-lock.json").read_text(encoding="utf-8"))["packages"]
+    for where, locked in packages.items():
+        if not where:  # the project itself
+            continue
+        try:
+            found = json.loads((NODE_DIR / where / "package.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        if found.get("version") != locked.get("version"):
+            return False
+    return True
+
+
+def _install() -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail("npm is not on PATH: the MCP tests need Node.js 18 or newer with npm, to install the servers "
+                    f"locked in {NODE_DIR / 'package-lock.json'}", pytrace=False)
+    try:
+        result = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR,
+                                capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"`npm ci` in {NODE_DIR} did not finish within 15 minutes", pytrace=False)
+    if result.returncode != 0:
+        output = (result.stderr or result.stdout).strip().splitlines()[-20:]
+        pytest.fail(f"`npm ci` in {NODE_DIR} failed (exit {result.returncode}):\n" + "\n".join(output),
+                    pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def node_servers() -> Path:
+    """tests/mcp/node/node_modules with the locked Node servers in it (their commands are in `.bin/`)."""
+    import fcntl  # POSIX only: imported here so that the rest of the suite still loads elsewhere
+
+    with open(NODE_DIR / ".install.lock", "w") as lock:
+        # Checked under the lock too: another process may be halfway through its install.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _installed():
+            _install()
+            if not _installed():
+                pytest.fail(f"`npm ci` in {NODE_DIR} left node_modules different from package-lock.json",
+                            pytrace=False)
+    return NODE_MODULES
