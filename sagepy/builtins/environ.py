@@ -1,10 +1,11 @@
-"""Environment builtins (SPEC §6.1): read the process environment."""
+"""Environment builtins (SPEC §6.1): read the process environment (`io` steps, SPEC §14)."""
 from __future__ import annotations
 
 import os
 from typing import Any, Callable
 
 from ..runtime.values import option
+from .io_steps import as_steps
 
 
 def _lookup(name: str) -> str | None:
@@ -23,7 +24,10 @@ def env_or(name: str, default: str) -> str:
     return default if value is None else value
 
 
-BUILTINS: dict[str, Callable[..., Any]] = {
+# The plain functions, called by the effects chain's real layer.
+FUNCTIONS: dict[str, Callable[..., Any]] = {
     "env": env,
     "env_or": env_or,
 }
+
+BUILTINS = as_steps(FUNCTIONS)

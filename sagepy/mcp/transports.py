@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanag
 from typing import Any, AsyncIterator, Callable
 
 from ..secrecy import mask_url, masked_command_line, open_private_log
-from .config import McpSettings, ServerConfig, resolve_env
+from .config import McpSettings, ServerConfig, resolve_args, resolve_env
 from .failures import McpFailure
 from .stdio import ChildProcess, StartedServer, stdio_transport
 
@@ -88,6 +88,7 @@ async def start_stdio(config: ServerConfig, root: str, log_path: str) -> Started
     started = StartedServer(file_size(log_path))
     try:
         env = child_env(config)
+        args = resolve_args(config)
         cwd = os.path.join(root, config.cwd) if config.cwd else root
         command = config.command or ""
         if not os.path.isdir(cwd):
@@ -97,8 +98,8 @@ async def start_stdio(config: ServerConfig, root: str, log_path: str) -> Started
     except (McpFailure, OSError) as exc:
         started.setup_failure = exc
         return started
-    write_log_header(started.log, masked_command_line(command, config.args))
-    await started.spawn(command, config.args, env, cwd)
+    write_log_header(started.log, masked_command_line(command, config.args))  # as written, `$` unexpanded
+    await started.spawn(command, args, env, cwd)
     return started
 
 

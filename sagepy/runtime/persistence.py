@@ -52,10 +52,11 @@ class StateStore:
             self.cache[key] = value
             return value
 
-    def save(self, agent: str, field: str, value: Any) -> None:
+    def save(self, agent: str, field: str, value: Any, data: Any = None) -> None:
+        """Store `value`; `data` is its JSON form (SPEC §5) when the caller has it already."""
         from ..convert import compact_json, to_json
         key = (agent, field)
-        text = compact_json(to_json(value))
+        text = compact_json(to_json(value) if data is None else data)
         with self.lock:
             self.cache[key] = value
             if self.db is not None:

@@ -11,6 +11,7 @@ from ..diagnostics import Diagnostic, format_diagnostics, format_location_block
 from ..syntax import ast as A
 from .agents import AgentInstance, Runtime, start_thread
 from .interpreter import Host
+from .lifecycle import run_lifecycle
 from .values import UNIT
 
 if TYPE_CHECKING:
@@ -24,10 +25,23 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
         write_diagnostics(format_diagnostics(errors) + "\n")
 
 
-def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False) -> int:
-    # Sage calls nest several Python frames deep; agent threads have large stacks (agents.THREAD_STACK_BYTES)
+def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False,
+              program_args: list[str] | None = None) -> int:
+    # Sage calls nest several Python frames deep; agent threads have large stacks (agents.THREAD_STACK_BYTES).
+    # The limit is restored afterwards: the caller's thread (pytest's, for an in-process run) keeps its small
+    # C stack, where C code that recurses under the raised limit (json on deeply nested text) would overflow it.
+    previous = sys.getrecursionlimit()
     sys.setrecursionlimit(400_000)
-    stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True)
+    try:
+        return _run_program(session, entry_path, trace_file, trace_stderr, program_args or [])
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+def _run_program(session: Session, entry_path: str, trace_file: str | None, trace_stderr: bool,
+                 program_args: list[str]) -> int:
+    stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True,
+                                  program_args=program_args)
     runtime, effects, host = stack.runtime, stack.effects, stack.host
     program, diags = session.compile(entry_path, stack, prestart=True)
     run_decl = None
@@ -58,7 +72,7 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any) -> int:
     from .supervisors import SupervisorPlan, start_supervisor
     finished = threading.Event()
     if isinstance(agent, SupervisorPlan):
-        inst = start_supervisor(host, runtime, agent, None, number=0)
+        inst = start_supervisor(runtime, agent, None, number=0)
 
         def body() -> None:
             inst.done.wait()
@@ -69,7 +83,7 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any) -> int:
 
         def body() -> None:
             try:
-                host.run_lifecycle(inst, entry=True)
+                run_lifecycle(inst, entry=True)
             finally:
                 finished.set()
 

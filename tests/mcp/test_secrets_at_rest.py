@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from mcp_helpers import SUITE, suite_server
+from mcp_helpers import SUITE, call_typed, suite_server
 from sagepy.mcp.config import parse_tools_config
 from sagepy.mcp.dynamic import parse_connect_config
 from sagepy.mcp.failures import McpFailure
@@ -58,7 +58,7 @@ def test_a_stdio_server_leaves_no_secret_under_dot_sage(managers, tmp_path, monk
     manager = managers({"Local": suite_server(
         "--token", "ARGVSECRET1", "--api-key=ARGVSECRET2", "https://user:URLPASS3@example.invalid/?token=URLQUERY4",
         env={"API_TOKEN": "$SAGE_TEST_SECRET_ENV", "PLAIN_KEY": "ENVLITERAL6"})})
-    assert manager.call_typed("Local", "Local.echo", "echo", {"text": "hi"}, STRING) == "hi"
+    assert call_typed(manager, "Local", "Local.echo", "echo", {"text": "hi"}, STRING) == "hi"
     manager.close_all()
     files = assert_private_and_clean(str(tmp_path))
     header = files[os.path.join(".sage", "logs", "Local.log")].decode()
@@ -86,7 +86,7 @@ def test_an_http_server_url_leaves_no_secret_under_dot_sage(managers, tmp_path):
                 time.sleep(0.05)
         url = f"http://user:URLPASS3@127.0.0.1:{port}/mcp?token=URLQUERY4&page=1"
         manager = managers({"Remote": {"url": url}})
-        assert manager.call_typed("Remote", "Remote.echo", "echo", {"text": "hi"}, STRING) == "hi"
+        assert call_typed(manager, "Remote", "Remote.echo", "echo", {"text": "hi"}, STRING) == "hi"
         manager.close_all()
     finally:
         server.terminate()
@@ -103,7 +103,7 @@ def test_an_existing_log_and_dot_sage_are_narrowed(managers, tmp_path):
     (logs / "Local.log").write_text("older run\n")
     os.chmod(logs / "Local.log", 0o644)
     manager = managers({"Local": suite_server()})
-    assert manager.call_typed("Local", "Local.echo", "echo", {"text": "hi"}, STRING) == "hi"
+    assert call_typed(manager, "Local", "Local.echo", "echo", {"text": "hi"}, STRING) == "hi"
     manager.close_all()
     assert_private_and_clean(str(tmp_path))
     assert (logs / "Local.log").read_text().startswith("older run\n")
