@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mcp_helpers import SUITE
+from mcp_helpers import SUITE, call_typed
 from sagepy.runtime.errors import SageRaise
 from sagepy.types import STRING
 
@@ -39,14 +39,14 @@ def test_a_server_gone_between_calls_is_named_by_its_url(tmp_path, managers):
                 time.sleep(0.05)
         url = f"http://127.0.0.1:{port}/mcp"
         manager = managers({"Remote": {"url": url}})
-        assert manager.call_typed("Remote", "Remote.e", "echo", {"text": "hi"}, STRING) == "hi"
+        assert call_typed(manager, "Remote", "Remote.e", "echo", {"text": "hi"}, STRING) == "hi"
     finally:
         server.kill()   # uvicorn's graceful stop would wait for the client's open event stream
         server.wait(10)
     # The call that finds the connection broken says so; the next one opens a new connection (§8.3), which
     # is refused.
-    first = error_of(manager.call_typed, "Remote", "Remote.e", "echo", {"text": "again"}, STRING)
+    first = error_of(call_typed, manager, "Remote", "Remote.e", "echo", {"text": "again"}, STRING)
     assert first in (f"MCP I/O error: 'Remote' at {url}: Connection refused",
                      "MCP server exited: connection to 'Remote' closed"), first
-    assert error_of(manager.call_typed, "Remote", "Remote.e", "echo", {"text": "again"}, STRING) == \
+    assert error_of(call_typed, manager, "Remote", "Remote.e", "echo", {"text": "again"}, STRING) == \
         f"MCP connection failed: 'Remote' at {url}: Connection refused"

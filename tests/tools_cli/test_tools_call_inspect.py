@@ -47,7 +47,7 @@ def test_call_failures(project, capsys, monkeypatch):
     assert run_sage(capsys, monkeypatch, project, "tools", "call", "Suite.ad", "a=1") == \
         (1, "", "error: server 'Suite' offers no tool 'ad'; did you mean `add`?\n")
     assert run_sage(capsys, monkeypatch, project, "tools", "call", "Nope.add") == \
-        (1, "", "error: no [tools.Nope] entry in grove.toml\n")
+        (1, "", "error: no [tools.Nope] entry in grove.toml (configured: Catalogue, Suite)\n")
     code, out, err = run_sage(capsys, monkeypatch, project, "tools", "call", "add")
     assert code == 2 and err.endswith("sage tools call: error: expected NAME.TOOL, got 'add'\n")
     code, out, err = run_sage(capsys, monkeypatch, project, "tools", "call", "Suite.add", "--json", "[1]")
