@@ -339,7 +339,12 @@ def _nul_byte_key(config: ServerConfig) -> str | None:
             return key
     if any("\0" in arg for arg in config.args):
         return "args"
-    return next((f"env.{name}" for name, value in config.env.items() if "\0" in name + value), None)
+    for name, value in config.env.items():
+        if "\0" in name:
+            return "env"      # not `env.<name>`: a message would carry the NUL byte on
+        if "\0" in value:
+            return f"env.{name}"
+    return None
 
 
 def parse_server(name: str, data: Any, table: str, report: Any) -> ServerConfig | None:
