@@ -15,13 +15,12 @@ class Project:
     """Where a command's project is: its root directory and grove.toml as read (not yet interpreted: a
     `Session` turns it into typed settings, sagepy.settings)."""
 
-    def __init__(self, root: str, config: dict, config_path: str | None, toml_error: Exception | None = None,
-                 dotenv_error: Diagnostic | None = None) -> None:
+    def __init__(self, root: str, config: dict, config_path: str | None, toml_error: Exception | None = None) -> None:
         self.root = root
         self.config = config
         self.config_path = config_path
         self.toml_error = toml_error
-        self.dotenv_error = dotenv_error
+        self.dotenv_error: Diagnostic | None = None    # E090 for a .env it cannot load (sagepy.settings)
 
 
 def find_project(path: str | None) -> tuple[Project, str | None]:
@@ -73,8 +72,8 @@ def load_config(path: str) -> tuple[dict, Exception | None]:
 
 
 def load_dotenv(root: str) -> Diagnostic | None:
-    """`.env` in the project root: KEY=VALUE lines; variables already set win. A file that is not UTF-8 is
-    an E090 (and none of it is loaded)."""
+    """`.env` in the project root: KEY=VALUE lines; variables already set win. A file that is not UTF-8 (none
+    of it is loaded), or a line the environment cannot hold (loading stops there), is an E090."""
     path = os.path.join(root, ".env")
     if not os.path.isfile(path):
         return None
