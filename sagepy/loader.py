@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from .diagnostics import Diagnostic, remember_source
+from .diagnostics import Diagnostic, InvalidUtf8, decode_utf8, remember_source
 from .syntax import ast as A
 from .syntax.cache import FROM_ENVIRONMENT, parse_file_cached
 
@@ -19,18 +19,28 @@ class Program:
         self.diagnostics = diagnostics
 
 
-def read_source(path: str) -> str:
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
+def read_source(path: str) -> tuple[str, Diagnostic | None]:
+    """The text of a source file, or "" and an E001 at the first byte that is not UTF-8 (SPEC §2)."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        text = decode_utf8(data)
+    except InvalidUtf8 as exc:
+        remember_source(path, data.decode("utf-8", errors="replace"))
+        return "", Diagnostic("E001", f"{exc.reason} (source files must be UTF-8)", path, exc.span)
     remember_source(path, text)
-    return text
+    return text, None
 
 
 def load_module_file(path: str, name: str, parent: A.Module | None, diags: list[Diagnostic],
                      modules: list, cache_dir: str | None) -> A.Module:
-    text = read_source(path)
-    items, errors = parse_file_cached(path, text, cache_dir)
-    diags.extend(errors)
+    text, not_utf8 = read_source(path)
+    if not_utf8 is not None:
+        diags.append(not_utf8)
+        items: list = []
+    else:
+        items, errors = parse_file_cached(path, text, cache_dir)
+        diags.extend(errors)
     module = A.Module(path, items, text)
     module.name = name
     module.parent = parent
