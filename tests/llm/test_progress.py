@@ -208,10 +208,12 @@ def test_ctrl_c_during_a_wait_leaves_a_clean_line(tmp_path, server):
     assert b"\r\x1b[K" in terminal[last_frame:], terminal[last_frame:]
 
 
-def test_no_color_keeps_the_line_and_drops_the_colour(tmp_path, server):
+@pytest.mark.parametrize("option, variables", [([], {"NO_COLOR": "1"}), (["--color", "never"], {}),
+                                               (["--color", "never"], {"FORCE_COLOR": "1"})])
+def test_no_color_keeps_the_line_and_drops_the_colour(tmp_path, server, option, variables):
     server.push(hang(1.5))
-    code, stdout, terminal = sage_on_terminal(["run", "."], project(tmp_path, ONE_QUESTION),
-                                              environment(SAGE_LLM_URL=server.url, NO_COLOR="1"))
+    code, stdout, terminal = sage_on_terminal(["run", ".", *option], project(tmp_path, ONE_QUESTION),
+                                              environment(SAGE_LLM_URL=server.url, **variables))
     assert (code, stdout) == (0, "late\n"), terminal
     assert b"waiting for model gpt-4o-mini" in terminal
     assert SGR_COLOUR not in terminal
