@@ -276,3 +276,37 @@ def test_real_llm_calls_the_configured_model_when_no_mock_is_left(tmp_path: Path
     without = sage("test", cwd=root)
     assert without.returncode == 1
     assert "no mock left for divine (E054)" in without.stdout
+
+
+def test_deep_programs_check_and_test_without_recursion_errors(tmp_path: Path) -> None:
+    # SPEC §13.3: whatever the parser accepts (nesting up to 1,000 levels) is checked and run; §4.3: 5,000
+    # nested Sage calls in a test and in an agent it summons
+    nested_ifs = "if true { " * 990 + "x = x + 1;" + " }" * 990
+    plus_chain = " + ".join(["1"] * 999)
+    root = project(tmp_path, {"grove.toml": '[project]\nname = "t"\n', "src/deep_test.sg": f"""\
+        fn depth(n: Int) -> Int {{
+            if n == 0 {{
+                return 0;
+            }}
+            return 1 + depth(n - 1);
+        }}
+
+        agent Deep {{
+            n: Int
+            on start {{ yield(depth(self.n)); }}
+        }}
+
+        test "calls" {{ assert_eq(depth(5000), 5000); }}
+        test "calls in an agent" {{ assert_eq(try await summon Deep {{ n: 5000 }}, 5000); }}
+        test "nesting" {{
+            let x = 0;
+            {nested_ifs}
+            assert_eq(x, 1);
+            assert_eq({plus_chain}, 999);
+        }}
+        """})
+    checked = sage("check", cwd=root)
+    assert checked.returncode == 0, checked.stderr
+    assert "internal error" not in checked.stderr
+    tested = sage("test", cwd=root)
+    assert "3 passed, 0 failed" in tested.stdout, tested.stdout + tested.stderr
