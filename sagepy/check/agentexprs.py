@@ -11,6 +11,7 @@ from typing import Any
 from .. import types as T
 from ..diagnostics import did_you_mean
 from .context import Body, Locals
+from .hints import field_hint
 from .types import ANY, NEVER, fits, is_open, merge, show
 
 ERROR_KINDS = ("Llm", "Agent", "Runtime", "Tool", "Mcp", "User", "Protocol", "Timeout")
@@ -72,7 +73,7 @@ class AgentExpressions:
             field = agent.fields.get(fname)
             if field is None:
                 self.error(code, f"agent `{agent.name}` has no field `{fname}`", fspan, cx.file,
-                           hint=did_you_mean(fname, agent.fields))
+                           hint=field_hint(fname, agent.fields, f"agent `{agent.name}`"))
                 self.expr(value, cx, lc)
                 continue
             if fname in given:
