@@ -137,7 +137,10 @@ class ExpressionRules(BuilderBase):
         return A.FieldAccess(c[0], c[1], span=meta_span(meta))
 
     def tuple_index(self, meta, c):
-        return A.TupleIndex(c[0], int_literal(c[1].value), span=meta_span(meta))
+        index = int_literal(c[1].value)
+        if index > INT_MAX:
+            self.ctx.error("E004", "integer literal out of the 64-bit range", token_span(c[1]))
+        return A.TupleIndex(c[0], index, span=meta_span(meta))
 
     def call(self, meta, c):
         return A.Call(c[0], c[1] or [], span=meta_span(meta))

@@ -231,6 +231,7 @@ HUGE = "1" * 4301   # past Python's 4,300-digit limit for int(): must be E004, n
     f"fn f(x: Int) -> Int {{ match x {{ -{HUGE} => 1, _ => 0 }} }}",
     "const C: Int = -99999999999999999999;",
     f"const C: Int = -{HUGE};",
+    f"fn f(t: (Int, Int)) -> Int {{ return t.{HUGE}; }}",
 ])
 def test_an_int_literal_out_of_range_is_e004_whatever_its_length(text: str) -> None:
     code, message, *_ = one(text)
