@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import signal
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -25,8 +24,6 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
 
 
 def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False) -> int:
-    # Sage calls nest several Python frames deep; agent threads have large stacks (agents.THREAD_STACK_BYTES)
-    sys.setrecursionlimit(400_000)
     stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True)
     runtime, effects, host = stack.runtime, stack.effects, stack.host
     program, diags = session.compile(entry_path, stack, prestart=True)
