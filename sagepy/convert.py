@@ -18,6 +18,7 @@ import math
 import re
 from typing import Any
 
+from .json_text import compact_json, parse_json  # parse_json: re-exported for the callers of this module
 from .runtime.values import NONE, UNIT, ErrorValue, Record, Variant, display, some
 from .types import (
     INT_MAX,
@@ -67,36 +68,6 @@ class ConversionError(Exception):
         else:
             sentence = f"expected {expected} at {path}, got {value}" + (f": {reason}" if reason else "")
         super().__init__(sentence)
-
-
-def compact_json(data: Any) -> str:
-    """The compact JSON text of JSON data: no blanks, non-ASCII characters kept as they are."""
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed in JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"number out of range: {text}")
-    return value
-
-
-def parse_json(text: str) -> Any:
-    """Parse strict JSON text. Raises ValueError with a short reason (no Python exception names).
-
-    Python's parser accepts `NaN` and `Infinity` and turns `1e400` into infinity; none of them is a JSON
-    number, and a Sage value holding one could not be written back, so all are rejected.
-    """
-    try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise ValueError("nesting too deep") from None
 
 
 # ---------------------------------------------------------------- paths and failures

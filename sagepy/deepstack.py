@@ -4,9 +4,10 @@ so both run on threads with a large C stack and a recursion limit raised to matc
 its small stack and does no deep recursion."""
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 THREAD_STACK_BYTES = 512 * 1024 * 1024
 # ~1.3 KiB of C stack per Python frame on a THREAD_STACK_BYTES thread: room for CALL_DEPTH_LIMIT Sage calls
@@ -15,14 +16,35 @@ RECURSION_LIMIT = 400_000
 R = TypeVar("R")
 
 
-def allow_deep_recursion() -> None:
-    """Raise Python's (process-wide) recursion limit for code running on large-stack threads."""
-    if sys.getrecursionlimit() < RECURSION_LIMIT:
-        sys.setrecursionlimit(RECURSION_LIMIT)
+_holders_lock = threading.Lock()
+_holders = 0
+_previous_limit = 0
+
+
+@contextlib.contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Python's recursion limit is process-wide: it is raised while anything holds this (every large-stack
+    thread while it runs, `sage run` while the program runs) and restored when the last holder lets go, so a
+    thread with a small C stack (pytest's, after an in-process run) is not left with a limit it cannot bear
+    (C code such as json, recursing under it, would overflow that stack)."""
+    global _holders, _previous_limit
+    with _holders_lock:
+        if _holders == 0:
+            _previous_limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_previous_limit, RECURSION_LIMIT))
+        _holders += 1
+    try:
+        yield
+    finally:
+        with _holders_lock:
+            _holders -= 1
+            if _holders == 0:
+                sys.setrecursionlimit(_previous_limit)
 
 
 def _call_in_large_chunk(target: Callable[[], None]) -> None:
-    return target()
+    with deep_recursion():
+        target()
 
 
 # CPython 3.11 keeps Python frames in 16 KiB "data stack" chunks and unmaps a chunk as soon as the recursion
@@ -36,7 +58,6 @@ _call_in_large_chunk.__code__ = _call_in_large_chunk.__code__.replace(co_stacksi
 
 def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
     """Start a daemon thread with a stack large enough for deep Sage recursion."""
-    allow_deep_recursion()
     previous = threading.stack_size()
     try:
         threading.stack_size(THREAD_STACK_BYTES)

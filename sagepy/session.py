@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .diagnostics import Diagnostic
     from .loader import Program
     from .runtime.agents import Runtime
-    from .runtime.effects import Effects
+    from .effects import Effects
     from .runtime.interpreter import Host
 
 
@@ -142,20 +142,21 @@ class Session:
 
     def runtime_stack(self, *, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None,
                       trace: tuple[str | None, bool] = (None, False), persistent: bool = False,
-                      mocks: Any = None, real_llm: bool = False) -> RuntimeStack:
+                      mocks: Any = None, real_llm: bool = False,
+                      program_args: list[str] | None = None) -> RuntimeStack:
         """The one place a Runtime, its effects, its host and its store are built.
 
         `persistent`: `@persistent` fields use the project's store (`sage run`), else a fresh in-memory one;
-        `mocks`: the test's mock queues (`sage test`), consulted before the real world."""
+        `mocks`: the test's mock queues (`sage test`), consulted before the real world; `program_args`: what
+        `args()` returns (SPEC §6.1: what follows `--` on the `sage run` line, `[]` under `sage test`)."""
+        from .effects import build_effects
         from .runtime.agents import Runtime
-        from .runtime.effects import Effects
         from .runtime.interpreter import Host
         runtime = Runtime(out=out, err=err)
+        runtime.program_args = list(program_args or [])
         trace_path, trace_stderr = trace
-        effects = Effects(runtime, self.settings, trace_path, trace_stderr)
-        effects.mocks = mocks
-        effects.real_llm = real_llm
-        runtime.effects = effects
+        effects = build_effects(runtime, self.settings, trace_path=trace_path, trace_stderr=trace_stderr,
+                                mocks=mocks, real_llm=real_llm)
         if persistent:
             from .runtime.persistence import StateStore
             runtime.store = StateStore(self.settings.state_path())

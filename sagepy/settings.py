@@ -48,7 +48,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SAGE_TRACE", None, "any value: trace events to stderr"),
     Variable("SAGE_TRACE_FILE", None, "append trace events to this file (wins over SAGE_TRACE)"),
     Variable("SAGE_FS_ROOT", None, "root of the Fs tool (default: the current directory)"),
-    Variable("SAGE_HTTP_TIMEOUT", "30", "Http tool timeout in seconds"),
+    Variable("SAGE_HTTP_TIMEOUT", "30", "time limit of Http, Database and Fs.read in seconds"),
     Variable("SAGE_SHELL_TIMEOUT", None, "Shell tool timeout in seconds (sagepy's addition; default: none)"),
     Variable("SAGE_DATABASE_URL", None, "Database tool (`sqlite:<path>`, `sqlite::memory:`)"),
     Variable("SAGE_CACHE_DIR", None, "AST cache directory (default: $XDG_CACHE_HOME/sagepy or ~/.cache/sagepy)"),

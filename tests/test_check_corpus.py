@@ -86,18 +86,15 @@ def owned_by(program: Path, path: Path) -> bool:
 
 
 def actual_diagnostics(stdout: str, program: Path, cwd: Path) -> tuple[Counter, list[str], bool]:
-    """(multiset of (file, code, line) in the program's own files, the raw JSON lines, whether some *other*
-    file has an error). Other files only appear if `sage check FILE` also checks the rest of the project;
-    they are not this program's concern. Lines that are not JSON objects (the summary) are skipped."""
+    """(multiset of (file, code, line) in the program's own files, the diagnostics as JSON lines, whether some
+    *other* file has an error). Other files only appear if `sage check FILE` also checks the rest of the
+    project; they are not this program's concern."""
     base = program if program.is_dir() else program.parent
     found: Counter = Counter()
     raw = []
     foreign_error = False
-    for line in stdout.splitlines():
-        if not line.lstrip().startswith("{"):
-            continue
-        raw.append(line)
-        d = json.loads(line)
+    for d in json.loads(stdout)["diagnostics"]:
+        raw.append(json.dumps(d))
         path = Path(os.path.realpath(cwd / d["file"]))
         if owned_by(program, path):
             found[(path.relative_to(base).as_posix(), d["code"], d["line"])] += 1

@@ -214,3 +214,61 @@ def test_durable_runs_are_planned() -> None:
     for args in (["runs", "list"], ["runs", "show", "x"], ["run", "--resume", "x", "examples/hello.sg"]):
         r = sage(*args)
         assert (r.returncode, r.stderr) == (1, "error: durable runs are not available in this version\n")
+
+
+def test_check_json_is_one_document(tmp_path: Path) -> None:
+    import json
+    write(tmp_path, "bad.sg", """\
+        agent Main { on start { yield(missing); } }
+        run Main;
+        """)
+    r = sage("check", "bad.sg", "--format", "json", cwd=tmp_path)
+    document = json.loads(r.stdout)
+    assert (r.returncode, document["ok"], document["errors"], document["files"]) == (1, False, 1, 1)
+    [d] = document["diagnostics"]
+    assert (d["file"], d["line"], d["col"], d["code"], d["severity"]) == ("bad.sg", 1, 31, "E010", "error")
+    write(tmp_path, "good.sg", "agent Main { on start { yield(0); } }\nrun Main;\n")
+    ok = sage("check", "good.sg", "--format", "json", cwd=tmp_path)
+    assert json.loads(ok.stdout) == {"ok": True, "files": 1, "errors": 0, "warnings": 0, "diagnostics": []}
+
+
+def test_check_github_annotations(tmp_path: Path) -> None:
+    write(tmp_path, "bad.sg", """\
+        agent Main { on start { yield(missing); } }
+        run Main;
+        """)
+    r = sage("check", "bad.sg", "--format", "github", cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == [
+        "::error file=bad.sg,line=1,col=31,endLine=1,endColumn=38,title=E010::undefined name `missing`"]
+
+
+def test_check_outside_a_project_does_not_recurse(tmp_path: Path) -> None:
+    write(tmp_path, "top_test.sg", 'test "t" { assert_eq(1, 1); }\n')
+    (tmp_path / "other_project" / "src").mkdir(parents=True)
+    write(tmp_path, "other_project/src/broken_test.sg", 'test "t" { assert_eq(nope, 1); }\n')
+    r = sage("check", cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (0, "check passed: 1 file, 0 warnings\n"), r.stderr
+
+
+def test_color_option_anywhere_on_the_line(tmp_path: Path) -> None:
+    write(tmp_path, "bad.sg", "agent Main { on start { yield(missing); } }\nrun Main;\n")
+    for line in (["--color", "always", "check", "bad.sg"], ["check", "bad.sg", "--color=always"],
+                 ["check", "--color", "always", "bad.sg"]):
+        assert "\x1b[" in sage(*line, cwd=tmp_path).stderr, line
+    assert "\x1b[" not in sage("check", "bad.sg", "--no-color", cwd=tmp_path, env={"FORCE_COLOR": "1"}).stderr
+    assert "\x1b[" in sage("check", "bad.sg", cwd=tmp_path, env={"NO_COLOR": "", "FORCE_COLOR": "1"}).stderr
+    assert "\x1b[" not in sage("check", "bad.sg", cwd=tmp_path, env={"NO_COLOR": "1", "FORCE_COLOR": "1"}).stderr
+    assert sage("check", "bad.sg", "--color", "sometimes", cwd=tmp_path).returncode == 2
+
+
+def test_program_arguments_after_double_dash(tmp_path: Path) -> None:
+    write(tmp_path, "main.sg", """\
+        agent Main { on start { for a in args() { print(a); } yield(len(args())); } }
+        run Main;
+        """)
+    r = sage("run", "main.sg", "--", "one", "two words", "--trace", cwd=tmp_path)
+    assert (r.stdout, r.returncode) == ("one\ntwo words\n--trace\n", 3), r.stderr
+    assert sage("run", "main.sg", cwd=tmp_path).returncode == 0
+    write(tmp_path, "main_test.sg", 'test "no arguments under test" { assert_eq(args(), []); }\n')
+    assert sage("test", "main_test.sg", cwd=tmp_path).returncode == 0

@@ -84,3 +84,18 @@ def test_example_tests_pass(example: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "test result: ok." in result.stdout
     assert not (copy / ".sage" / "logs").exists()   # no MCP server was started
+
+
+@pytest.mark.parametrize("example", [p for p in _examples() if p.is_dir() and p.name not in NODE_EXAMPLES],
+                         ids=lambda p: p.name)
+def test_project_example_writes_only_inside_its_folder(example: Path, tmp_path: Path) -> None:
+    """Run from elsewhere (`sage run path/to/example`), an example leaves the current directory untouched."""
+    copy = tmp_path / example.name
+    shutil.copytree(example, copy, ignore=shutil.ignore_patterns(".sage", "__pycache__"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = dict(os.environ, SAGE_CACHE_DIR=str(tmp_path / "cache"))
+    result = subprocess.run([sys.executable, "-m", "sagepy", "run", str(copy)], cwd=elsewhere, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == _expectations(_entry_file(copy).read_text(encoding="utf-8"))[1], result.stderr
+    assert list(elsewhere.iterdir()) == []

@@ -34,7 +34,7 @@ def sage(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_new_creates_the_skeleton(workdir: Path) -> None:
     result = sage("new", "demo", cwd=workdir)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "created demo\n"
+    assert result.stdout == "created demo\nnext: cd demo && sage run   (then sage test, sage check)\n"
 
     root = workdir / "demo"
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
@@ -91,7 +91,8 @@ def test_create_project_accepts_dash_and_underscore(workdir: Path, capsys: pytes
     for name in ["_private", "my-app", "App_2"]:
         assert create_project(name, workdir) == 0
         assert (workdir / name / "grove.toml").is_file()
-    assert capsys.readouterr().out == "created _private\ncreated my-app\ncreated App_2\n"
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("created")] == [
+        "created _private", "created my-app", "created App_2"]
 
 
 def test_create_project_leaves_an_existing_directory_alone(workdir: Path,
@@ -108,3 +109,22 @@ def test_create_project_rejects_bad_names(workdir: Path, name: str, capsys: pyte
     assert create_project(name, workdir) == 1
     assert capsys.readouterr().err.startswith("error: invalid project name")
     assert list(workdir.iterdir()) == []
+
+
+def test_new_dot_fills_the_empty_current_directory(workdir: Path) -> None:
+    target = workdir / "my_app"
+    target.mkdir()
+    result = sage("new", ".", cwd=target)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "created my_app\nnext: sage run   (then sage test, sage check)\n"
+    config = tomllib.loads((target / "grove.toml").read_text(encoding="utf-8"))
+    assert config["project"]["name"] == "my_app"
+    assert sage("run", cwd=target).stdout == "Hello, world!\n"
+
+
+def test_new_dot_refuses_a_directory_that_is_not_empty(workdir: Path) -> None:
+    (workdir / "notes.txt").write_text("mine", encoding="utf-8")
+    result = sage("new", ".", cwd=workdir)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: the current directory is not empty")
+    assert [p.name for p in workdir.iterdir()] == ["notes.txt"]

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from ..runtime.errors import SageRaise, agent_error
 from ..runtime.values import UNIT
+from .io_steps import as_steps
 
 # Rust's wording, which upstream Sage reports for a file that is not valid UTF-8.
 _NOT_UTF8 = "stream did not contain valid UTF-8"
@@ -77,7 +78,8 @@ def file_exists(path: str) -> bool:
     return os.path.exists(path)
 
 
-BUILTINS: dict[str, Callable[..., Any]] = {
+# The plain functions, called by the effects chain's real layer.
+FUNCTIONS: dict[str, Callable[..., Any]] = {
     "read_file": read_file,
     "write_file": write_file,
     "append_file": append_file,
@@ -86,3 +88,5 @@ BUILTINS: dict[str, Callable[..., Any]] = {
     "list_dir": list_dir,
     "file_exists": file_exists,
 }
+
+BUILTINS = as_steps(FUNCTIONS)

@@ -11,8 +11,9 @@ from itertools import accumulate, dropwhile, takewhile
 from typing import Any, Callable
 
 from ..runtime.errors import invalid_argument, overflow
-from ..runtime.values import NONE, some, values_equal
+from ..runtime.values import NONE, UNIT, ErrorValue, Record, Variant, some, values_equal
 from ..types import INT_MAX, INT_MIN
+from .sizes import building, check_size
 
 
 def _clamp_index(i: int, length: int) -> int:
@@ -23,6 +24,40 @@ def _hashable_scalar(x: Any) -> bool:
     """Values whose Python hash and == agree with Sage equality (NaN is never equal to itself)."""
     t = type(x)
     return t is int or t is str or t is bool or (t is float and x == x)
+
+
+class _NoKey(Exception):
+    """The value holds a function or an agent handle, which compare by identity only (SPEC §3.3)."""
+
+
+class _NeverEqual(Exception):
+    """The value holds a NaN, so it equals nothing, itself included."""
+
+
+def _equality_key(x: Any) -> Any:
+    """A hashable key that two values share exactly when Sage calls them equal (SPEC §3.3: structural,
+    maps order-insensitive, errors by kind and message). Scalars carry their type, because Python's
+    `1 == 1.0 == True` is not Sage's equality."""
+    t = type(x)
+    if t is str or t is int or t is bool:
+        return (t, x)
+    if t is float:
+        if x != x:
+            raise _NeverEqual()
+        return (t, x)
+    if t is list or t is tuple:
+        return (t, tuple(_equality_key(y) for y in x))
+    if t is dict:
+        return (t, frozenset((_equality_key(k), _equality_key(v)) for k, v in x.items()))
+    if t is Record:
+        return (t, x.name, _equality_key(x.fields))
+    if t is Variant:
+        return (t, x.enum, x.name, None if x.payload is None else _equality_key(x.payload))
+    if t is ErrorValue:
+        return (t, x.kind, x.message)
+    if x is UNIT:
+        return (t,)
+    raise _NoKey()
 
 
 def push(l: list, x: Any) -> list:
@@ -38,19 +73,27 @@ def reverse(l: list) -> list:
 
 
 def unique(l: list) -> list:
+    """Linear time through equality keys; only values holding functions or agent handles, which have no
+    key, are compared pairwise, among themselves (equal values have the same shape, so no keyed value can
+    equal them)."""
     seen: set = set()
-    others: list = []
+    unkeyed: list = []
     kept = []
     for x in l:
-        if _hashable_scalar(x):
-            if x in seen:
-                continue
-            seen.add(x)
-        elif any(values_equal(x, y) for y in others):
+        try:
+            key = _equality_key(x)
+        except _NeverEqual:
+            kept.append(x)
             continue
-        else:
-            others.append(x)
-        kept.append(x)
+        except _NoKey:
+            if any(values_equal(x, y) for y in unkeyed):
+                continue
+            unkeyed.append(x)
+            kept.append(x)
+            continue
+        if key not in seen:
+            seen.add(key)
+            kept.append(x)
     return kept
 
 
@@ -104,13 +147,19 @@ def chunk(l: list, n: int) -> list:
 
 
 def range_(a: int, b: int) -> list:
-    return list(range(a, b))
+    return _int_range("range", a, b, 1)
 
 
 def range_step(a: int, b: int, step: int) -> list:
     if step <= 0:
         raise invalid_argument("range_step", "step must be > 0")
-    return list(range(a, b, step))
+    return _int_range("range_step", a, b, step)
+
+
+def _int_range(builtin: str, a: int, b: int, step: int) -> list:
+    check_size(builtin, max(0, (b - a + step - 1) // step), "elements")
+    with building(builtin):
+        return list(range(a, b, step))
 
 
 def flatten(l: list) -> list:

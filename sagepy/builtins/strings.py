@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..runtime.values import NONE, some
+from .sizes import building, check_size
 
 # Unicode White_Space. Python's default `str.strip()` also strips U+001C..U+001F, which are not white space,
 # so trimming uses this explicit set (it is also what `parse_int` and friends trim).
@@ -49,7 +50,11 @@ def join(parts: list, sep: str) -> str:
 
 
 def str_repeat(s: str, n: int) -> str:
-    return s * n if n > 0 else ""
+    if n <= 0 or s == "":
+        return ""
+    check_size("str_repeat", len(s) * n, "characters")
+    with building("str_repeat"):
+        return s * n
 
 
 def trim(s: str) -> str:
@@ -90,7 +95,11 @@ def str_index_of(s: str, sub: str) -> Any:
 
 
 def replace(s: str, old: str, new: str) -> str:
-    return s.replace(old, new)
+    # An empty `old` matches between every two characters, so the result can grow as a product of sizes.
+    if len(new) > len(old):
+        check_size("replace", len(s) + s.count(old) * (len(new) - len(old)), "characters")
+    with building("replace"):
+        return s.replace(old, new)
 
 
 def replace_first(s: str, old: str, new: str) -> str:
@@ -103,19 +112,21 @@ def str_slice(s: str, begin: int, end: int) -> str:
     return s[begin:end] if begin < end else ""
 
 
-def _padding(s: str, width: int, pad: str) -> str:
+def _padding(builtin: str, s: str, width: int, pad: str) -> str:
     missing = width - len(s)
     if missing <= 0 or pad == "":
         return ""
-    return (pad * (missing // len(pad) + 1))[:missing]
+    check_size(builtin, width, "characters")
+    with building(builtin):
+        return (pad * (missing // len(pad) + 1))[:missing]
 
 
 def str_pad_start(s: str, width: int, pad: str) -> str:
-    return _padding(s, width, pad) + s
+    return _padding("str_pad_start", s, width, pad) + s
 
 
 def str_pad_end(s: str, width: int, pad: str) -> str:
-    return s + _padding(s, width, pad)
+    return s + _padding("str_pad_end", s, width, pad)
 
 
 def str_truncate(s: str, n: int) -> str:

@@ -12,17 +12,6 @@ if TYPE_CHECKING:
     from ..session import Session
 
 
-def discover_test_files(root: str) -> list[str]:
-    start = os.path.join(root, "src") if os.path.isdir(os.path.join(root, "src")) else root
-    found = []
-    for directory, dirs, files in os.walk(start):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for f in files:
-            if f.endswith("_test.sg"):
-                found.append(os.path.join(directory, f))
-    return sorted(found)
-
-
 def check_files(session: Session, entry: str | None, test_files: list[str],
                 verify_tools: bool = False) -> tuple[list[Diagnostic], set[str]]:
     diags: list[Diagnostic] = []
@@ -55,7 +44,8 @@ def run_check(args: Any) -> int:
         entry_file, tests = None, [explicit]
     else:
         entry_file = entry if os.path.isfile(entry) else None
-        tests = [] if explicit else discover_test_files(session.root)
+        from ..discovery import test_files
+        tests = [] if explicit else test_files(session.root, session.settings.grove_path is not None)
     if entry_file is None and not tests:
         sys.stderr.write(f"error: no entry file found (looked for {display_path(entry)})\n")
         return 1
@@ -63,8 +53,15 @@ def run_check(args: Any) -> int:
     errors = [d for d in diags if d.severity == "error"]
     warnings = [d for d in diags if d.severity != "error"]
     if args.format == "json":
+        document = {"ok": not errors, "files": len(files), "errors": len(errors), "warnings": len(warnings),
+                    "diagnostics": [_as_json(d) for d in sorted(diags, key=Diagnostic.sort_key)]}
+        sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+        if errors:
+            sys.stderr.write(f"check failed: {_count(len(errors), 'error')}, {_count(len(warnings), 'warning')}\n")
+        return 1 if errors else 0
+    if args.format == "github":
         for d in sorted(diags, key=Diagnostic.sort_key):
-            sys.stdout.write(json.dumps(_as_json(d), ensure_ascii=False) + "\n")
+            sys.stdout.write(_as_github(d) + "\n")
     elif diags:
         from ..render import write_diagnostics
         write_diagnostics(format_diagnostics(diags) + "\n\n")
@@ -85,4 +82,23 @@ def _as_json(d: Diagnostic) -> dict:
            "code": d.code, "severity": d.severity, "message": d.message}
     if d.hint:
         out["hint"] = d.hint
+    if d.notes:
+        out["notes"] = list(d.notes)
     return out
+
+
+def _as_github(d: Diagnostic) -> str:
+    """A GitHub Actions workflow command: the annotation shows on the line in a pull request."""
+    line, col, end_line, end_col = d.span if d.span else (1, 1, 1, 1)
+    level = "error" if d.severity == "error" else "warning"
+    where = f"file={_github_property(display_path(d.file))},line={line},col={col},endLine={end_line},endColumn={end_col}"
+    message = d.message + (f"\n= help: {d.hint}" if d.hint else "")
+    return f"::{level} {where},title={_github_property(d.code)}::{_github_data(message)}"
+
+
+def _github_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _github_property(text: str) -> str:
+    return _github_data(text).replace(":", "%3A").replace(",", "%2C")

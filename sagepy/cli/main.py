@@ -22,7 +22,11 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="sage", description="Run, check and test Sage programs.")
     parser.add_argument("--version", action="store_true", help="print the sagepy version and exit")
-    parser.add_argument("--no-color", action="store_true", help="plain output without styles (same as NO_COLOR)")
+    parser.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                        help="colour and styles: auto (on a terminal, unless NO_COLOR; FORCE_COLOR forces them), "
+                        "always or never; accepted anywhere on the line")
+    parser.add_argument("--no-color", action="store_const", const="never", dest="color",
+                        help="the same as --color never")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     run = sub.add_parser("run", help="check and run a program", description="Load, check and run the entry "
@@ -36,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Report every error in the program and its test files.")
     check.add_argument("path", nargs="?", metavar="PATH")
     check.add_argument("--verify-tools", action="store_true", help="compare tool declarations with live servers")
-    check.add_argument("--format", choices=["text", "json"], default="text", help="diagnostic output format")
+    check.add_argument("--format", choices=["text", "json", "github"], default="text", help="diagnostic output format")
 
     test = sub.add_parser("test", help="run the tests of *_test.sg files",
                           description="Discover and run `test` blocks in *_test.sg files.")
@@ -59,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .explain import add_arguments as add_explain_arguments
     add_explain_arguments(explain)
 
-    new = sub.add_parser("new", help="create a new project", description="Create a project skeleton in NAME/.")
+    new = sub.add_parser("new", help="create a new project", description="Create a project skeleton in NAME/ "
+                         "(NAME `.`: in the current directory, which must be empty).")
     new.add_argument("name", metavar="NAME")
 
     sub.add_parser("version", help="print the sagepy version", description="Print the sagepy and Python versions.")
@@ -70,9 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     parser = build_parser()
     try:
+        args_list, color = _take_color_options(parser, args_list)
+        args_list, program_args = _take_program_arguments(args_list)
         args = parser.parse_args(args_list)
-        if args.no_color:
-            os.environ["NO_COLOR"] = "1"
+        from ..render import choose_color
+        choose_color(color or args.color)
+        args.program_args = program_args
         if args.version or args.command == "version":
             return _version()
         if args.command is None:
@@ -94,6 +102,46 @@ def main(argv: list[str] | None = None) -> int:
         if Overrides(os.environ).setting("SAGE_DEBUG"):
             raise
         return 1
+
+
+def _take_color_options(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], str | None]:
+    """`--color X`, `--color=X` and `--no-color` wherever they stand before `--` (SPEC §10.2: before or after
+    the subcommand); the last one wins. The rest of the line is left for argparse."""
+    rest: list[str] = []
+    color = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest.extend(argv[i:])
+            break
+        if arg == "--no-color":
+            color = "never"
+        elif arg == "--color" or arg.startswith("--color="):
+            if arg == "--color":
+                if i + 1 >= len(argv):
+                    parser.error("argument --color: expected one argument")
+                i += 1
+                value = argv[i]
+            else:
+                value = arg.split("=", 1)[1]
+            if value not in ("auto", "always", "never"):
+                parser.error(f"argument --color: invalid choice: '{value}' (choose from 'auto', 'always', 'never')")
+            color = value
+        else:
+            rest.append(arg)
+        i += 1
+    return rest, color
+
+
+def _take_program_arguments(argv: list[str]) -> tuple[list[str], list[str]]:
+    """`sage run … -- ARGS`: what follows the first `--` belongs to the program (`args()`, SPEC §6.1).
+    Other commands keep their `--` (`sage tools add NAME -- CMD …`)."""
+    commands = [a for a in argv if not a.startswith("-")]
+    if "--" not in argv or not commands or commands[0] != "run":
+        return argv, []
+    split = argv.index("--")
+    return argv[:split], argv[split + 1:]
 
 
 def _version() -> int:
@@ -120,7 +168,8 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: no entry file found (looked for {_shown(entry)})\n")
         return 1
     from ..runtime.run import run_entry
-    return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace)
+    return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace,
+                     program_args=args.program_args)
 
 
 def _check(args: argparse.Namespace) -> int:

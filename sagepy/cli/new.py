@@ -1,4 +1,7 @@
-"""`sage new NAME`: create a project skeleton that runs, checks and tests cleanly (SPEC §10.2)."""
+"""`sage new NAME`: create a project skeleton that runs, checks and tests cleanly (SPEC §10.2).
+
+`sage new .` fills the current directory instead when it is empty (the project takes the directory's name),
+for a user who made the directory, or cloned an empty repository, first."""
 from __future__ import annotations
 
 import re
@@ -68,7 +71,10 @@ def _files(name: str) -> dict[str, str]:
 
 
 def create_project(name: str, parent: Path) -> int:
-    """Create the project directory `parent/name`; return the process exit code (0, or 1 on error)."""
+    """Create the project directory `parent/name` (`.`: fill `parent` itself, which must be empty); return the
+    process exit code (0, or 1 on error)."""
+    if name == ".":
+        return _fill_current_directory(parent)
     if not _NAME.fullmatch(name):
         return _fail(f"invalid project name '{name}': it must match [A-Za-z_][A-Za-z0-9_-]*")
     root = parent / name
@@ -79,16 +85,40 @@ def create_project(name: str, parent: Path) -> int:
     except OSError as exc:
         return _fail(f"cannot create '{name}': {exc.strerror or exc}")
     try:
-        for relative, text in _files(name).items():
-            path = root / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+        _write_files(root, name)
     except OSError as exc:
         # The directory is ours (mkdir above refused an existing one), so a half-written project can go.
         shutil.rmtree(root, ignore_errors=True)
         return _fail(f"cannot create '{name}': {exc.strerror or exc}")
     print(f"created {name}")
+    print(f"next: cd {name} && sage run   (then sage test, sage check)")
     return 0
+
+
+def _fill_current_directory(directory: Path) -> int:
+    name = directory.resolve().name
+    if not _NAME.fullmatch(name):
+        return _fail(f"invalid project name '{name}' (the directory's name): it must match "
+                     "[A-Za-z_][A-Za-z0-9_-]*")
+    if any(directory.iterdir()):
+        return _fail("the current directory is not empty: `sage new .` fills an empty directory only")
+    try:
+        _write_files(directory, name)
+    except OSError as exc:
+        # The directory was empty, so everything in it now is what this command wrote.
+        for child in directory.iterdir():
+            shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
+        return _fail(f"cannot create '{name}': {exc.strerror or exc}")
+    print(f"created {name}")
+    print("next: sage run   (then sage test, sage check)")
+    return 0
+
+
+def _write_files(root: Path, name: str) -> None:
+    for relative, text in _files(name).items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
 
 
 def _fail(message: str) -> int:

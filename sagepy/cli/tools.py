@@ -1,5 +1,5 @@
 """`sage tools list|inspect|generate|verify` (SPEC §10.2, §10.4): the project's MCP servers from the
-command line.
+command line; `call`, `import` and `add` live in modules of their own (tools_call, tools_import).
 
 `list` only reads grove.toml; the other commands connect through `sagepy.mcp.inspect`, which imports the
 MCP SDK only when a server is really contacted. Reports go to stdout, errors and diagnostics to stderr.
@@ -9,22 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shlex
 import sys
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..diagnostics import Diagnostic, display_path, format_diagnostics
+from ..diagnostics import Diagnostic, display_path
+from ..secrecy import mask_url, masked_command_line
+from .tools_target import declarations, log_dir, report, resolve_target
 
 if TYPE_CHECKING:
     from ..mcp.config import ServerConfig
     from ..settings import Settings
-
-MASK = "****"
-# Option and parameter names whose values are secrets, in command lines and URL queries.
-_SECRET = re.compile(r"token|secret|passw|pwd|api[-_]?key|apikey|access[-_]?key|private[-_]?key|auth|"
-                     r"credential|bearer|signature|sig\b", re.IGNORECASE)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     sub.add_parser("verify", help="connect to every configured server",
                    description="Connect to every [tools.X] server and report whether it works.")
+    from .tools_call import add_arguments as add_call_arguments
+    from .tools_import import add_arguments as add_import_arguments
+    add_call_arguments(sub)
+    add_import_arguments(sub)
 
 
 def _add_target(parser: argparse.ArgumentParser) -> None:
@@ -59,7 +57,7 @@ def run_tools_command(args: argparse.Namespace) -> int:
     from ..session import Session
     command = getattr(args, "tools_command", None)
     if command is None:
-        sys.stderr.write("usage: sage tools {list,inspect,generate,verify} …\n"
+        sys.stderr.write("usage: sage tools {list,inspect,generate,verify,call,import,add} …\n"
                          "sage tools: error: a subcommand is required\n")
         return 2
     try:
@@ -67,7 +65,8 @@ def run_tools_command(args: argparse.Namespace) -> int:
     except ProjectError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    handler = {"list": _list, "inspect": _inspect, "generate": _generate, "verify": _verify}[command]
+    handler = {"list": _list, "inspect": _inspect, "generate": _generate, "verify": _verify,
+               "call": _call, "import": _import, "add": _add}[command]
     return handler(args, session.settings)
 
 
@@ -78,16 +77,11 @@ def _servers(settings: Settings) -> tuple[dict, list[Diagnostic]]:
     return settings.tools.servers, list(settings.tool_diagnostics)
 
 
-def _report(diags: list[Diagnostic]) -> None:
-    if diags:
-        sys.stderr.write(format_diagnostics(diags) + "\n\n")
-
-
 # ---------------------------------------------------------------- list
 
 def _list(args: argparse.Namespace, settings: Settings) -> int:
     servers, diags = _servers(settings)
-    _report(diags)
+    report(diags)
     if not servers:
         if not diags:
             print("no MCP tools configured")
@@ -107,87 +101,30 @@ def _target_text(config: ServerConfig) -> str:
     return f"{config.module} (object {config.object})"
 
 
-def masked_command_line(command: str, args: list[str]) -> str:
-    """The command line, shell-quoted, with secret values replaced: the value after `--token`, and the
-    value of `--api-key=…` or `PASSWORD=…`."""
-    words = [shlex.quote(command)]
-    secret_next = False
-    for arg in args:
-        name, sep, _value = arg.partition("=")
-        masked = secret_next and not arg.startswith("-")
-        if masked:
-            words.append(MASK)
-        elif sep and _SECRET.search(name):
-            words.append(f"{shlex.quote(name)}={MASK}")
-        else:
-            words.append(shlex.quote(arg))
-        secret_next = not masked and arg.startswith("-") and not sep and bool(_SECRET.search(arg))
-    return " ".join(words)
-
-
-def mask_url(url: str) -> str:
-    """A URL with its password and secret query values replaced."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        netloc = netloc.replace(f":{parts.password}@", f":{MASK}@", 1)
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, MASK if _SECRET.search(k) else v) for k, v in pairs], safe="*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
 # ---------------------------------------------------------------- inspect and generate
 
-def _describe_target(args: argparse.Namespace, settings: Settings) -> tuple[str | None, dict] | int:
+def _describe_target(args: argparse.Namespace, settings: Settings,
+                     catalogue: bool = False) -> tuple[str | None, dict] | int:
     """Connect to the server the arguments name: (configured name or None, description), or an exit code."""
-    from ..mcp.config import AmbiguousBinding
     from ..mcp.failures import McpFailure
-    from ..mcp.inspect import AdhocError, adhoc_config, describe_servers, parse_pairs, with_extras
+    from ..mcp.inspect import describe_servers
     from ..render import spinner
-    chosen = [x for x in (args.name, args.stdio, args.http) if x is not None]
-    if len(chosen) != 1:
-        return _usage(args, "give exactly one of NAME, --stdio CMD or --http URL")
-    if args.stdio is not None and args.header:
-        return _usage(args, "--header applies to HTTP servers only")
-    if args.http is not None and args.env:
-        return _usage(args, "--env applies to stdio servers only")
-    try:
-        env = parse_pairs(args.env, "--env")
-        headers = parse_pairs(args.header, "--header")
-        if args.name is None:
-            name, config = None, adhoc_config(args.stdio, args.http, env, headers)
-        else:
-            try:
-                config = settings.tools.bind(args.name)
-            except AmbiguousBinding as exc:
-                sys.stderr.write(f"error: {exc}\n")
-                return 1
-            if config is None:
-                _report(settings.tool_diagnostics)
-                sys.stderr.write(f"error: no [tools.{args.name}] entry in grove.toml\n")
-                return 1
-            name, config = config.name, with_extras(config, env, headers)
-    except AdhocError as exc:
-        return _usage(args, str(exc))
+    target = resolve_target(args, settings)
+    if isinstance(target, int):
+        return target
+    name, config = target
     with spinner(f"connecting to {name or config.name}…"):
-        result = describe_servers(settings.root, {config.name: config}, settings.mcp)[config.name]
+        result = describe_servers(settings.root, {config.name: config}, settings.mcp, catalogue=catalogue,
+                                  log_dir=log_dir(settings))[config.name]
     if isinstance(result, McpFailure):
         sys.stderr.write(f"error: {result.display()}\n")
         return 1
     return name, result
 
 
-def _usage(args: argparse.Namespace, message: str) -> int:
-    sys.stderr.write(f"usage: sage tools {args.tools_command} (NAME | --stdio CMD | --http URL) …\n"
-                     f"sage tools {args.tools_command}: error: {message}\n")
-    return 2
-
-
 def _inspect(args: argparse.Namespace, settings: Settings) -> int:
     from ..mcp.inspect import json_report, text_report
-    found = _describe_target(args, settings)
+    found = _describe_target(args, settings, catalogue=True)
     if isinstance(found, int):
         return found
     _name, description = found
@@ -199,16 +136,11 @@ def _inspect(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _generate(args: argparse.Namespace, settings: Settings) -> int:
-    import datetime
-
-    from ..mcp.generate import generate, tool_block_name
     found = _describe_target(args, settings)
     if isinstance(found, int):
         return found
     name, description = found
-    source = generate(description["tools"], block_name=tool_block_name(name, description["name"]),
-                      server_name=description["name"], server_version=description["version"],
-                      protocol=description["protocol"], today=datetime.date.today().isoformat())
+    source = declarations(name, description)
     if args.output is None:
         sys.stdout.write(source)
         return 0
@@ -223,6 +155,21 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _call(args: argparse.Namespace, settings: Settings) -> int:
+    from .tools_call import run_call
+    return run_call(args, settings)
+
+
+def _import(args: argparse.Namespace, settings: Settings) -> int:
+    from .tools_import import run_import
+    return run_import(args, settings)
+
+
+def _add(args: argparse.Namespace, settings: Settings) -> int:
+    from .tools_import import run_add
+    return run_add(args, settings)
+
+
 # ---------------------------------------------------------------- verify
 
 def _verify(args: argparse.Namespace, settings: Settings) -> int:
@@ -232,7 +179,7 @@ def _verify(args: argparse.Namespace, settings: Settings) -> int:
     from ..render import spinner
     servers, diags = _servers(settings)
     if not servers:
-        _report(diags)
+        report(diags)
         if not diags:
             print("no MCP tools configured")
         return 1 if diags else 0
@@ -256,5 +203,5 @@ def _verify(args: argparse.Namespace, settings: Settings) -> int:
             print(f"✓ {name} — {count} tool{'s' if count != 1 else ''} (protocol {protocol})")
             diags += safety_diagnostics(config, [t.get("name") for t in result["tools"]], settings.grove_path)
     sys.stdout.flush()
-    _report(diags)
+    report(diags)
     return 1 if failed or any(d.severity == "error" for d in diags) else 0

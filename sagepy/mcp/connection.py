@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 from contextlib import AsyncExitStack, contextmanager
 from typing import Any, Awaitable, Callable, Iterator
 
@@ -129,6 +128,7 @@ class Connection:
         self.server_name = ""
         self.server_version = ""
         self.capabilities: dict = {}  # the server's capabilities in MCP wire spelling (`sage tools inspect`)
+        self.instructions = ""
         self._gate = _PauseGate()
         self._closing = asyncio.Event()
         self._ready: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -228,6 +228,7 @@ class Connection:
         info = client.server_info
         self.server_name = info.name if info is not None else ""
         self.server_version = info.version if info is not None else ""
+        self.instructions = client.instructions or ""
         caps = client.server_capabilities
         self.capabilities = caps.model_dump(by_alias=True, mode="json", exclude_none=True) if caps is not None else {}
         if self.protocol in MODERN_PROTOCOL_VERSIONS and caps.tools is not None and caps.tools.list_changed:
@@ -355,19 +356,42 @@ class Connection:
                 return tools
 
     async def _list_all(self) -> list[Any]:
-        tools: list[Any] = []
+        return await self._pages(self.client.list_tools, "tools", "tools/list")
+
+    async def _pages(self, request: Callable[..., Awaitable[Any]], field: str, method: str) -> list[Any]:
+        """Every page of a list request (the SDK returns one page per request)."""
+        items: list[Any] = []
         seen: set[str] = set()
         cursor = None
         for _ in range(MAX_PAGES):
-            page = await self.client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
+            page = await request(cursor=cursor)
+            items.extend(getattr(page, field))
             cursor = page.next_cursor
             if cursor is None:
-                return tools
+                return items
             if cursor in seen:
                 break
             seen.add(cursor)
-        raise McpFailure("protocol error", "tools/list pagination did not terminate")
+        raise McpFailure("protocol error", f"{method} pagination did not terminate")
+
+    async def catalogue(self) -> dict[str, list[dict]]:
+        """The server's prompts, resources and resource templates (every page, wire spelling), each kind
+        asked only when its capability is declared; a kind the server then fails to list is left out, since
+        `sage tools inspect` shows them for information only."""
+        kinds = (("prompts", "prompts", self.client.list_prompts, "prompts", "prompts/list"),
+                 ("resources", "resources", self.client.list_resources, "resources", "resources/list"),
+                 ("resources", "resourceTemplates", self.client.list_resource_templates, "resource_templates",
+                  "resources/templates/list"))
+        found: dict[str, list[dict]] = {}
+        for capability, key, request, field, method in kinds:
+            if capability not in self.capabilities:
+                continue
+            try:
+                items = await self._bounded(lambda r=request, f=field, m=method: self._pages(r, f, m), method)
+            except McpFailure:
+                continue
+            found[key] = [item.model_dump(by_alias=True, mode="json", exclude_none=True) for item in items]
+        return found
 
     async def call(self, remote: str, arguments: dict) -> dict:
         """Call a tool; the result in MCP wire form, checked against `max_result_bytes`."""

@@ -1,13 +1,12 @@
 """The pieces of dynamic MCP (SPEC §8.5) that do not need a connection: the `mcp_connect` config object,
-handles, listing objects and the prelude records built from them.
+handles and listing objects (their Sage records are built in sagepy/effects/wire.py).
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from ..convert import compact_json, parse_json
-from ..runtime.values import Record
+from ..convert import parse_json
 from .config import ServerConfig, parse_server
 from .failures import McpFailure
 from .safety import safety_of
@@ -60,33 +59,6 @@ def listing_object(tool: Any, config: ServerConfig) -> dict:
     data = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
     data["safety"] = safety_of(data.get("annotations"), config.trust_annotations, config.safety.get(tool.name))
     return data
-
-
-def tool_records(listing: Any) -> list[Record]:
-    """`List<McpTool>` from a listing: the objects of `mcp_list_tools`, or a mock value of the same shape.
-
-    Raises ValueError when the listing is not an array of objects with a string `name`.
-    """
-    if not isinstance(listing, list):
-        raise ValueError("expected a JSON array of tool objects")
-    records = []
-    for i, item in enumerate(listing):
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise ValueError(f"element {i} is not a tool object with a string name")
-        description = item.get("description")
-        safety = item.get("safety")
-        schema = item.get("inputSchema")
-        records.append(Record("McpTool", {
-            "name": item["name"],
-            "description": description if isinstance(description, str) else "",
-            "input_schema": compact_json(schema) if schema is not None else "{}",
-            "safety": safety if isinstance(safety, str) else "destructive",
-        }))
-    return records
-
-
-def server_info_record(name: str, version: str) -> Record:
-    return Record("McpServerInfo", {"name": name, "version": version})
 
 
 def parse_arguments(args_json: str) -> dict:

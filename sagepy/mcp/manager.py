@@ -1,9 +1,11 @@
 """The synchronous face of MCP for the runtime: typed calls, dynamic builtins, safety and shutdown.
+Arguments and results are wire data (JSON); sagepy/effects/wire.py turns them into Sage values.
 
 Agent threads call these methods; each one runs its work as a task on the shared event loop and waits for
 it (`loop.run`: the waiting thread usually runs the loop itself). All connection state (which server is
 connected, which connect is in flight) is touched only by code running on the loop, one thread at a time,
-so there are no locks on this side, and `close_all` can run from a signal path.
+so there are no locks on this side (but for the one-time start, `_start`), and `close_all` can run from a
+signal path.
 
 One connection per configured server, opened on first use (or eagerly by `prestart`) and shared by every
 agent; one unshared connection per `mcp_connect` handle. A connection whose server exited is replaced by a
@@ -22,15 +24,13 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..convert import to_json
-from ..runtime.values import NONE, Record, Variant, some
-from ..types import Type
+from ..secrecy import private_directory
 from .. import aio as loop
+from ..runtime.errors import SageRaise
 from .config import McpSettings, ServerConfig
-from .dynamic import (handle_id, listing_object, log_name, parse_arguments, parse_connect_config,
-                      server_info_record, tool_records)
+from .dynamic import handle_id, listing_object, log_name, parse_arguments, parse_connect_config
 from .failures import McpFailure, dynamic_error, typed_error
-from .results import dynamic_text, error_text, typed_value
+from .results import dynamic_text, error_text
 from .safety import safety_of
 from .sdk_logs import route_sdk_logs
 
@@ -84,11 +84,13 @@ class McpManager:
 
     def __init__(self, project_root: str, servers: dict[str, ServerConfig], settings: McpSettings | None, *,
                  elicitation: Callable | None = None, sampling: Callable | None = None,
-                 trace: Callable | None = None, checkpoint: Callable[[], None] | None = None) -> None:
+                 trace: Callable | None = None, checkpoint: Callable[[], None] | None = None,
+                 log_dir: str | None = None) -> None:
         """`checkpoint`, when given, is called about every 100 ms while an agent waits for MCP; whatever it
-        raises (the agent's cancellation) cancels the request, so the server is told, and propagates."""
+        raises (the agent's cancellation) cancels the request, so the server is told, and propagates.
+        Logs go to `log_dir`, by default the project's `.sage/logs`."""
         self.root = os.path.abspath(project_root)
-        self.log_dir = os.path.join(self.root, ".sage", "logs")
+        self.log_dir = log_dir or os.path.join(self.root, ".sage", "logs")
         self.hooks = Hooks(settings or McpSettings(), elicitation, sampling, trace)
         self.checkpoint = checkpoint
         self._servers = {name: _Slot(name, config, f"{name}.log") for name, config in servers.items()}
@@ -106,20 +108,24 @@ class McpManager:
             coro.close()
             raise RuntimeError("McpManager methods cannot be called from the event-loop thread")
         if not self._started and not self._closed:
-            # Under the lock, and marked started only when done: a second thread (the background prestart and
-            # an agent's first call) must not open a server's log before the directory exists.
-            with self._start_lock:
-                if not self._started:
-                    os.makedirs(self.log_dir, exist_ok=True)
-                    route_sdk_logs(self.log_dir)
-                    atexit.register(self.close_all)
-                    # When agents call at once, the thread driving the loop hands results to the others, who
-                    # then wait for the GIL; CPython's default 5 ms switch interval makes them wait out the
-                    # driver's bookkeeping (measured with 20 agents against server-everything: 2.25x the raw
-                    # SDK's time at 5 ms, 1.89x here).
-                    sys.setswitchinterval(min(sys.getswitchinterval(), 0.0002))
-                    self._started = True
+            self._start()
         return loop.run(coro, self.checkpoint, _POLL_S)
+
+    def _start(self) -> None:
+        """Once, before the first request: the log directory (a connection opens its log there), SDK log
+        routing and the last-resort kill. Under a lock: the first requests may come from several threads
+        at once (the background prestart and an agent), and none may go on before the directory exists."""
+        with self._start_lock:
+            if self._started:
+                return
+            private_directory(self.log_dir)
+            route_sdk_logs(self.log_dir)
+            atexit.register(self.close_all)
+            # When agents call at once, the thread driving the loop hands results to the others, who then wait
+            # for the GIL; CPython's default 5 ms switch interval makes them wait out the driver's bookkeeping
+            # (measured with 20 agents against server-everything: 2.25x the raw SDK's time at 5 ms, 1.89x here).
+            sys.setswitchinterval(min(sys.getswitchinterval(), 0.0002))
+            self._started = True
 
     def _live(self, slot: _Slot) -> Connection | None:
         """The slot's connection when it can be used as it is (the common case, without a coroutine)."""
@@ -210,24 +216,14 @@ class McpManager:
             exc = task.exception()
             slot.pending = exc if isinstance(exc, McpFailure) else McpFailure("connection failed", str(exc))
 
-    def call_sage(self, server: str, sage_label: str, remote: str, params: list[str], args: list,
-                  return_type: Type) -> Any:
-        """`call_typed` with the arguments as Sage values, sent keyed by the declared parameter names; None
-        arguments are left out (SPEC §8.4)."""
-        arguments = {}
-        for name, value in zip(params, args):
-            if type(value) is Variant and value.enum == "Option" and value.name == "None":
-                continue
-            arguments[name] = to_json(value)
-        return self.call_typed(server, sage_label, remote, arguments, return_type)
-
-    def call_typed(self, server: str, sage_label: str, remote: str, arguments: dict, return_type: Type) -> Any:
-        """Call a typed tool function; the converted Sage value, or SageRaise with an `Mcp` error."""
+    def call_typed(self, server: str, sage_label: str, remote: str, arguments: dict) -> dict:
+        """Call a typed tool function with its arguments object; the successful result in wire form, or
+        SageRaise with an `Mcp` error (a result with `isError` included)."""
         try:
             result = self._run(self._call_typed(server, sage_label, remote, arguments))
             if result.get("isError"):
                 raise McpFailure("tool error", error_text(result))
-            return typed_value(result, return_type, sage_label, remote)
+            return result
         except McpFailure as failure:
             raise typed_error(failure) from None
 
@@ -254,6 +250,11 @@ class McpManager:
             slot.pending = failure
             return "destructive"
 
+    def listed(self, server: str) -> bool:
+        """Whether `safety` of this server's tools is final: it is connected (or not configured at all)."""
+        slot = self._servers.get(server)
+        return slot is None or (slot.pending is None and self._live(slot) is not None)
+
     async def _safety(self, slot: _Slot, remote: str) -> str:
         conn = await self._connection(slot)
         for tool in await conn.tools():
@@ -263,17 +264,25 @@ class McpManager:
 
     # ------------------------------------------------------------ server tooling
 
-    def describe(self, server: str) -> dict:
+    def describe(self, server: str, catalogue: bool = False) -> dict:
         """What `sage tools inspect|generate|verify` show of a configured server: `name`, `version`,
-        `protocol`, `transport`, `capabilities` (wire spelling) and `tools` (every page, as listing objects).
+        `protocol`, `transport`, `capabilities` (wire spelling), `tools` (every page, as listing objects),
+        `instructions` (`""` if none) and, with `catalogue`, the `prompts`, `resources` and
+        `resourceTemplates` the server has (wire spelling).
         Raises McpFailure when the server cannot be reached or listed."""
-        return self._run(self._describe(self._servers[server]))
+        return self._run(self._describe(self._servers[server], catalogue))
 
-    async def _describe(self, slot: _Slot) -> dict:
+    async def _describe(self, slot: _Slot, catalogue: bool) -> dict:
         conn = await self._connection(slot)
         tools = [listing_object(tool, slot.config) for tool in await conn.tools()]
         return {"name": conn.server_name, "version": conn.server_version, "protocol": conn.protocol,
-                "transport": slot.config.transport, "capabilities": conn.capabilities, "tools": tools}
+                "transport": slot.config.transport, "capabilities": conn.capabilities, "tools": tools,
+                "instructions": conn.instructions, **(await conn.catalogue() if catalogue else {})}
+
+    def call_tool(self, server: str, remote: str, arguments: dict) -> dict:
+        """One call to a configured server's tool for `sage tools call`: the result in MCP wire form.
+        Raises McpFailure when the call fails (a result with `isError` is returned)."""
+        return self._run(self._call_typed(server, server, remote, arguments))
 
     # ------------------------------------------------------------ dynamic builtins
 
@@ -304,12 +313,10 @@ class McpManager:
         return slot
 
     def list_tools(self, handle: str) -> str:
-        return json.dumps(self._listing(handle), ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(self.listing(handle), ensure_ascii=False, separators=(",", ":"))
 
-    def tools(self, handle: str) -> list:
-        return tool_records(self._listing(handle))
-
-    def _listing(self, handle: str) -> list[dict]:
+    def listing(self, handle: str) -> list[dict]:
+        """The listing objects of every tool of the connection (all pages), each with its safety class."""
         slot = self._slot(handle)
         try:
             return self._run(self._list(slot))
@@ -320,19 +327,28 @@ class McpManager:
         conn = await self._connection(slot)
         return [listing_object(tool, slot.config) for tool in await conn.tools()]
 
-    def server_info(self, handle: str) -> Record:
+    def dynamic_safety(self, handle: str, tool: str) -> str:
+        """The class of a tool of a dynamic connection as listed (all pages); `destructive` when the tool is
+        not listed or the listing fails."""
+        try:
+            listing = self.listing(handle)
+        except SageRaise:
+            return "destructive"
+        return next((item["safety"] for item in listing if item.get("name") == tool), "destructive")
+
+    def server_info(self, handle: str) -> dict:
+        """The server's `name` and `version` from its handshake."""
         slot = self._slot(handle)
         try:
             conn = self._run(self._connection(slot))
         except McpFailure as failure:
             raise dynamic_error(f"mcp_list_tools failed: {failure.display()}") from None
-        return server_info_record(conn.server_name, conn.server_version)
+        return {"name": conn.server_name, "version": conn.server_version}
 
-    def connection(self, handle: str) -> Variant:
+    def connection(self, handle: str) -> int | None:
+        """n of an open connection `mcp:<n>`, else None."""
         n = handle_id(handle)
-        if n is None or n not in self._dynamic:
-            return NONE
-        return some(Record("McpConnection", {"id": n}))
+        return n if n is not None and n in self._dynamic else None
 
     def call(self, handle: str, tool: str, args_json: str) -> str:
         slot = self._slot(handle)

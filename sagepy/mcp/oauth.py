@@ -37,6 +37,7 @@ from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl, ValidationError
 
+from ..secrecy import open_private_log, private_directory
 from .config import ServerConfig
 from .failures import McpFailure
 
@@ -98,8 +99,7 @@ class TokenFile:
                 "expires_at": self.expires_at, "token_endpoint": self.token_endpoint}
         temporary = self.path + ".tmp"
         try:
-            os.makedirs(directory, mode=0o700, exist_ok=True)
-            os.chmod(directory, 0o700)
+            private_directory(directory)
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.fchmod(fd, 0o600)  # the mode of open() applies only to a file it creates
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -325,7 +325,7 @@ class SageOAuthProvider(OAuthClientProvider):
             argv = shlex.split(command) + [url]
         except ValueError as exc:
             raise McpFailure("auth error", f"SAGE_OAUTH_OPEN cannot be parsed: {exc}") from None
-        with open(self.log_path, "a", encoding="utf-8") as log:
+        with open_private_log(self.log_path) as log:
             log.write(f"=== OAuth login: running SAGE_OAUTH_OPEN ({argv[0]})\n")
             log.flush()
             try:

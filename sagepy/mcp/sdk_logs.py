@@ -7,11 +7,25 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from typing import Any
+
+from ..secrecy import mask_urls, open_private_log, private_directory
 
 # Logger names of the SDK and the libraries under it whose records belong in sdk.log.
 _SDK_LOGGERS = ("mcp", "mcp_types", "httpx2", "httpcore2")
 _log_handler: logging.Handler | None = None
 _lock = threading.Lock()
+
+
+class _PrivateLogFile(logging.FileHandler):
+    """sdk.log: created 0600, and with secrets in URLs (`user:pass@`, `?token=`) masked in every record,
+    tracebacks included (the SDK and httpx log the URLs they request)."""
+
+    def _open(self) -> Any:
+        return open_private_log(self.baseFilename)
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_urls(super().format(record))
 
 
 def route_sdk_logs(log_dir: str) -> None:
@@ -24,8 +38,8 @@ def route_sdk_logs(log_dir: str) -> None:
     with _lock:
         if _log_handler is not None and getattr(_log_handler, "baseFilename", None) == os.path.abspath(path):
             return
-        os.makedirs(log_dir, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+        private_directory(log_dir)
+        handler = _PrivateLogFile(path, encoding="utf-8", delay=True)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         for name in _SDK_LOGGERS:
             logger = logging.getLogger(name)

@@ -11,7 +11,8 @@ import time
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
-from .config import McpSettings, ServerConfig, resolve_env
+from ..secrecy import mask_url, masked_command_line, open_private_log
+from .config import McpSettings, ServerConfig, resolve_args, resolve_env
 from .failures import McpFailure
 from .stdio import ChildProcess, StartedServer, stdio_transport
 
@@ -67,17 +68,18 @@ async def start_stdio(config: ServerConfig, root: str, log_path: str) -> Started
     started = StartedServer(file_size(log_path))
     try:
         env = child_env(config)
+        args = resolve_args(config)
         cwd = os.path.join(root, config.cwd) if config.cwd else root
         command = config.command or ""
         if not os.path.isdir(cwd):
             raise McpFailure("connection failed",
                              f"cannot start '{command}': working directory {cwd} does not exist")
-        started.log = open(log_path, "a", encoding="utf-8")
+        started.log = open_private_log(log_path)
     except (McpFailure, OSError) as exc:
         started.setup_failure = exc
         return started
-    write_log_header(started.log, " ".join([command, *config.args]))
-    await started.spawn(command, config.args, env, cwd)
+    write_log_header(started.log, masked_command_line(command, config.args))  # as written, `$` unexpanded
+    await started.spawn(command, args, env, cwd)
     return started
 
 
@@ -138,8 +140,8 @@ def open_http(config: ServerConfig, root: str, log_path: str, status: HttpStatus
     if config.auth == "oauth":
         from .oauth import oauth_provider
         auth = oauth_provider(config, root, log_path, status, pause, settings.client_name, settings.oauth_open)
-    with open(log_path, "a", encoding="utf-8") as log:
-        write_log_header(log, config.url or "")
+    with open_private_log(log_path) as log:
+        write_log_header(log, mask_url(config.url or ""))
     return _http(config.url or "", headers, config.connect_timeout_ms / 1000, status, auth)
 
 

@@ -22,33 +22,31 @@ from ..diagnostics import Diagnostic, did_you_mean
 from ..syntax import ast as A
 from ..types import (BOOL, FLOAT, INT, STRING, UNIT, EnumT, ListT, MapT, OptionT, Prim, RecordT, ResultT,
                      TupleT, Type, type_name)
-from .config import AmbiguousBinding, ServerConfig, _Locator
+from .config import AmbiguousBinding, ServerConfig, _Locator, reference_places, referenced_names
 from .failures import McpFailure
 from .inspect import describe_servers, json_type_text, resolve_ref, schema_defs
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
-_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MAX_DEPTH = 24  # nesting bound for recursive types and schemas
 
 
 # ---------------------------------------------------------------- configuration findings (E091, E092)
 
 def unset_variable_diagnostics(config: ServerConfig, grove_path: str | None) -> list[Diagnostic]:
-    """E091 for every `$` reference of `env`/`headers` (and a `token_env` / `client_id_env`) naming an unset
-    variable. The message is the connection error it would cause (§8.2)."""
+    """E091 for every `$` reference of `args`/`env`/`headers` (and a `token_env` / `client_id_env`) naming an
+    unset variable. The message is the connection error it would cause (§8.2)."""
     env = os.environ
     locator = _Locator(grove_path)
     table = f"tools.{config.name}"
     found = []
-    for sub, values in (("env", config.env), ("headers", config.headers)):
-        for key, value in values.items():
-            name = value[1:]
-            if value.startswith("$") and not value.startswith("$$") and _VAR_NAME.match(name) and name not in env:
+    for key, where, value in reference_places(config):
+        for name in referenced_names(value):
+            if name not in env:
                 found.append(Diagnostic(
-                    "E091", f"MCP config error: [{table}.{sub}] {key} refers to unset environment variable '{name}'",
-                    grove_path, locator.span(table, f"{sub}.{key}"),
+                    "E091", f"MCP config error: {where} refers to unset environment variable '{name}'",
+                    grove_path, locator.span(table, key),
                     hint=f"set {name} in the environment or in .env"))
     for auth, key in (("bearer", "token_env"), ("oauth", "client_id_env")):
         name = getattr(config, key)

@@ -1,4 +1,5 @@
-"""Live agents: threads, mailboxes, lifecycle (SPEC §4.5–4.6) and the per-run state they share.
+"""Live agents: threads, mailboxes, paths (SPEC §4.5–4.6, §14) and the per-run state they share; the
+lifecycle an agent's thread runs is in lifecycle.py.
 
 Each live agent runs in its own thread with a large stack. Agents stop cooperatively: `AgentInstance.check()`
 is called at loop iterations, calls and blocking points and raises `AgentCancelled` once a stop was requested.
@@ -81,7 +82,8 @@ class Mailbox:
 
 
 class Runtime:
-    """State of one program run (or one test): output, agent numbering, live agents, shutdown."""
+    """State of one program run (or one test): output, agent numbering (the displayed `A#n` of SPEC §4.5;
+    paths are kept by the agents themselves), live agents, shutdown."""
 
     def __init__(self, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None) -> None:
         self.write_out = out or _stdout_line
@@ -153,12 +155,17 @@ def _stderr_line(text: str) -> None:
 class AgentInstance:
     """One live agent. It is also the activation context of every frame it runs (frame slot 0)."""
 
-    def __init__(self, runtime: Runtime, agent: Any, number: int, parent: "AgentInstance | None") -> None:
+    def __init__(self, runtime: Runtime, agent: Any, number: int, parent: "AgentInstance | None",
+                 path: str | None = None) -> None:
         self.runtime = runtime
         self.agent = agent            # the compiled agent (sagepy.runtime.compile.CompiledAgent) or None
         self.name = agent.name if agent is not None else "test"
         self.number = number
         self.display_name = f"{self.name}#{number}"
+        # SPEC §14: the same on every execution of the program (the entry agent or a test: its name alone)
+        self.path = path if path is not None else self.name
+        self.steps = 0                # nondeterministic steps performed so far (sagepy.effects.Step numbers)
+        self.summons = 0              # agents summoned so far: k of the next child's path
         self.parent = parent
         self.fields: dict[str, Any] = {}
         self.mailbox = Mailbox()
@@ -179,6 +186,11 @@ class AgentInstance:
 
     def __repr__(self) -> str:
         return f"<agent {self.display_name}>"
+
+    def child_path(self, agent_name: str) -> str:
+        """The path of the next agent this one summons: `<path>/<Agent>#<k>`, k counting its summons."""
+        self.summons += 1
+        return f"{self.path}/{agent_name}#{self.summons}"
 
     # ---- cooperative stopping
     def check(self) -> None:

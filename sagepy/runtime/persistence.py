@@ -13,6 +13,7 @@ import threading
 from typing import Any
 
 from .. import types as T
+from ..secrecy import private_directory
 
 
 class StateStore:
@@ -25,7 +26,7 @@ class StateStore:
             import sqlite3
             directory = os.path.dirname(path)
             if directory:
-                os.makedirs(directory, exist_ok=True)
+                private_directory(directory)
             self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("CREATE TABLE IF NOT EXISTS sage_state (agent TEXT NOT NULL, field TEXT NOT NULL, "
@@ -52,10 +53,11 @@ class StateStore:
             self.cache[key] = value
             return value
 
-    def save(self, agent: str, field: str, value: Any) -> None:
+    def save(self, agent: str, field: str, value: Any, data: Any = None) -> None:
+        """Store `value`; `data` is its JSON form (SPEC §5) when the caller has it already."""
         from ..convert import compact_json, to_json
         key = (agent, field)
-        text = compact_json(to_json(value))
+        text = compact_json(to_json(value) if data is None else data)
         with self.lock:
             self.cache[key] = value
             if self.db is not None:

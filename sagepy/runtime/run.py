@@ -6,10 +6,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..deepstack import deep_recursion
 from ..diagnostics import Diagnostic, format_diagnostics, format_location_block
 from ..syntax import ast as A
 from .agents import AgentInstance, Runtime, start_thread
 from .interpreter import Host
+from .lifecycle import run_lifecycle
 from .values import UNIT
 
 if TYPE_CHECKING:
@@ -23,8 +25,19 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
         write_diagnostics(format_diagnostics(errors) + "\n")
 
 
-def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False) -> int:
-    stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True)
+def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False,
+              program_args: list[str] | None = None) -> int:
+    # Sage calls nest several Python frames deep: the limit is raised while the program runs and restored
+    # afterwards (sagepy.deepstack), so that the caller's thread (pytest's, for an in-process run) keeps its
+    # small C stack's limit
+    with deep_recursion():
+        return _run_program(session, entry_path, trace_file, trace_stderr, program_args or [])
+
+
+def _run_program(session: Session, entry_path: str, trace_file: str | None, trace_stderr: bool,
+                 program_args: list[str]) -> int:
+    stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True,
+                                  program_args=program_args)
     runtime, effects, host = stack.runtime, stack.effects, stack.host
     program, diags = session.compile(entry_path, stack, prestart=True)
     run_decl = None
@@ -55,7 +68,7 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any) -> int:
     from .supervisors import SupervisorPlan, start_supervisor
     finished = threading.Event()
     if isinstance(agent, SupervisorPlan):
-        inst = start_supervisor(host, runtime, agent, None, number=0)
+        inst = start_supervisor(runtime, agent, None, number=0)
 
         def body() -> None:
             inst.done.wait()
@@ -66,7 +79,7 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any) -> int:
 
         def body() -> None:
             try:
-                host.run_lifecycle(inst, entry=True)
+                run_lifecycle(inst, entry=True)
             finally:
                 finished.set()
 

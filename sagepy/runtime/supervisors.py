@@ -9,8 +9,9 @@ import collections
 import time
 from typing import Any
 
-from .agents import AgentInstance
+from .agents import AgentInstance, set_current_context, start_thread
 from .errors import AgentCancelled, SageRaise
+from .lifecycle import spawn
 from .values import ErrorValue
 
 
@@ -59,7 +60,7 @@ def compile_supervisor(c: Any, decl: Any, plan: SupervisorPlan) -> None:
         plan.children.append(spec)
 
 
-def supervise(host: Any, inst: AgentInstance, plan: SupervisorPlan) -> None:
+def supervise(inst: AgentInstance, plan: SupervisorPlan) -> None:
     """Run the children until none is running or due to restart; raise E209 past the intensity limit."""
     runtime = inst.runtime
     limits = runtime.effects.settings.supervision
@@ -67,16 +68,19 @@ def supervise(host: Any, inst: AgentInstance, plan: SupervisorPlan) -> None:
     window = float(limits.within_seconds)
     children: list[AgentInstance | None] = [None] * len(plan.children)
     restarts: collections.deque = collections.deque()
+    starts: collections.Counter = collections.Counter()   # per child name, restarts included: k of its path
 
     def start(i: int) -> None:
         spec = plan.children[i]
         frame = [None] * spec.nslots
         frame[0] = inst
         fields = {name: code(frame) for name, code in spec.fields}
+        starts[spec.name] += 1
+        path = f"{inst.path}/{spec.name}#{starts[spec.name]}"
         if spec.kind == "agent":
-            child = host.spawn(spec.target, fields, inst, runtime)
+            child = spawn(spec.target, fields, inst, runtime, path)
         else:
-            child = start_supervisor(host, runtime, spec.target, inst)
+            child = start_supervisor(runtime, spec.target, inst, path=path)
         child.llm_overrides = spec.llm_overrides
         children[i] = child
 
@@ -136,15 +140,16 @@ def supervise(host: Any, inst: AgentInstance, plan: SupervisorPlan) -> None:
         stop(list(range(len(children))))
 
 
-def start_supervisor(host: Any, runtime: Any, plan: SupervisorPlan, parent: Any,
-                     number: int | None = None) -> AgentInstance:
-    from .agents import start_thread
-    inst = AgentInstance(runtime, plan, runtime.next_number(plan.name) if number is None else number, parent)
+def start_supervisor(runtime: Any, plan: SupervisorPlan, parent: Any, number: int | None = None,
+                     path: str | None = None) -> AgentInstance:
+    """Start a supervisor in its own thread: the entry (number 0, path its name) or a child."""
+    inst = AgentInstance(runtime, plan, runtime.next_number(plan.name) if number is None else number, parent, path)
     runtime.register(inst)
 
     def body() -> None:
+        set_current_context(inst)   # children's field initialisers run here
         try:
-            supervise(host, inst, plan)
+            supervise(inst, plan)
         except SageRaise as exc:
             inst.error = exc.error
             if exc.error.agent is None:

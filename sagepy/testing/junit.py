@@ -1,4 +1,5 @@
-"""JUnit XML for `sage test --junit-xml PATH` (SPEC §9.4)."""
+"""JUnit XML for `sage test --junit-xml PATH` (SPEC §9.4): deselected tests are absent; a test whose file
+failed to load or check is an `<error>`."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -15,13 +16,12 @@ def write_junit(path: str, results: list[Any]) -> None:
     for file, items in suites.items():
         suite = ET.SubElement(root, "testsuite", name=file, tests=str(len(items)),
                               failures=str(sum(1 for r in items if r.status == "fail")),
-                              skipped=str(sum(1 for r in items if r.status == "skip")))
+                              errors=str(sum(1 for r in items if r.status == "error")), skipped="0")
         for r in items:
             case = ET.SubElement(suite, "testcase", classname=file, name=r.name or r.label,
                                  time=f"{r.duration:.3f}")
-            if r.status == "fail":
-                failure = ET.SubElement(case, "failure", message=r.detail.split("\n")[0])
-                failure.text = r.detail + ("\ncaptured output:\n" + "\n".join(r.output) if r.output else "")
-            elif r.status == "skip":
-                ET.SubElement(case, "skipped")
+            if r.status in ("fail", "error"):
+                element = ET.SubElement(case, "failure" if r.status == "fail" else "error",
+                                        message=r.detail.split("\n")[0])
+                element.text = r.detail + ("\ncaptured output:\n" + "\n".join(r.output) if r.output else "")
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,4 +1,5 @@
-"""Mock queues of one test (SPEC §9.3): FIFO per key, consulted by the effects layer before any real call.
+"""Mock queues of one test (SPEC §9.3): FIFO per key, consulted by the mocks layer of the effects chain
+(sagepy/effects/mocks.py) before any real call.
 
 Keys: "llm" (divine and infer share one queue), "T.f" for tool functions (Sage names), "mcp.connect",
 "mcp.list_tools", "mcp.server_info", "mcp.call", "mcp.disconnect", and "elicit". A mock is either a value or a
@@ -24,7 +25,7 @@ class Failure:
         self.message = message
 
 
-_EMPTY = object()
+EMPTY = object()   # what `take` returns for an empty queue
 
 
 class MockQueues:
@@ -42,11 +43,8 @@ class MockQueues:
         with self.lock:
             queue = self.queues.get(key)
             if not queue:
-                return _EMPTY
+                return EMPTY
             return queue.popleft()
-
-
-EMPTY = _EMPTY
 
 
 def convert_mock(label: str, value: Any, target: T.Type) -> Any:

@@ -56,8 +56,10 @@ class SageFile(pytest.File):
         from .runner import load_test_file
         loaded = load_test_file(str(self.path), _session(self))
         if loaded.has_errors:
-            yield SageItem.from_parent(self, name="file has errors", case=None,
-                                       errors=format_diagnostics(loaded.diagnostics))
+            # one failing item per declared test, as `sage test` reports an ERROR for each (SPEC §9.4)
+            errors = format_diagnostics(loaded.diagnostics)
+            for result in loaded.error_results():
+                yield SageItem.from_parent(self, name=result.name or "file has errors", case=None, errors=errors)
             return
         for case in loaded.cases:
             yield SageItem.from_parent(self, name=case.name, case=case, errors=None)

@@ -7,6 +7,7 @@ ends) and its own in-memory persistence store.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
@@ -36,12 +37,14 @@ class TestCase:
 
 
 class TestResult:
+    """The outcome of one test: status "pass", "fail", or "error" (its file failed to load or check)."""
+
     __slots__ = ("label", "status", "detail", "output", "duration", "name", "file")
 
     def __init__(self, label: str, status: str, detail: str = "", output: list[str] | None = None,
                  duration: float = 0.0, name: str = "", file: str = "") -> None:
         self.label = label
-        self.status = status          # "pass" | "fail" | "skip"
+        self.status = status
         self.detail = detail
         self.output = output or []
         self.duration = duration
@@ -50,36 +53,53 @@ class TestResult:
 
 
 class LoadedFile:
-    def __init__(self, path: str, cases: list[TestCase], diagnostics: list[Diagnostic]) -> None:
+    """A test file, compiled: its test cases, or when it has errors the names its tests are declared with."""
+
+    def __init__(self, path: str, cases: list[TestCase], diagnostics: list[Diagnostic],
+                 declared: list[str]) -> None:
         self.path = path
         self.cases = cases
         self.diagnostics = diagnostics
+        self.declared = declared
 
     @property
     def has_errors(self) -> bool:
         return any(d.severity == "error" for d in self.diagnostics)
 
+    def error_results(self) -> list[TestResult]:
+        """One ERROR per declared test (SPEC §9.4); a file whose test names cannot be read stands as one."""
+        if not self.declared:
+            return [TestResult(f"{display_path(self.path)}: file has errors", "error", FILE_HAS_ERRORS,
+                               file=self.path)]
+        return [TestResult(f"{display_path(self.path)}::{name}", "error", FILE_HAS_ERRORS, name=name,
+                           file=self.path) for name in self.declared]
 
-def discover(path: str) -> list[str]:
-    """A `*_test.sg` file, or every test file under PATH/src (else PATH), in sorted order (SPEC §9.2)."""
-    if os.path.isfile(path):
-        return [os.path.abspath(path)] if path.endswith("_test.sg") else []
-    start = os.path.join(path, "src") if os.path.isdir(os.path.join(path, "src")) else path
-    found = []
-    for directory, dirs, files in os.walk(start):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for f in files:
-            if f.endswith("_test.sg"):
-                found.append(os.path.abspath(os.path.join(directory, f)))
-    return sorted(found)
+
+FILE_HAS_ERRORS = "file has errors"
+# A test declaration at the start of a line: how a file that does not parse still names its tests.
+_TEST_DECLARATION = re.compile(r'^[ \t]*test[ \t]+"((?:[^"\\\n]|\\.)*)"', re.MULTILINE)
 
 
 def load_test_file(path: str, session: Session) -> LoadedFile:
     stack = session.runtime_stack()
-    _, diags = session.compile(path, stack, test_file=True)
+    program, diags = session.compile(path, stack, test_file=True)
     cases = [TestCase(path, decl.name, body, decl.annotation == "serial", session)
              for decl, body, env in stack.host.tests if os.path.abspath(env.path) == os.path.abspath(path)]
-    return LoadedFile(path, cases, diags)
+    declared = [case.name for case in cases]
+    if any(d.severity == "error" for d in diags):
+        declared = _declared_names(program, path)
+    return LoadedFile(path, cases, diags, declared)
+
+
+def _declared_names(program: Any, path: str) -> list[str]:
+    from ..syntax import ast as A
+    module = next((m for m in program.modules if os.path.abspath(m.path) == os.path.abspath(path)), None)
+    if module is None:
+        return []
+    names = [item.name for item in module.items if isinstance(item, A.TestDecl)]
+    if names or module.items:
+        return names
+    return [match.group(1) for match in _TEST_DECLARATION.finditer(module.source)]
 
 
 def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False) -> TestResult:
@@ -149,10 +169,9 @@ def _error_detail(error: ErrorValue) -> str:
 
 
 def format_result(result: TestResult, verbose: bool) -> list[str]:
-    if result.status == "skip":
-        return [f"SKIP {result.label}"] if verbose else []
-    head = f"{'PASS' if result.status == 'pass' else 'FAIL'} {result.label}"
-    if verbose:
+    """The result line and, under a failure, its indented detail and captured output (SPEC §9.4)."""
+    head = f"{_WORDS[result.status]} {result.label}"
+    if verbose and result.status != "error":
         head += f" ({int(result.duration * 1000)} ms)"
     lines = [head]
     if result.status == "fail":
@@ -163,42 +182,42 @@ def format_result(result: TestResult, verbose: bool) -> list[str]:
     return lines
 
 
-class Selection:
-    def __init__(self, filter_text: str | None, file_filter: str | None, root: str) -> None:
-        self.filter_text = filter_text
-        self.file_filter = file_filter
-        self.root = root
+_WORDS = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}
 
-    def keeps_file(self, path: str) -> bool:
-        if not self.file_filter:
-            return True
-        rel = os.path.relpath(path, self.root).replace(os.sep, "/")
-        wanted = self.file_filter.replace(os.sep, "/")
-        return rel == wanted or rel.endswith("/" + wanted)
 
-    def keeps(self, case: TestCase) -> bool:
-        return self.keeps_file(case.file) and (not self.filter_text or self.filter_text in case.name)
+_NOT_RUN = TestResult("", "not run")
 
 
 def run_all(cases: list, timeout_ms: int, real_llm: bool, serial_all: bool,
-            emit: Callable[[TestResult], None]) -> list[TestResult]:
+            emit: Callable[[TestResult], None], exit_first: bool = False) -> list[TestResult]:
     """Concurrent tests first (at most max(2, CPUs) at a time), then @serial ones alone; results are passed
     to `emit` in declaration order as soon as a result and all before it are known. An entry that is
-    already a TestResult (a file with errors) stands in its place."""
+    already a TestResult (a file with errors) stands in its place. With `exit_first`, nothing after the
+    first failure is started or reported (a test already running finishes, unreported)."""
     results: list[TestResult | None] = [c if isinstance(c, TestResult) else None for c in cases]
     emitted = 0
     lock = threading.Lock()
+    stopped = threading.Event()
 
     def flush() -> None:
         nonlocal emitted
         while emitted < len(results) and results[emitted] is not None:
-            emit(results[emitted])
+            result = results[emitted]
+            if stopped.is_set():
+                results[emitted] = _NOT_RUN
+            elif result is not _NOT_RUN:
+                emit(result)
+                if exit_first and result.status != "pass":
+                    stopped.set()
             emitted += 1
 
     def finish(i: int, result: TestResult) -> None:
         with lock:
             results[i] = result
             flush()
+
+    def run_one(i: int) -> None:
+        finish(i, _NOT_RUN if stopped.is_set() else run_case(cases[i], timeout_ms, real_llm))
 
     pending = [i for i, c in enumerate(cases) if isinstance(c, TestCase)]
     concurrent = [i for i in pending if not (cases[i].serial or serial_all)]
@@ -209,7 +228,7 @@ def run_all(cases: list, timeout_ms: int, real_llm: bool, serial_all: bool,
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
             for i in concurrent:
-                pool.submit(lambda i=i: finish(i, run_case(cases[i], timeout_ms, real_llm)))
+                pool.submit(run_one, i)
     for i in serial:
-        finish(i, run_case(cases[i], timeout_ms, real_llm))
-    return [r for r in results if r is not None]
+        run_one(i)
+    return [r for r in results if r is not None and r is not _NOT_RUN]

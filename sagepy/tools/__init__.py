@@ -82,6 +82,22 @@ def env_seconds(name: str, where: str) -> float | None:
     return seconds
 
 
+# The built-in tools' time limit: SPEC §7 and §12 name one variable for it, SAGE_HTTP_TIMEOUT. It bounds
+# Http requests, Database statements and Fs reads (Shell has its own, SAGE_SHELL_TIMEOUT, off by default).
+TIME_LIMIT_VARIABLE = "SAGE_HTTP_TIMEOUT"
+DEFAULT_TIME_LIMIT = 30.0
+
+
+def time_limit(where: str) -> float:
+    """The built-in tools' time limit in seconds for the running call (`setting`)."""
+    return env_seconds(TIME_LIMIT_VARIABLE, where) or DEFAULT_TIME_LIMIT
+
+
+def timed_out(where: str, seconds: float) -> SageRaise:
+    """Build the Tool error of a call that ran past the time limit; it names the limit and its variable."""
+    return tool_error(where, f"timed out after {seconds_text(seconds)} s (limit {TIME_LIMIT_VARIABLE})")
+
+
 def seconds_text(seconds: float) -> str:
     """`30` for whole seconds, `0.5` otherwise, as in `timed out after 30 s`."""
     return str(int(seconds)) if seconds == int(seconds) else str(seconds)

@@ -8,6 +8,10 @@ The session's `SAGE_DATABASE_URL` names the database:
   does not exist. Each call opens its own connection and closes it afterwards.
 Any other scheme is an error.
 
+Every statement is bounded by the built-in tools' time limit (`SAGE_HTTP_TIMEOUT`, default 30 s), time spent
+waiting for the in-memory database included: past it the statement is interrupted (an endless recursive CTE
+too) and `Database.query: timed out after N s (limit SAGE_HTTP_TIMEOUT)` raised.
+
 Connections are in autocommit mode: every statement is committed when it completes, so `execute` never
 leaves an open transaction behind (an explicit `BEGIN` lasts until `COMMIT` on the shared in-memory
 connection, but ends with its call's connection for a file).
@@ -19,18 +23,21 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from ..runtime.errors import AgentCancelled
 from ..runtime.values import Record
-from . import setting, tool_error
+from . import setting, time_limit, timed_out, tool_error
 
 _MEMORY_LOCK = threading.Lock()
 _memory: sqlite3.Connection | None = None
-# SQLite virtual-machine steps between two looks at the cancel flag during a statement.
-_CANCEL_CHECK_STEPS = 10_000
-# How often a call waiting for the in-memory database checks its cancel flag.
+# SQLite virtual-machine steps between two looks at the cancel flag and the deadline during a statement.
+_CHECK_STEPS = 10_000
+# How long a statement waits for a database file that another connection holds locked (sqlite3's default).
+_BUSY_SECONDS = 5.0
+# How often a call waiting for the in-memory database checks its cancel flag and deadline.
 _LOCK_POLL_SECONDS = 0.05
 
 
@@ -53,25 +60,45 @@ def _database_path() -> str | None:
     return rest
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+def _connect(path: str, busy_seconds: float = _BUSY_SECONDS) -> sqlite3.Connection:
+    return sqlite3.connect(path, timeout=busy_seconds, isolation_level=None, check_same_thread=False)
 
 
-def _lock_memory(cancel: threading.Event | None) -> None:
-    """Take the in-memory database's lock, giving up if the agent is cancelled while it waits."""
+class _Limits:
+    """What stops a statement: the agent's cancellation, and the time limit."""
+
+    def __init__(self, where: str, cancel: threading.Event | None) -> None:
+        self.where = where
+        self.cancel = cancel
+        self.seconds = time_limit(where)
+        self.deadline = time.monotonic() + self.seconds
+
+    def reached(self) -> bool:
+        """Whether to stop now (SQLite's progress handler interrupts the statement when this is true)."""
+        return (self.cancel is not None and self.cancel.is_set()) or time.monotonic() >= self.deadline
+
+    def stop(self) -> BaseException:
+        """The exception for a statement stopped by `reached`."""
+        if self.cancel is not None and self.cancel.is_set():
+            return AgentCancelled()
+        return timed_out(self.where, self.seconds)
+
+
+def _lock_memory(limits: _Limits) -> None:
+    """Take the in-memory database's lock, giving up if the agent is cancelled or time runs out meanwhile."""
     while not _MEMORY_LOCK.acquire(timeout=_LOCK_POLL_SECONDS):
-        if cancel is not None and cancel.is_set():
-            raise AgentCancelled()
+        if limits.reached():
+            raise limits.stop()
 
 
 @contextmanager
-def _connection(where: str, cancel: threading.Event | None) -> Iterator[sqlite3.Connection]:
+def _connection(where: str, limits: _Limits) -> Iterator[sqlite3.Connection]:
     global _memory
     path = _database_path()
     if path is None:
-        # One statement at a time: besides keeping calls apart, this keeps each call's cancel check in
-        # place, since SQLite has one progress handler per connection.
-        _lock_memory(cancel)
+        # One statement at a time: besides keeping calls apart, this keeps each call's progress handler in
+        # place, since SQLite has one per connection.
+        _lock_memory(limits)
         try:
             if _memory is None:
                 _memory = _connect(":memory:")
@@ -80,7 +107,8 @@ def _connection(where: str, cancel: threading.Event | None) -> Iterator[sqlite3.
             _MEMORY_LOCK.release()
         return
     try:
-        conn = _connect(path)
+        # Waiting for another connection's lock runs no progress handler: it is bounded by what time is left.
+        conn = _connect(path, min(_BUSY_SECONDS, max(limits.deadline - time.monotonic(), 0.0)))
     except sqlite3.Error as exc:
         raise tool_error(where, f"cannot open '{path}': {exc}") from None
     try:
@@ -98,9 +126,9 @@ def _text(value: Any) -> str:
 
 
 def _run(where: str, sql: str, cancel: threading.Event | None, fetch: bool) -> Any:
-    with _connection(where, cancel) as conn:
-        if cancel is not None:
-            conn.set_progress_handler(cancel.is_set, _CANCEL_CHECK_STEPS)
+    limits = _Limits(where, cancel)
+    with _connection(where, limits) as conn:
+        conn.set_progress_handler(limits.reached, _CHECK_STEPS)
         try:
             cursor = conn.execute(sql)
             if fetch:
@@ -110,12 +138,11 @@ def _run(where: str, sql: str, cancel: threading.Event | None, fetch: bool) -> A
                 return [Record("DbRow", {"columns": columns, "values": [_text(v) for v in row]}) for row in rows]
             return max(cursor.rowcount, 0)
         except sqlite3.Error as exc:
-            if cancel is not None and cancel.is_set():
-                raise AgentCancelled() from None
+            if limits.reached():
+                raise limits.stop() from None
             raise tool_error(where, str(exc)) from None
         finally:
-            if cancel is not None:
-                conn.set_progress_handler(None, 0)
+            conn.set_progress_handler(None, 0)
 
 
 def query(sql: str, *, cancel: threading.Event | None = None) -> list:

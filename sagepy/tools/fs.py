@@ -17,7 +17,10 @@ can write on both sides renaming a directory out of the root while a call stands
 
 Text is UTF-8 without newline translation, so a file round-trips byte for byte. Only regular files are
 read or written: a FIFO, a device or a socket is refused (a FIFO is opened non-blocking, so it cannot hang).
-Every operating-system error becomes a `Tool` error that `catch` can handle.
+A read is bounded by the built-in tools' time limit (`SAGE_HTTP_TIMEOUT`, default 30 s) and by the agent's
+cancellation, both checked between chunks, so a huge file or a slow file system ends in an error (a single
+read that the kernel itself never returns from cannot be cut short). Every operating-system error becomes a
+`Tool` error that `catch` can handle.
 """
 from __future__ import annotations
 
@@ -25,14 +28,17 @@ import errno
 import os
 import stat
 import threading
+import time
 from typing import Any, Callable, TypeVar
 
-from ..runtime.errors import SageRaise
+from ..runtime.errors import AgentCancelled, SageRaise
 from ..runtime.values import UNIT
-from . import setting, tool_error
+from . import setting, time_limit, timed_out, tool_error
 
 T = TypeVar("T")
 
+# Bytes read between two looks at the deadline and the cancel flag.
+_READ_CHUNK = 1 << 20
 # The kernel's own limit on symlinks followed while resolving one path (Linux: 40).
 _MAX_LINKS = 40
 
@@ -252,11 +258,24 @@ def _open_file(dir_fd: int, name: str, flags: int) -> int:
     return fd
 
 
-def _read_bytes(dir_fd: int, name: str | None) -> bytes:
-    if name is None:
-        raise _error(errno.EISDIR)
-    with open(_open_file(dir_fd, name, os.O_RDONLY), "rb") as f:
-        return f.read()
+def _read_bytes(cancel: threading.Event | None) -> Callable[[int, str | None], bytes]:
+    where = "Fs.read"
+    seconds = time_limit(where)
+    deadline = time.monotonic() + seconds
+
+    def final(dir_fd: int, name: str | None) -> bytes:
+        if name is None:
+            raise _error(errno.EISDIR)
+        chunks = []
+        with open(_open_file(dir_fd, name, os.O_RDONLY), "rb", buffering=0) as f:
+            while chunk := f.read(_READ_CHUNK):
+                chunks.append(chunk)
+                if cancel is not None and cancel.is_set():
+                    raise AgentCancelled()
+                if time.monotonic() >= deadline:
+                    raise timed_out(where, seconds)
+        return b"".join(chunks)
+    return final
 
 
 def _write_bytes(data: bytes) -> Callable[[int, str | None], None]:
@@ -292,7 +311,7 @@ def _list_names(dir_fd: int, name: str | None) -> list:
 
 def read(path: str, *, cancel: threading.Event | None = None) -> str:
     try:
-        return _walk("Fs.read", path, _read_bytes).decode("utf-8")
+        return _walk("Fs.read", path, _read_bytes(cancel)).decode("utf-8")
     except (OSError, ValueError) as exc:
         raise tool_error("Fs.read", f"cannot read '{path}': {_os_reason(exc)}") from None
 

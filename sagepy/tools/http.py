@@ -20,9 +20,8 @@ from typing import Any, Callable
 from .. import __version__, aio, net, tls
 from ..runtime.errors import AgentCancelled
 from ..runtime.values import Record
-from . import env_seconds, seconds_text, tool_error
+from . import seconds_text, time_limit, tool_error
 
-_DEFAULT_TIMEOUT = 30.0
 # How often a running request checks its cancel flag; bounds how long cancellation takes.
 _POLL_SECONDS = 0.05
 
@@ -53,7 +52,7 @@ def _request(method: str, url: str, body: str | None, cancel: threading.Event | 
     import httpx
 
     where = f"Http.{method.lower()}"
-    timeout = env_seconds("SAGE_HTTP_TIMEOUT", where) or _DEFAULT_TIMEOUT
+    timeout = time_limit(where)
     headers = {"User-Agent": f"sagepy/{__version__}"}
     content = None
     if body is not None:

@@ -202,11 +202,18 @@ def test_env(monkeypatch):
     assert env_or("SAGEPY_BUILTIN_MISSING", "d") == "d"
 
 
+def test_env_of_a_name_with_a_lone_surrogate_is_unset():
+    """json_decode can make such a String; no environment variable can have that name."""
+    env, env_or = environ.BUILTINS["env"], environ.BUILTINS["env_or"]
+    assert env("X\ud800") == NONE
+    assert env_or("X\ud800", "d") == "d"
+
+
 # ------------------------------------------------------------------ registry and stdlib declarations
 
 MY_FAMILIES = (conversions, strings, numbers, lists, maps, options, files, timefmt, environ)
 MY_STDLIB = ("core", "strings", "lists", "maps", "options", "math", "io")
-INTERPRETER_OWNED = {"sleep_ms", "now_ms", "now_s", "read_line", "read_all"}
+INTERPRETER_OWNED = {"sleep_ms", "now_ms", "now_s", "read_line", "read_all", "args"}
 INTRINSICS = {"str", "len", "sort"}
 INTERPRETER_HELPERS = {"map_with", "map_without"}
 KEYWORDS = set("""agent as await belief break catch checkpoint children const continue delay divine else enum

@@ -54,6 +54,7 @@ def test_json_parse_returns_the_text_unchanged():
 @pytest.mark.parametrize("text, message", [
     ("{", "invalid JSON: Expecting property name enclosed in double quotes at line 1 column 2"),
     ("[1,]", "invalid JSON: Expecting value at line 1 column 4"),
+    ('{"a": 1,}', "invalid JSON: Expecting property name enclosed in double quotes at line 1 column 9"),
     ("NaN", "invalid JSON: NaN is not allowed in JSON"),
     ("", "invalid JSON: Expecting value at line 1 column 1"),
 ])
@@ -251,3 +252,17 @@ def test_importing_the_json_builtins_does_not_load_the_converter():
     code = ("import sys, sagepy.builtins.json_ as j; assert 'sagepy.convert' not in sys.modules; "
             "j.json_escape('x'); assert 'sagepy.convert' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
+
+
+@pytest.mark.parametrize("msg, doc, pos, reason", [
+    ("Illegal trailing comma before end of array", "[1, ]", 2, "Expecting value at line 1 column 5"),
+    ("Illegal trailing comma before end of object", '{"a": 1,\n }', 7,
+     "Expecting property name enclosed in double quotes at line 2 column 2"),
+    ("Expecting value", "[1,]", 3, "Expecting value at line 1 column 4"),
+])
+def test_json_reasons_are_the_same_on_every_python(msg, doc, pos, reason):
+    """Python 3.13 reports a trailing comma in its own words, at the comma; sagepy keeps one text."""
+    import json
+
+    from sagepy.json_text import decode_reason
+    assert decode_reason(json.JSONDecodeError(msg, doc, pos)) == reason

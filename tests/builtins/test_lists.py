@@ -261,3 +261,35 @@ def test_sum_floats_is_a_plain_left_fold():
     # Compensated summation would give 1.0 here.
     assert B["sum_floats"]([1e16, 1.0, -1e16]) == 0.0
     assert math.isnan(B["sum_floats"]([1.0, NAN]))
+
+
+def test_unique_is_linear_for_values_with_an_equality_key(monkeypatch):
+    """Records, lists, maps and variants are deduplicated by key: no pairwise comparison at all."""
+    compared = []
+    monkeypatch.setattr(L, "values_equal", lambda a, b: compared.append(1) or a == b)
+    items = [Record("R", {"n": i % 500, "tags": [str(i % 500)]}) for i in range(2000)]
+    items += [{"k": i % 7} for i in range(100)] + [some([i % 3]) for i in range(100)]
+    kept = B["unique"](items)
+    assert len(kept) == 500 + 7 + 3
+    assert kept[0] is items[0] and kept[500] is items[2000]
+    assert compared == []
+
+
+def test_unique_keeps_sage_equality():
+    f, g = sage_fn(lambda: 1), sage_fn(lambda: 1)
+    maps = [{"a": 1, "b": 2}, {"b": 2, "a": 1}]
+    assert B["unique"](maps) == [maps[0]]                   # maps are equal whatever their order
+    assert B["unique"]([f, g, f]) == [f, g]                 # functions compare by identity
+    assert len(B["unique"]([NAN, NAN, [NAN], [NAN]])) == 4  # NaN equals nothing, itself included
+    assert B["unique"]([0.0, -0.0]) == [0.0]
+    assert B["unique"]([ok(1), err(1), ok(1), NONE, NONE]) == [ok(1), err(1), NONE]
+
+
+@pytest.mark.parametrize("name, args, reason", [
+    ("range", (0, 1 << 62), "result too large (4611686018427387904 elements, limit 1073741824)"),
+    ("range", (INT_MIN, INT_MAX), "result too large (18446744073709551615 elements, limit 1073741824)"),
+    ("range_step", (INT_MIN, INT_MAX, 2), "result too large (9223372036854775808 elements, limit 1073741824)"),
+])
+def test_impossible_ranges_are_e206(name, args, reason):
+    e = raised(B[name], *args)
+    assert (e.kind, e.code, e.message) == ("Runtime", "E206", f"invalid argument: {name}: {reason}")

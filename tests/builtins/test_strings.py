@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from sagepy.builtins import strings as S
+from sagepy.runtime.errors import SageRaise
 from sagepy.runtime.values import NONE, some
 
 B = S.BUILTINS
@@ -172,3 +173,25 @@ def test_builtins_leave_no_name_unmapped():
         "to_upper", "to_lower", "starts_with", "ends_with", "str_contains", "str_index_of", "replace",
         "replace_first", "str_slice", "str_pad_start", "str_pad_end", "str_truncate", "chr",
     }
+
+
+@pytest.mark.parametrize("name, args, size", [
+    ("str_repeat", ("ab", 1 << 62), 1 << 63),
+    ("str_pad_start", ("x", 1 << 62, "0"), 1 << 62),
+    ("str_pad_end", ("x", (1 << 63) - 1, "ab"), (1 << 63) - 1),
+    ("replace", ("a" * 1000, "", "b" * (1 << 21)), 1000 + 1001 * (1 << 21)),
+])
+def test_impossible_sizes_are_e206_not_python_errors(name, args, size):
+    with pytest.raises(SageRaise) as info:
+        B[name](*args)
+    e = info.value.error
+    assert (e.kind, e.code) == ("Runtime", "E206")
+    assert e.message == f"invalid argument: {name}: result too large ({size} characters, limit 1073741824)"
+
+
+def test_out_of_memory_while_building_is_e206():
+    with pytest.raises(SageRaise) as info:
+        with S.building("str_repeat"):
+            raise MemoryError()
+    e = info.value.error
+    assert (e.code, e.message) == ("E206", "invalid argument: str_repeat: result does not fit in memory")

@@ -32,6 +32,15 @@ TIME_RESULT = RecordT(RecordInfo("TimeResult", [], [
     ("timezone", STRING), ("datetime", STRING), ("day_of_week", STRING), ("is_dst", BOOL)]))
 
 
+def call_typed(manager: McpManager, server: str, label: str, remote: str, arguments: dict, return_type):
+    """A typed call as the effects layer makes it: the manager's wire result converted to the return type."""
+    from sagepy.effects.step import ToolCallInfo
+    from sagepy.effects.wire import typed_result
+    tool, fn = label.split(".", 1)
+    info = ToolCallInfo(tool, fn, remote, list(arguments), return_type, False)
+    return typed_result(manager.call_typed(server, label, remote, arguments), info)
+
+
 def suite_server(*extra: str, **keys) -> dict:
     """A `[tools.X]` table that starts the suite server with this interpreter."""
     table = {"command": sys.executable, "args": [SUITE, *extra]}

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from sagepy.convert import compact_json
+from sagepy.effects.wire import typed_value
 from sagepy.mcp.config import (AmbiguousBinding, bind_tool_block, parse_mcp_settings, parse_tools_config,
-                               resolve_env, unset_references)
+                               resolve_args, resolve_env, unset_references)
 from sagepy.mcp.failures import McpFailure
-from sagepy.mcp.results import dynamic_text, error_text, typed_value
+from sagepy.mcp.results import dynamic_text, error_text
 from sagepy.mcp.safety import safety_of
 from sagepy.runtime.values import NONE, UNIT, Record, some
 from sagepy.types import INT, STRING, UNIT as UNIT_TYPE, ListT, MapT
@@ -104,12 +105,36 @@ def test_binding_exact_then_case_insensitive(tmp_path):
 
 def test_dollar_references():
     env = {"TOKEN": "s3cret", "EMPTY": ""}
-    values = {"A": "$TOKEN", "B": "$$TOKEN", "C": "plain $TOKEN", "D": "$EMPTY"}
+    values = {"A": "$TOKEN", "B": "$$TOKEN", "C": "plain $$TOKEN", "D": "$EMPTY"}
     assert resolve_env(values, "[tools.X.env]", env) == {"A": "s3cret", "B": "$TOKEN", "C": "plain $TOKEN", "D": ""}
     with pytest.raises(McpFailure) as caught:
         resolve_env({"CAL_TOKEN": "$CAL_TOKEN"}, "[tools.Calendar.env]", env)
     assert caught.value.display() == ("MCP config error: [tools.Calendar.env] CAL_TOKEN refers to unset "
                                       "environment variable 'CAL_TOKEN'")
+
+
+def test_dollar_references_anywhere_in_a_value():
+    env = {"TOKEN": "s3cret", "HOME": "/home/u"}
+    values = {"A": "Bearer $TOKEN", "B": "${HOME}/data", "C": "$TOKEN-${TOKEN}$$", "D": "costs $5 or $"}
+    assert resolve_env(values, "[tools.X.headers]", env) == {
+        "A": "Bearer s3cret", "B": "/home/u/data", "C": "s3cret-s3cret$", "D": "costs $5 or $"}
+    for bad in ("${env:TOKEN}", "${TOKEN", "${}", "x ${1A} y"):
+        with pytest.raises(McpFailure, match=r"\[tools.X.env\] K has an invalid variable reference"):
+            resolve_env({"K": bad}, "[tools.X.env]", env)
+    with pytest.raises(McpFailure) as caught:
+        resolve_env({"Authorization": "Bearer ${CAL_TOKEN}"}, "[tools.Calendar.headers]", env)
+    assert caught.value.display() == ("MCP config error: [tools.Calendar.headers] Authorization refers to unset "
+                                      "environment variable 'CAL_TOKEN'")
+
+
+def test_dollar_references_in_args(tmp_path):
+    servers, _, _ = _parse(tmp_path, '[tools.X]\ncommand = "a"\nargs = ["--root=${ROOT}/x", "$$HOME", "$NOPE"]\n')
+    with pytest.raises(McpFailure, match=r"\[tools.X\] args\[2\] refers to unset environment variable 'NOPE'"):
+        resolve_args(servers["X"], {"ROOT": "/r"})
+    assert resolve_args(servers["X"], {"ROOT": "/r", "NOPE": "n"}) == ["--root=/r/x", "$HOME", "n"]
+    assert unset_references(servers["X"], {}) == [
+        "[tools.X] args[0] refers to unset environment variable 'ROOT'",
+        "[tools.X] args[2] refers to unset environment variable 'NOPE'"]
 
 
 def test_unset_references_never_show_values(tmp_path):
@@ -209,3 +234,17 @@ def test_elicitation_answers_from_resolver_values():
     assert answer_from(ElicitationAnswer("accept", {})).action == "accept"
     with pytest.raises(ValueError):
         answer_from("maybe")
+
+
+def test_unset_references_in_args_are_e091_at_the_args_key(tmp_path, monkeypatch):
+    from sagepy.mcp.verify import unset_variable_diagnostics
+    monkeypatch.delenv("SAGE_CFG_TEST_ROOT", raising=False)
+    monkeypatch.setenv("SAGE_CFG_TEST_SET", "x")
+    servers, _, _ = _parse(tmp_path, '[tools.X]\ncommand = "a"\n'
+                                     'args = ["--root=${SAGE_CFG_TEST_ROOT}/x", "$SAGE_CFG_TEST_SET", "$$HOME"]\n'
+                                     'headers = { H = "Bearer $SAGE_CFG_TEST_ROOT" }\n')
+    found = unset_variable_diagnostics(servers["X"], str(tmp_path / "grove.toml"))
+    assert [(d.code, d.message, d.span[0]) for d in found] == [
+        ("E091", "MCP config error: [tools.X] args[0] refers to unset environment variable 'SAGE_CFG_TEST_ROOT'", 3),
+        ("E091", "MCP config error: [tools.X.headers] H refers to unset environment variable 'SAGE_CFG_TEST_ROOT'", 4),
+    ]

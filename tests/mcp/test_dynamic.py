@@ -9,11 +9,12 @@ import time
 
 import pytest
 
-from mcp_helpers import SUITE, suite_server
+from mcp_helpers import SUITE, call_typed, suite_server
 from sagepy.mcp.elicitation import (CANCEL, DECLINE, ElicitationAnswer, ElicitationRefused,
                                     TerminalElicitation)
 from sagepy.runtime.errors import SageRaise
-from sagepy.runtime.values import NONE, Record, some
+from sagepy.effects.wire import tool_records
+from sagepy.runtime.values import Record
 
 
 class Resolver:
@@ -74,7 +75,7 @@ def test_all_pages_are_listed(dyn, handle):
 
 
 def test_typed_tool_records(dyn, handle):
-    tools = dyn.tools(handle)
+    tools = tool_records(dyn.listing(handle))
     assert all(isinstance(t, Record) and t.name == "McpTool" for t in tools)
     add = next(t for t in tools if t.fields["name"] == "add")
     assert add.fields["safety"] == "idempotent"
@@ -84,10 +85,10 @@ def test_typed_tool_records(dyn, handle):
 
 
 def test_server_info_and_connection(dyn, handle):
-    assert dyn.server_info(handle) == Record("McpServerInfo", {"name": "sage-suite", "version": "1.2.3"})
+    assert dyn.server_info(handle) == {"name": "sage-suite", "version": "1.2.3"}
     n = int(handle.split(":")[1])
-    assert dyn.connection(handle) == some(Record("McpConnection", {"id": n}))
-    assert dyn.connection("mcp:9999") == NONE and dyn.connection("nonsense") == NONE
+    assert dyn.connection(handle) == n
+    assert dyn.connection("mcp:9999") is None and dyn.connection("nonsense") is None
 
 
 def test_calls(dyn, handle):
@@ -108,11 +109,11 @@ def handle_era(dyn, handle) -> str:
 
 
 def test_list_changed(dyn, handle):
-    before = {t.fields["name"] for t in dyn.tools(handle)}
+    before = {t["name"] for t in dyn.listing(handle)}
     n = int(dyn.call(handle, "grow", "{}"))
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        after = {t.fields["name"] for t in dyn.tools(handle)}
+        after = {t["name"] for t in dyn.listing(handle)}
         if f"extra_{n}" in after:
             break
         time.sleep(0.05)
@@ -198,7 +199,7 @@ def test_connect_errors(managers, monkeypatch):
     }
     for config, expected in cases.items():
         assert dyn_error(manager.connect, config) == expected
-    for fn in (manager.list_tools, manager.tools, manager.server_info, manager.disconnect):
+    for fn in (manager.list_tools, manager.listing, manager.server_info, manager.disconnect):
         assert dyn_error(fn, "mcp:424242") == "unknown MCP handle: mcp:424242"
     assert dyn_error(manager.call, "bogus", "t", "{}") == "unknown MCP handle: bogus"
 
@@ -210,7 +211,7 @@ def test_disconnect_and_handle_numbers(managers, tmp_path):
     n = int(h.split(":")[1])
     assert n >= 1
     manager.disconnect(h)
-    assert manager.connection(h) == NONE
+    assert manager.connection(h) is None
     assert ("mcp.disconnect", {"server": h}) in events
     assert dyn_error(manager.call, h, "echo", "{}") == f"unknown MCP handle: {h}"
     assert (tmp_path / ".sage" / "logs" / f"mcp-{n}.log").exists()
@@ -219,7 +220,7 @@ def test_disconnect_and_handle_numbers(managers, tmp_path):
 def test_inprocess_server(managers):
     manager = managers({"Local": {"module": SUITE, "timeout_ms": 5000}})
     from mcp_helpers import POINT
-    assert manager.call_typed("Local", "Local.p", "make_point", {"x": 7, "y": 8}, POINT) == \
+    assert call_typed(manager, "Local", "Local.p", "make_point", {"x": 7, "y": 8}, POINT) == \
         Record("Point", {"x": 7, "y": 8})
     h = manager.connect(json.dumps({"module": SUITE, "name": "local"}))
     assert manager.call(h, "echo", '{"text": "in process"}') == "in process"

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from mcp_helpers import POINT, SUITE
+from mcp_helpers import POINT, SUITE, call_typed
 from sagepy.runtime.errors import SageRaise
 from sagepy.runtime.values import Record
 from sagepy.types import STRING
@@ -54,10 +54,10 @@ def test_bearer_token_typed_calls(url, managers, monkeypatch):
     manager = managers({"Remote": {"url": url, "auth": "bearer", "token_env": "SAGE_TEST_HTTP_TOKEN",
                                    "timeout_ms": 1500}},
                        trace=lambda kind, data: events.append((kind, data)))
-    assert manager.call_typed("Remote", "Remote.p", "make_point", {"x": 5, "y": 6}, POINT) == \
+    assert call_typed(manager, "Remote", "Remote.p", "make_point", {"x": 5, "y": 6}, POINT) == \
         Record("Point", {"x": 5, "y": 6})
-    assert manager.call_typed("Remote", "Remote.e", "echo", {"text": "over http"}, STRING) == "over http"
-    assert error_of(manager.call_typed, "Remote", "Remote.s", "slow", {"seconds": 20}, STRING) == \
+    assert call_typed(manager, "Remote", "Remote.e", "echo", {"text": "over http"}, STRING) == "over http"
+    assert error_of(call_typed, manager, "Remote", "Remote.s", "slow", {"seconds": 20}, STRING) == \
         "MCP timeout: request 'tools/call' to 'Remote' timed out after 1500 ms"
     assert manager.safety("Remote", "echo") == "read_only"
     connect = next(data for kind, data in events if kind == "mcp.connect")
@@ -72,20 +72,30 @@ def test_dynamic_http_with_headers_legacy(url, managers):
     assert len(json.loads(manager.list_tools(h))) >= 23
 
 
+def test_dollar_reference_inside_a_header_value(url, managers, monkeypatch):
+    monkeypatch.setenv("SAGE_TEST_HTTP_TOKEN", TOKEN)
+    manager = managers({"Remote": {"url": url, "headers": {"Authorization": "Bearer ${SAGE_TEST_HTTP_TOKEN}"}}})
+    assert manager.call_typed("Remote", "Remote.e", "echo", {"text": "expanded"}, STRING) == "expanded"
+    monkeypatch.setenv("SAGE_TEST_HTTP_TOKEN", "wrong")
+    manager = managers({"Remote": {"url": url, "headers": {"Authorization": "Bearer $SAGE_TEST_HTTP_TOKEN"}}})
+    assert error_of(manager.call_typed, "Remote", "Remote.e", "echo", {"text": "x"}, STRING) == \
+        "MCP auth error: server returned HTTP 401"
+
+
 def test_wrong_token_is_an_auth_error(url, managers, monkeypatch):
     monkeypatch.setenv("SAGE_TEST_HTTP_TOKEN", "wrong")
     manager = managers({"Remote": {"url": url, "auth": "bearer", "token_env": "SAGE_TEST_HTTP_TOKEN"}})
-    assert error_of(manager.call_typed, "Remote", "Remote.e", "echo", {"text": "x"}, STRING) == \
+    assert error_of(call_typed, manager, "Remote", "Remote.e", "echo", {"text": "x"}, STRING) == \
         "MCP auth error: server returned HTTP 401"
 
 
 def test_unset_token_variable(url, managers, monkeypatch):
     monkeypatch.delenv("SAGE_TEST_HTTP_TOKEN", raising=False)
     manager = managers({"Remote": {"url": url, "auth": "bearer", "token_env": "SAGE_TEST_HTTP_TOKEN"}})
-    assert error_of(manager.call_typed, "Remote", "Remote.e", "echo", {"text": "x"}, STRING) == \
+    assert error_of(call_typed, manager, "Remote", "Remote.e", "echo", {"text": "x"}, STRING) == \
         "MCP auth error: [tools.Remote] token_env refers to unset environment variable 'SAGE_TEST_HTTP_TOKEN'"
 
 
 def test_nothing_listening(managers):
     manager = managers({"Gone": {"url": f"http://127.0.0.1:{_free_port()}/mcp", "connect_timeout_ms": 3000}})
-    assert error_of(manager.call_typed, "Gone", "Gone.e", "echo", {}, STRING).startswith("MCP connection failed: ")
+    assert error_of(call_typed, manager, "Gone", "Gone.e", "echo", {}, STRING).startswith("MCP connection failed: ")

@@ -25,7 +25,7 @@ import urllib.request
 import httpx
 import pytest
 
-from mcp_helpers import SERVERS
+from mcp_helpers import SERVERS, call_typed
 from sagepy.mcp.oauth import token_path
 from sagepy.runtime.errors import SageRaise
 from sagepy.types import STRING
@@ -77,7 +77,7 @@ def docs(stack, **keys) -> dict:
 
 
 def echo(manager, text: str) -> str:
-    return manager.call_typed("Docs", "Docs.echo", "echo", {"text": text}, STRING)
+    return call_typed(manager, "Docs", "Docs.echo", "echo", {"text": text}, STRING)
 
 
 def error_of(fn, *args) -> str:
@@ -190,7 +190,7 @@ def test_overrides(stack, managers, opener, monkeypatch):
     manager = managers(docs(stack, client_id_env="SAGE_TEST_OAUTH_CLIENT",
                             authorization_url=stack["as"] + "/alt/authorize", token_url=stack["as"] + "/alt/token",
                             scopes=["read", "write"], redirect_port=port))
-    assert manager.call_typed("Docs", "Docs.whoami", "whoami", {}, STRING) == "sage-preregistered"
+    assert call_typed(manager, "Docs", "Docs.whoami", "whoami", {}, STRING) == "sage-preregistered"
     after = stats(stack)
     assert after["register"] == before["register"]
     assert (after["authorize_alt"], after["authorize"]) == (before["authorize_alt"] + 1, before["authorize"])

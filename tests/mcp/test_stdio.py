@@ -168,7 +168,6 @@ STARTS_BEFORE_THE_SDK = """\
 import importlib.abc, os, sys, time
 from sagepy.mcp.config import McpSettings, parse_tools_config
 from sagepy.mcp.manager import McpManager
-from sagepy.types import STRING
 
 root, suite, marker = sys.argv[1:4]
 
@@ -194,7 +193,7 @@ config = {"tools": {"Suite": {"command": sys.executable, "args": ["-c", server, 
 servers, _ = parse_tools_config(config, None)
 manager = McpManager(root, servers, McpSettings())
 try:
-    print(manager.call_typed("Suite", "Suite.echo", "echo", {"text": "hi"}, STRING))
+    print(manager.call_typed("Suite", "Suite.echo", "echo", {"text": "hi"})["content"][0]["text"])
 finally:
     manager.close_all()
 print("server running when the SDK was imported:", WatchSdkImport.seen)

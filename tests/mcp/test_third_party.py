@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from mcp_helpers import TIME_RESULT, installed, node_server
+from mcp_helpers import TIME_RESULT, call_typed, installed, node_server
 from sagepy.mcp.elicitation import DECLINE
 from sagepy.runtime.errors import SageRaise
 from sagepy.types import STRING, RecordInfo, RecordT, INT
@@ -57,19 +57,19 @@ def servers(module_managers, repo, tmp_path_factory):
 
 
 def test_time_record_from_structured_content(servers):
-    now = servers.call_typed("Time", "Time.now", "get_current_time", {"timezone": "Europe/Paris"}, TIME_RESULT)
+    now = call_typed(servers, "Time", "Time.now", "get_current_time", {"timezone": "Europe/Paris"}, TIME_RESULT)
     assert now.name == "TimeResult" and now.fields["timezone"] == "Europe/Paris"
     assert now.fields["datetime"][:2] == "20" and isinstance(now.fields["is_dst"], bool)
     assert servers.safety("Time", "get_current_time") == "read_only"
     with pytest.raises(SageRaise) as caught:
-        servers.call_typed("Time", "Time.now", "get_current_time", {"timezone": "Mars/Olympus"}, TIME_RESULT)
+        call_typed(servers, "Time", "Time.now", "get_current_time", {"timezone": "Mars/Olympus"}, TIME_RESULT)
     assert caught.value.error.display().startswith("MCP tool error: ")
 
 
 def test_git_status_and_safety(servers, repo):
-    status = servers.call_typed("Git", "Git.status", "git_status", {"repo_path": str(repo)}, STRING)
+    status = call_typed(servers, "Git", "Git.status", "git_status", {"repo_path": str(repo)}, STRING)
     assert "a.txt" in status
-    diff = servers.call_typed("Git", "Git.diff", "git_diff_unstaged", {"repo_path": str(repo)}, STRING)
+    diff = call_typed(servers, "Git", "Git.diff", "git_diff_unstaged", {"repo_path": str(repo)}, STRING)
     assert "-one" in diff and "+two" in diff
     assert servers.safety("Git", "git_status") == "read_only"
     assert servers.safety("Git", "git_reset") == "idempotent"  # destructive but idempotent
@@ -79,16 +79,16 @@ def test_git_status_and_safety(servers, repo):
 
 
 def test_everything_legacy_server(servers):
-    assert servers.call_typed("Everything", "E.echo", "echo", {"message": "hi"}, STRING) == "Echo: hi"
-    weather = servers.call_typed("Everything", "E.weather", "get-structured-content", {"location": "New York"},
+    assert call_typed(servers, "Everything", "E.echo", "echo", {"message": "hi"}, STRING) == "Echo: hi"
+    weather = call_typed(servers, "Everything", "E.weather", "get-structured-content", {"location": "New York"},
                                  WEATHER)
     assert set(weather.fields) == {"temperature", "conditions", "humidity"}
-    assert servers.call_typed("Everything", "E.sum", "get-sum", {"a": 2, "b": 3}, STRING) == "The sum of 2 and 3 is 5."
+    assert call_typed(servers, "Everything", "E.sum", "get-sum", {"a": 2, "b": 3}, STRING) == "The sum of 2 and 3 is 5."
     assert servers.safety("Everything", "echo") == "read_only"
 
 
 def test_everything_elicitation_is_answered(servers):
-    text = servers.call_typed("Everything", "E.elicit", "trigger-elicitation-request", {}, STRING)
+    text = call_typed(servers, "Everything", "E.elicit", "trigger-elicitation-request", {}, STRING)
     assert "decline" in text
     server, request = servers.asked[-1]
     assert server == "Everything" and request.mode == "form" and len(request.schema["properties"]) > 5
@@ -96,11 +96,11 @@ def test_everything_elicitation_is_answered(servers):
 
 def test_filesystem(servers):
     root = str(servers.files)
-    text = servers.call_typed("Files", "Files.read", "read_text_file", {"path": os.path.join(root, "hello.txt")},
+    text = call_typed(servers, "Files", "Files.read", "read_text_file", {"path": os.path.join(root, "hello.txt")},
                               STRING)
     assert text == "hello from disk\n"
     with pytest.raises(SageRaise) as caught:
-        servers.call_typed("Files", "Files.read", "read_text_file", {"path": "/etc/passwd"}, STRING)
+        call_typed(servers, "Files", "Files.read", "read_text_file", {"path": "/etc/passwd"}, STRING)
     assert caught.value.error.display().startswith("MCP tool error: ")
     assert "outside allowed directories" in caught.value.error.message
     assert servers.safety("Files", "read_text_file") == "read_only"

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from mcp_helpers import EXITS, HANGS, PERSON, POINT, SUITE, suite_server
+from mcp_helpers import EXITS, HANGS, PERSON, POINT, SUITE, call_typed, suite_server
 from sagepy.runtime.errors import SageRaise
 from sagepy.runtime.values import NONE, UNIT, Record
 from sagepy.types import INT, STRING, UNIT as UNIT_TYPE, ListT
@@ -23,9 +23,11 @@ def suite(module_managers, marker_dir):
     """One shared connection to the suite server (timeout 2 s), with a safety override and an env entry."""
     events: list = []
     os.environ["SAGE_MCP_TEST_SECRET"] = "from-parent"
+    os.environ["SAGE_MCP_TEST_MARKERS"] = marker_dir   # reaches the server through a `$` reference in args
     manager = module_managers(
-        {"Suite": suite_server("--marker-dir", marker_dir, timeout_ms=2000,
-                               env={"PASSED": "$SAGE_MCP_TEST_SECRET", "LITERAL": "$$5"},
+        {"Suite": suite_server("--marker-dir", "${SAGE_MCP_TEST_MARKERS}", timeout_ms=2000,
+                               env={"PASSED": "$SAGE_MCP_TEST_SECRET", "LITERAL": "$$5",
+                                    "MIXED": "a ${SAGE_MCP_TEST_SECRET}/$SAGE_MCP_TEST_SECRET $$x"},
                                safety={"people": "idempotent", "not_there": "read_only"})},
         trace=lambda kind, data: events.append((kind, data)))
     manager.events = events
@@ -34,7 +36,7 @@ def suite(module_managers, marker_dir):
 
 
 def call(manager, remote, arguments, return_type, block="Suite"):
-    return manager.call_typed(block, f"{block}.{remote}", remote, arguments, return_type)
+    return call_typed(manager, block, f"{block}.{remote}", remote, arguments, return_type)
 
 
 def failure(manager, remote, arguments, return_type, block="Suite") -> str:
@@ -105,6 +107,7 @@ def test_environment_is_allow_listed(suite):
     assert call(suite, "env_value", {"name": "SAGE_MCP_TEST_SECRET"}, STRING) == "<unset>"
     assert call(suite, "env_value", {"name": "PASSED"}, STRING) == "from-parent"
     assert call(suite, "env_value", {"name": "LITERAL"}, STRING) == "$5"
+    assert call(suite, "env_value", {"name": "MIXED"}, STRING) == "a from-parent/from-parent $x"
     assert call(suite, "env_value", {"name": "PATH"}, STRING) != "<unset>"
 
 
@@ -213,3 +216,21 @@ def test_result_size_is_measured_exactly_near_the_limit(managers, limit):
     else:
         assert failure(manager, "two_texts", {}, STRING) == \
             "MCP result too large: tool 'two_texts' returned 203 bytes (limit 200)"
+
+
+def test_a_request_racing_the_background_prestart_waits_for_the_log_directory(managers, monkeypatch):
+    """The first request may come from an agent while the prestart thread is still preparing the manager:
+    it must not open its server's log before the log directory exists."""
+    makedirs = os.makedirs
+
+    def slow_makedirs(*args, **kwargs):
+        time.sleep(0.5)
+        makedirs(*args, **kwargs)
+
+    monkeypatch.setattr(os, "makedirs", slow_makedirs)
+    manager = managers({"Suite": suite_server()})
+    prestart = threading.Thread(target=manager.prestart, args=(["Suite"],))
+    prestart.start()
+    time.sleep(0.1)   # the prestart thread is now inside the one-time start
+    assert call(manager, "echo", {"text": "raced"}, STRING) == "raced"
+    prestart.join()

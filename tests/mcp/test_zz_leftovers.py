@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from mcp_helpers import suite_server
+from mcp_helpers import call_typed, suite_server
 from sagepy.types import INT
 
 
@@ -39,8 +39,8 @@ def _alive(pid: int) -> bool:
 
 def test_close_all_kills_the_server_and_its_group(managers):
     manager = managers({"Suite": suite_server()})
-    server = manager.call_typed("Suite", "Suite.whoami", "whoami", {}, INT)
-    grandchild = manager.call_typed("Suite", "Suite.spawn", "spawn_grandchild", {}, INT)
+    server = call_typed(manager, "Suite", "Suite.whoami", "whoami", {}, INT)
+    grandchild = call_typed(manager, "Suite", "Suite.spawn", "spawn_grandchild", {}, INT)
     assert _alive(server) and _alive(grandchild)
     manager.close_all()
     manager.close_all()  # idempotent
@@ -54,7 +54,7 @@ def test_calls_after_close_all_fail_cleanly(managers):
     manager = managers({"Suite": suite_server()})
     manager.close_all()
     try:
-        manager.call_typed("Suite", "Suite.whoami", "whoami", {}, INT)
+        call_typed(manager, "Suite", "Suite.whoami", "whoami", {}, INT)
     except Exception as exc:  # noqa: BLE001 - the error value is what matters
         assert exc.error.display() == "MCP connection failed: sagepy is shutting down"
     else:

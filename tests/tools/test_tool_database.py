@@ -227,3 +227,44 @@ def test_cancel_while_waiting_for_the_in_memory_database(memory):
     with pytest.raises(AgentCancelled):
         db("query", "SELECT 1", cancel)
     busy.join()
+
+
+ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+
+
+@pytest.mark.parametrize("url", [MEMORY, "file"])
+@pytest.mark.parametrize("fn", ["query", "execute"])
+def test_an_endless_statement_ends_at_the_time_limit(fn, url, tmp_path, monkeypatch):
+    """SAGE_HTTP_TIMEOUT, the built-in tools' time limit, interrupts a statement that would never end."""
+    monkeypatch.setenv("SAGE_DATABASE_URL", MEMORY if url == MEMORY else f"sqlite:{tmp_path / 'x.db'}")
+    monkeypatch.setenv("SAGE_HTTP_TIMEOUT", "0.2")
+    assert db_error(fn, ENDLESS) == f"Database.{fn}: timed out after 0.2 s (limit SAGE_HTTP_TIMEOUT)"
+    monkeypatch.delenv("SAGE_HTTP_TIMEOUT")
+    assert db("query", "SELECT 1") == [row(["1"], ["1"])]
+
+
+def test_an_invalid_time_limit_is_a_tool_error(memory, monkeypatch):
+    monkeypatch.setenv("SAGE_HTTP_TIMEOUT", "soon")
+    assert db_error("query", "SELECT 1") == (
+        "Database.query: invalid SAGE_HTTP_TIMEOUT 'soon' (expected a positive number of seconds)")
+    monkeypatch.delenv("SAGE_HTTP_TIMEOUT")
+
+
+def test_waiting_for_a_locked_file_ends_at_the_time_limit(tmp_path, monkeypatch):
+    """SQLite's busy wait runs no progress handler, so it is given no more than the time left."""
+    from sagepy.tools import database
+    path = tmp_path / "locked.db"
+    monkeypatch.setenv("SAGE_DATABASE_URL", f"sqlite:{path}")
+    db("execute", "CREATE TABLE t (x INTEGER)")
+    waits = []
+    connect = database._connect
+    monkeypatch.setattr(database, "_connect", lambda p, busy: waits.append(busy) or connect(p, busy))
+    holder = sqlite3.connect(str(path), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        monkeypatch.setenv("SAGE_HTTP_TIMEOUT", "0.3")
+        assert db_error("query", "SELECT * FROM t") == "Database.query: timed out after 0.3 s (limit SAGE_HTTP_TIMEOUT)"
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert len(waits) == 1 and 0 <= waits[0] <= 0.3

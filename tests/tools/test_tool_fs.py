@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from sagepy.runtime.errors import SageRaise
+from sagepy.runtime.errors import AgentCancelled, SageRaise
 from sagepy.runtime.values import UNIT
 from sagepy.tools import call_builtin_tool
+from sagepy.tools import fs as fs_module
 
 
 def fs(fn: str, *args):
@@ -371,3 +372,27 @@ def test_write_creates_parent_directories_through_an_inside_symlink(root):
     os.symlink(root / "data", root / "alias")
     fs("write", "alias/new/deeper/f.txt", "made")
     assert (root / "data" / "new" / "deeper" / "f.txt").read_text() == "made"
+
+
+def test_a_read_ends_at_the_time_limit(root, monkeypatch):
+    """A read that takes longer than SAGE_HTTP_TIMEOUT (here: a few megabytes against a microsecond) fails."""
+    (root / "big.txt").write_bytes(b"x" * (3 << 20))
+    monkeypatch.setenv("SAGE_HTTP_TIMEOUT", "0.000001")
+    assert fs_error("read", "big.txt") == "Fs.read: timed out after 1e-06 s (limit SAGE_HTTP_TIMEOUT)"
+    monkeypatch.delenv("SAGE_HTTP_TIMEOUT")
+    assert len(fs("read", "big.txt")) == 3 << 20
+
+
+def test_a_cancelled_agent_stops_reading(root, monkeypatch):
+    """The agent is stopped once the file is open (after the dispatcher's own check): the read loop sees it."""
+    (root / "big.txt").write_bytes(b"x" * (3 << 20))
+    cancel = threading.Event()
+    open_file = fs_module._open_file
+
+    def open_then_cancel(*args):
+        fd = open_file(*args)
+        cancel.set()
+        return fd
+    monkeypatch.setattr(fs_module, "_open_file", open_then_cancel)
+    with pytest.raises(AgentCancelled):
+        call_builtin_tool("Fs", "read", ["big.txt"], cancel=cancel)

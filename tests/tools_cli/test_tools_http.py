@@ -47,3 +47,16 @@ def test_inspect_http_with_header(url, tmp_path, capsys, monkeypatch):
 def test_inspect_http_without_token(url, tmp_path, capsys, monkeypatch):
     code, out, err = run_sage(capsys, monkeypatch, tmp_path, "tools", "inspect", "--http", url)
     assert (code, out, err) == (1, "", "error: MCP auth error: server returned HTTP 401\n")
+
+
+def test_call_over_http(url, tmp_path, capsys, monkeypatch):
+    assert run_sage(capsys, monkeypatch, tmp_path, "tools", "call", "--http", url, "--header",
+                    f"Authorization=Bearer {TOKEN}", "add", "a=20", "b=22") == (0, "42\n", "")
+    # A configured server whose header holds a `$` reference inside the value.
+    monkeypatch.setenv("SAGE_HTTP_CALL_TOKEN", TOKEN)
+    (tmp_path / "grove.toml").write_text(f'[tools.Remote]\nurl = "{url}"\n\n[tools.Remote.headers]\n'
+                                         'Authorization = "Bearer ${SAGE_HTTP_CALL_TOKEN}"\n')
+    assert run_sage(capsys, monkeypatch, tmp_path, "tools", "call", "Remote.echo", "text=over http") == \
+        (0, "over http\n", "")
+    assert run_sage(capsys, monkeypatch, tmp_path, "tools", "call", "--http", url, "add", "a=1") == \
+        (1, "", "error: MCP auth error: server returned HTTP 401\n")

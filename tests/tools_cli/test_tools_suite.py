@@ -30,15 +30,17 @@ def test_inspect_reports_every_page(project):
     assert "  echo [read_only]\n    Echo the text.\n    params: text: string (required)\n" \
            "    output: result: string (required)\n" in text
     assert "  add [idempotent]\n    params: a: integer (required), b: integer (required)\n" in text
-    assert "  slow [destructive]\n    params: seconds: number (required), tag: string\n" in text
+    assert "  slow [destructive]\n    params: seconds: number (required), tag: string (default \"slow\")\n" in text
     assert "  json_text [destructive]\n    Unstructured: JSON in a text item.\n    params: none\n  two_texts" in text
     assert "    output: x: integer (required), y: integer (required)\n" in text
 
 
 def test_inspect_json_of_an_adhoc_server(tmp_path, capsys, monkeypatch):
     command = f"{sys.executable} {SUITE}"
-    code, out, err = run_sage(capsys, monkeypatch, tmp_path, "tools", "inspect", "--stdio", command, "--json",
-                              "--env", "UNUSED=$literal")
+    monkeypatch.setenv("SAGE_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "here").mkdir()
+    code, out, err = run_sage(capsys, monkeypatch, tmp_path / "here", "tools", "inspect", "--stdio", command,
+                              "--json", "--env", "UNUSED=$literal")
     assert (code, err) == (0, "")
     report = json.loads(out)
     assert report["server"] == {"name": "sage-suite", "version": "1.2.3"}
@@ -48,7 +50,9 @@ def test_inspect_json_of_an_adhoc_server(tmp_path, capsys, monkeypatch):
     echo = report["tools"][0]
     assert echo["name"] == "echo" and echo["safety"] == "read_only"
     assert echo["inputSchema"]["required"] == ["text"] and echo["annotations"]["readOnlyHint"] is True
-    assert (tmp_path / ".sage" / "logs" / "suite.py.log").exists()
+    # Outside a project the server's log goes to the user cache, never into the current directory.
+    assert (tmp_path / "cache" / "logs" / "suite.py.log").exists()
+    assert list((tmp_path / "here").iterdir()) == []
 
 
 def test_generate_check_and_run(project, capsys, monkeypatch):
@@ -118,8 +122,8 @@ GOOD = '''
 
 
 def _findings(out: str) -> list[dict]:
-    """The diagnostics of `sage check --format json` (the summary line is not JSON)."""
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    """The diagnostics of `sage check --format json` (one JSON document)."""
+    return json.loads(out)["diagnostics"]
 
 
 def test_verify_tools_finds_mismatches_and_passes_a_correct_file(project, capsys, monkeypatch):

@@ -122,8 +122,9 @@ def test_verify_tools_agrees_with_generated_declarations(project, generated, cap
     code, out, _err = run_sage(capsys, monkeypatch, project, "check", "--verify-tools", "--format", "json",
                                "src/main.sg")
     assert code == 0
-    findings = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    assert out.endswith("check passed: 5 files, 1 warning\n")
+    document = json.loads(out)
+    findings = document["diagnostics"]
+    assert (document["ok"], document["files"], document["errors"], document["warnings"]) == (True, 5, 0, 1)
     # read_media_file returns image/audio/resource objects that no Sage type holds; its generated TODO comment
     # says so, and verification warns about that one function only.
     assert [(d["code"], d["file"]) for d in findings] == [("W083", "src/files.sg")]

@@ -44,7 +44,7 @@ def test_nested_mismatches(tmp_path, capsys, monkeypatch):
     write(tmp_path / "src" / "main.sg", DECLARATIONS)
     code, out, err = run_sage(capsys, monkeypatch, tmp_path, "check", "--verify-tools", "--format", "json")
     assert code == 1
-    found = [(d["line"], d["code"], d["message"]) for d in map(json.loads, out.splitlines()) if "code" in d]
+    found = [(d["line"], d["code"], d["message"]) for d in json.loads(out)["diagnostics"]]
     assert found == [
         (9, "E082", "parameter 'query' of Rich.search does not fit tool 'search': color: variant blue of Hue is "
                     "not one of the server's values (red, green)"),

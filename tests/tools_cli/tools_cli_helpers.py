@@ -76,7 +76,7 @@ def run_sage(capsys, monkeypatch, cwd: Path, *args: str) -> tuple[int, str, str]
     return code, out, err
 
 
-def sage_process(cwd: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(REPO))
+def sage_process(cwd: Path, *args: str, timeout: int = 120, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(REPO), **(env or {}))
     return subprocess.run([sys.executable, "-m", "sagepy", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout)

@@ -21,7 +21,7 @@ from .frames import Code, direct_call1, located
 MCP_BUILTINS = ("mcp_connect", "mcp_list_tools", "mcp_tools", "mcp_server_info", "mcp_connection", "mcp_call",
                 "mcp_disconnect")
 CONTEXT_BUILTINS = ("print", "print_err", "map_set", "map_delete", "sleep_ms", "now_ms", "now_s", "read_line",
-                    "read_all", *MCP_BUILTINS)
+                    "read_all", "args", *MCP_BUILTINS)
 
 
 class Calls:
@@ -177,16 +177,16 @@ class Calls:
             (ms,) = args
 
             def sleep(frame: list) -> Any:
-                frame[0].sleep(max(0, ms(frame)) / 1000)
-                return UNIT
+                return frame[0].runtime.effects.io(frame[0], "sleep_ms", (ms(frame),))
             return sleep
+        if name == "args":   # the program arguments of the run, set by the session (SPEC §6.1)
+            return lambda frame: list(frame[0].runtime.program_args)
         if name in ("now_ms", "now_s"):
-            scale = 1 if name == "now_ms" else 1000
-            return lambda frame: frame[0].runtime.effects.now_ms(frame[0]) // scale
+            return lambda frame: frame[0].runtime.effects.io(frame[0], name, ())
 
         def read(frame: list) -> Any:   # read_line, read_all
             try:
-                return getattr(frame[0].runtime.effects, name)(frame[0])
+                return frame[0].runtime.effects.io(frame[0], name, ())
             except SageRaise as exc:
                 raise located(exc, file, span, frame[0])
         return read
@@ -220,7 +220,7 @@ class Calls:
 
     # ---------------------------------------------------------------- tools and persistent fields
     def tool_call(self, ref: ToolRef, node: Any) -> Code:
-        from ..effects import ToolCallInfo
+        from ...effects import ToolCallInfo
         args = [self.expr(a) for a in node.args]
         info = ToolCallInfo(ref.tool, ref.fn, ref.remote, ref.params, ref.ret, ref.builtin)
         file, span = self.file, node.span
@@ -236,19 +236,8 @@ class Calls:
     def persistent_method(self, field: str, method: str, node: Any) -> Code:
         """`self.f.get()`, `self.f.set(v)`, `self.f.checkpoint()` on a `@persistent` field."""
         name = self.agent.name
-        if method == "get":
-            return lambda frame: frame[0].runtime.store.get(name, field)
         if method == "set":
             arg = self.expr(node.args[0])
-
-            def set_(frame: list) -> Any:
-                frame[0].runtime.store.save(name, field, arg(frame))
-                return UNIT
-            return set_
-
-        def checkpoint(frame: list) -> Any:
-            store = frame[0].runtime.store
-            store.save(name, field, store.get(name, field))
-            return UNIT
-        return checkpoint
+            return lambda frame: frame[0].runtime.effects.persistent(frame[0], name, field, "set", arg(frame))
+        return lambda frame: frame[0].runtime.effects.persistent(frame[0], name, field, method)
 

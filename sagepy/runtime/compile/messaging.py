@@ -1,7 +1,7 @@
 """Agents and the LLM in expressions: `summon`, `await`, `send`, `receive`, `reply`, `yield`, `trace`, `divine`.
 
-Starting an agent's thread is the lifecycle's job (`Host.spawn`); everything else happens on the calling agent's
-thread, through its mailbox or its effects.
+Starting an agent's thread is the lifecycle's job (runtime/lifecycle.py `spawn`); everything else happens on the
+calling agent's thread, through its mailbox or its effects.
 """
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from ..agents import AgentInstance, MailboxClosed, YieldSignal
 from ..errors import SageRaise, raise_at
+from ..lifecycle import spawn
 from ..values import UNIT, display
 from .frames import Code, located
 
@@ -24,7 +25,7 @@ class Messaging:
         def summon(frame: list) -> AgentInstance:
             fields = {n: code(frame) for n, code in given}
             parent = frame[0]
-            return host.spawn(agent, fields, parent, parent.runtime if parent is not None else host.runtime)
+            return spawn(agent, fields, parent, parent.runtime if parent is not None else host.runtime)
         return summon
 
     def e_AwaitExpr(self, node: Any) -> Code:
@@ -38,7 +39,8 @@ class Messaging:
                 raise raise_at("Runtime", f"cannot await {display(h)}: not an agent handle", None, file, span)
             ms = timeout(frame) if timeout is not None else None
             waiter = frame[0]
-            if not h.wait_result(waiter, None if ms is None else max(0, ms) / 1000):
+            in_time = h.wait_result(waiter, None) if ms is None else h.runtime.effects.await_result(waiter, h, ms)
+            if not in_time:
                 raise raise_at("Timeout", f"await timed out after {ms} ms", "E203", file, span)
             if not h.agent.message_handlers:
                 h.done.wait()
@@ -76,7 +78,7 @@ class Messaging:
         def receive(frame: list) -> Any:
             inst = frame[0]
             try:
-                message, sender = inst.mailbox.get(inst)
+                message, sender = inst.runtime.effects.receive(inst)
             except MailboxClosed:
                 inst.quiet_failure = inst.runtime.shutting_down
                 raise raise_at("Agent", "mailbox closed", "E204", file, span)

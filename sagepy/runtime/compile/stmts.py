@@ -284,11 +284,7 @@ class Statements:
     def s_CheckpointStmt(self, node: Any) -> Code:
         def checkpoint(frame: list) -> None:
             ctx = frame[0]
-            agent = ctx.agent
-            store = ctx.runtime.store
-            for f in agent.persistent:
-                store.save(agent.name, f.name, store.get(agent.name, f.name))
-            return None
+            ctx.runtime.effects.checkpoint(ctx)
         return checkpoint
 
 

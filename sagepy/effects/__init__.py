@@ -1,0 +1,17 @@
+"""The effects boundary: every nondeterministic operation of a program is one `Step` passed through a chain
+of layers (DESIGN.md "The effects boundary", SPEC §14).
+
+- step.py: `Step` and its kinds; `ToolCallInfo` of a compiled tool call site;
+- boundary.py: `Effects`, what the interpreter calls; it builds the steps (Sage values become JSON here);
+- chain.py: composing layers, each an object with `perform(step, next)`;
+- mocks.py (only under `sage test`), trace.py, journal.py, real.py: the layers, outermost first;
+- world.py: the real resources (LLM client, MCP manager), created on first use;
+- factory.py: `build_effects`, the one place that assembles a chain.
+"""
+from __future__ import annotations
+
+from .boundary import Effects
+from .factory import build_effects
+from .step import Step, ToolCallInfo
+
+__all__ = ["Effects", "Step", "ToolCallInfo", "build_effects"]

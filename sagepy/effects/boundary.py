@@ -1,0 +1,154 @@
+"""THE boundary between the interpreter and the world (DESIGN.md "The effects boundary").
+
+The interpreter calls one `Effects` object per run (per test under `sage test`). Each method turns one
+nondeterministic operation into a `Step` and passes it through the run's chain of layers (mocks under
+`sage test`, trace, journal, real; see `factory.build_effects`). Sage values become wire data (JSON, §5)
+here, when the step is built, and nowhere below: the layers and the MCP package see arguments as JSON.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import types as T
+from ..runtime.values import Variant
+from .chain import Perform
+from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step, ToolCallInfo
+from .trace import Tracer
+from .world import World
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+# Classes of `io` steps (SPEC §14): reading the world may be done again, writing a whole file or making a
+# directory has the same effect twice, appending does not.
+IO_SAFETY = {"now_ms": "read_only", "now_s": "read_only", "env": "read_only", "env_or": "read_only",
+             "read_line": "read_only", "read_all": "read_only", "read_file": "read_only",
+             "list_dir": "read_only", "file_exists": "read_only", "sleep_ms": "read_only",
+             "write_file": "idempotent", "delete_file": "idempotent", "make_dir": "idempotent",
+             "append_file": "destructive"}
+_MCP_SAFETY = {"mcp_connect": "read_only", "mcp_list_tools": "read_only", "mcp_tools": "read_only",
+               "mcp_server_info": "read_only", "mcp_disconnect": "idempotent"}
+
+
+class Effects:
+    def __init__(self, runtime: Any, settings: Settings, tracer: Tracer, mocks: Any = None,
+                 real_llm: bool = False) -> None:
+        self.runtime = runtime
+        self.settings = settings
+        self.tracer = tracer
+        self.mocks = mocks              # sagepy.testing.mocks.MockQueues under `sage test`, else None
+        self.real_llm = real_llm        # `sage test --real-llm`
+        self.ended = False              # the test this Effects belongs to has ended
+        self.world = World(settings, tracer, self.elicit, self.sample)
+        self.perform: Perform = _unassembled   # the chain, set by build_effects
+
+    # ---------------------------------------------------------------- model turns
+    def divine(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None = None) -> Any:
+        return self.perform(Step(LLM, "infer" if infer else "divine", [prompt], target, "read_only", ctx,
+                                 overrides))
+
+    def sample(self, server: str, messages: list, system: str | None, max_tokens: int | None) -> str:
+        """An MCP server's sampling request (SPEC §8), answered like `divine`."""
+        from ..runtime.agents import current_context
+        arguments = {"server": server, "messages": messages, "system": system, "max_tokens": max_tokens}
+        return self.perform(Step(LLM, "sampling", arguments, T.STRING, "read_only", current_context()))
+
+    # ---------------------------------------------------------------- tools
+    def tool_call(self, ctx: Any, info: ToolCallInfo, args: list) -> Any:
+        if info.builtin:   # every parameter of a built-in tool is a String: already wire data
+            return self.perform(Step(TOOL, info.label, args, info.ret, self.world.tool_safety(info), ctx, info))
+        return self.perform(Step(TOOL, info.label, (_wire or _load_wire()).tool_arguments(info, args), info.ret,
+                                 None, ctx, info, self._tool_safety))
+
+    def _tool_safety(self, step: Step) -> str:
+        return self.world.tool_safety(step.detail)
+
+    def mcp_builtin(self, ctx: Any, name: str, args: list) -> Any:
+        """The dynamic MCP builtins of SPEC §8.5 (their arguments are Strings: wire data already)."""
+        if name == "mcp_connection":   # a lookup of this run's handles, not a step
+            return self._connection(args[0])
+        if name == "mcp_call":
+            return self.perform(Step(MCP, name, args, T.STRING, None, ctx, None, self._dynamic_safety))
+        return self.perform(Step(MCP, name, args, None, _MCP_SAFETY[name], ctx))
+
+    def _dynamic_safety(self, step: Step) -> str:
+        return self.world.dynamic_safety(step.arguments[0], step.arguments[1])
+
+    def _connection(self, handle: str) -> Variant:
+        connection_record = (_wire or _load_wire()).connection_record
+        if self.mocks is not None and handle in self.mocks.issued_handles:
+            suffix = handle.split(":", 1)[-1]
+            return connection_record(int(suffix) if suffix.isdigit() else 0)
+        manager = self.world.mcp_started
+        return connection_record(None if manager is None else manager.connection(handle))
+
+    # ---------------------------------------------------------------- clock, stdin, environment, files, sleep
+    def io(self, ctx: Any, name: str, args: tuple | list) -> Any:
+        return self.perform(Step(IO, name, list(args), None, IO_SAFETY[name], ctx))
+
+    # ---------------------------------------------------------------- agents
+    def receive(self, ctx: Any) -> tuple:
+        """The next (message, sender) of ctx's mailbox; raises MailboxClosed or AgentCancelled."""
+        return self.perform(Step(RECEIVE, "receive", [], None, "read_only", ctx))
+
+    def await_result(self, ctx: Any, handle: Any, ms: int) -> bool:
+        """`await h timeout(ms)`: whether h's result was fixed in time."""
+        return self.perform(Step(AWAIT, "await", [ms], None, "read_only", ctx, handle))
+
+    def persistent(self, ctx: Any, agent: str, field: str, method: str, value: Any = None) -> Any:
+        """`self.f.get()`, `self.f.set(v)`, `self.f.checkpoint()` of agent's persistent field f."""
+        if method == "set":
+            from ..convert import to_json
+            return self.perform(Step(STATE, f"{field}.set", [to_json(value)], None, "idempotent", ctx,
+                                     (agent, field, value)))
+        safety = "read_only" if method == "get" else "idempotent"
+        return self.perform(Step(STATE, f"{field}.{method}", [], None, safety, ctx, (agent, field, None)))
+
+    def checkpoint(self, ctx: Any) -> None:
+        """The statement `checkpoint();`: save every persistent field of the running agent."""
+        if ctx.agent is not None and ctx.agent.persistent:
+            self.perform(Step(STATE, "checkpoint", [], None, "idempotent", ctx, (ctx.agent.name, None, None)))
+
+    # ---------------------------------------------------------------- MCP callbacks and lifetime
+    def elicit(self, server: str, request: Any) -> Any:
+        """Answer a server's elicitation (SPEC §8.7; not a step: answers are never replayed): under
+        `sage test` the `mock elicit` queue (empty: decline; `fail("m")`: an error answer), otherwise the
+        terminal form or decline, as configured."""
+        if self.mocks is not None:
+            from ..testing.mocks import EMPTY, Failure
+            mock = self.mocks.take("elicit")
+            if mock is EMPTY:
+                return "decline"
+            if isinstance(mock, Failure):
+                from ..mcp.elicitation import ElicitationRefused
+                raise ElicitationRefused(mock.message)
+            return mock
+        from ..mcp.elicitation import TerminalElicitation
+        return TerminalElicitation()(server, request)
+
+    def prestart(self, tools: set[str]) -> None:
+        self.world.prestart(tools)
+
+    def interrupt_form(self) -> bool:
+        return self.world.interrupt_form()
+
+    def trace(self, ctx: Any, kind: str, data: dict) -> None:
+        self.tracer.emit(ctx, kind, data)
+
+    def close(self) -> None:
+        self.world.close()
+        self.tracer.close()
+
+
+_wire: Any = None   # sagepy.effects.wire, loaded when a program first calls an MCP tool
+
+
+def _load_wire() -> Any:
+    global _wire
+    from . import wire
+    _wire = wire
+    return wire
+
+
+def _unassembled(step: Step) -> Any:
+    raise RuntimeError("Effects used before build_effects assembled its chain")

@@ -1,0 +1,36 @@
+"""Assembling the effects chain of one run or test: the one place that lists the layers."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .boundary import Effects
+from .chain import compose
+from .journal import JournalLayer
+from .real import RealLayer
+from .trace import TraceLayer, Tracer
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from ..testing.mocks import MockQueues
+
+
+def build_effects(runtime: Any, settings: Settings, *, trace_path: str | None = None, trace_stderr: bool = False,
+                  mocks: MockQueues | None = None, real_llm: bool = False) -> Effects:
+    """The effects of one `sage run`, or of one test when `mocks` are the test's queues (the mocks layer
+    first; `real_llm`: `sage test --real-llm`). Sets `runtime.effects`."""
+    effects = Effects(runtime, settings, Tracer(trace_path, trace_stderr), mocks, real_llm)
+    effects.perform = compose(layers(effects))
+    runtime.effects = effects
+    return effects
+
+
+def layers(effects: Effects) -> list:
+    """The chain, outermost first."""
+    chain: list = []
+    if effects.mocks is not None:
+        from .mocks import MockLayer
+        chain.append(MockLayer(effects))
+    if effects.tracer.on:   # tracing is decided once per run: without it, steps skip the layer altogether
+        chain.append(TraceLayer(effects.tracer))
+    chain += [JournalLayer(), RealLayer(effects.world)]
+    return chain

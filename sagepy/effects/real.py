@@ -1,0 +1,126 @@
+"""The real layer: performs each step against the world (LLM client, built-in tools, MCP manager, clock,
+stdin, environment, files, sleep, mailbox, `@persistent` store). It is the last layer of every chain."""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+from ..builtins import environ, files
+from ..runtime.errors import SageRaise
+from ..runtime.values import UNIT, ErrorValue
+from .chain import Perform
+from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
+from .world import World
+
+_stdin_lock = threading.Lock()
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def now_s() -> int:
+    return time.time_ns() // 1_000_000_000
+
+
+def read_line() -> str:
+    with _stdin_lock:
+        line = sys.stdin.readline()
+    if line == "":
+        raise SageRaise(ErrorValue("Agent", "end of input"))
+    if line.endswith("\n"):
+        line = line[:-1]
+    if line.endswith("\r"):
+        line = line[:-1]
+    return line
+
+
+def read_all() -> str:
+    with _stdin_lock:
+        data = sys.stdin.read()
+    if data == "":
+        raise SageRaise(ErrorValue("Agent", "end of input"))
+    return data
+
+
+# `io` steps by target: the plain functions (their arguments are the step's arguments).
+IO_FUNCTIONS: dict[str, Callable[..., Any]] = {"now_ms": now_ms, "now_s": now_s, "read_line": read_line,
+                                               "read_all": read_all, **environ.FUNCTIONS, **files.FUNCTIONS}
+
+
+class RealLayer:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self._kinds: dict[str, Callable[[Step], Any]] = {
+            LLM: self._llm, TOOL: self._tool, MCP: self._mcp, IO: self._io, RECEIVE: self._receive,
+            STATE: self._state, AWAIT: self._await}
+        self._wire: Any = None   # sagepy.effects.wire, loaded on the first MCP call
+
+    def perform(self, step: Step, next: Perform) -> Any:
+        return self._kinds[step.kind](step)
+
+    def _load_wire(self) -> Any:
+        from . import wire
+        self._wire = wire
+        return wire
+
+    def _llm(self, step: Step) -> Any:
+        client = self.world.llm()
+        if step.target == "sampling":
+            a = step.arguments
+            return client.chat(a["messages"], system=a["system"], max_tokens=a["max_tokens"], server=a["server"])
+        return client.divine(step.arguments[0], step.ret, infer=step.target == "infer", **(step.detail or {}))
+
+    def _tool(self, step: Step) -> Any:
+        info = step.detail
+        if info.builtin:
+            from ..tools import call_builtin_tool
+            cancel = getattr(step.agent, "cancel_event", None)
+            return call_builtin_tool(info.tool, info.fn, step.arguments, cancel=cancel,
+                                     overrides=self.world.settings.overrides)
+        step.safety   # settled before the call leaves: a cached lookup after the server's first listing
+        world = self.world
+        result = world.mcp().call_typed(world.server_key(info.tool), info.label, info.remote, step.arguments)
+        return (self._wire or self._load_wire()).typed_result(result, info)
+
+    def _mcp(self, step: Step) -> Any:
+        manager = self.world.mcp()
+        name = step.target
+        if name == "mcp_tools":
+            return (self._wire or self._load_wire()).tool_records(manager.listing(*step.arguments))
+        if name == "mcp_server_info":
+            return (self._wire or self._load_wire()).server_info_record(manager.server_info(*step.arguments))
+        if name == "mcp_disconnect":
+            manager.disconnect(*step.arguments)
+            return UNIT
+        method = {"mcp_connect": manager.connect, "mcp_list_tools": manager.list_tools,
+                  "mcp_call": manager.call}[name]
+        return method(*step.arguments)
+
+    def _io(self, step: Step) -> Any:
+        if step.target == "sleep_ms":
+            step.agent.sleep(max(0, step.arguments[0]) / 1000)
+            return UNIT
+        return IO_FUNCTIONS[step.target](*step.arguments)
+
+    def _receive(self, step: Step) -> tuple:
+        agent = step.agent
+        return agent.mailbox.get(agent)
+
+    def _state(self, step: Step) -> Any:
+        store = step.agent.runtime.store
+        agent_name, field, value = step.detail
+        if step.target.endswith(".get"):
+            return store.get(agent_name, field)
+        if step.target.endswith(".set"):
+            store.save(agent_name, field, value, step.arguments[0])
+            return UNIT
+        for name in ([field] if field is not None else [f.name for f in step.agent.agent.persistent]):
+            store.save(agent_name, name, store.get(agent_name, name))   # checkpoint: save what is there
+        return UNIT
+
+    def _await(self, step: Step) -> bool:
+        """Whether the awaited agent's result was fixed within the timeout."""
+        return step.detail.wait_result(step.agent, max(0, step.arguments[0]) / 1000)

@@ -1,0 +1,82 @@
+"""Trace events (SPEC §4.11): the writer, and the layer that emits the events of tool steps.
+
+Model turns are traced by the LLM client itself (`llm.request`/`llm.response` carry its attempt and token
+counts), MCP connections by the MCP package; both write through the same `Tracer`.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+from ..runtime.errors import SageRaise
+from .chain import Perform
+from .step import TOOL, Step
+
+
+class Tracer:
+    """Writes one JSON object per line to a file (appended) or stderr; does nothing when tracing is off."""
+
+    def __init__(self, path: str | None = None, to_stderr: bool = False) -> None:
+        self.lock = threading.Lock()
+        self.stream: Any = None
+        if path:
+            self.stream = open(path, "a", encoding="utf-8")
+        elif to_stderr:
+            self.stream = sys.stderr
+
+    @property
+    def on(self) -> bool:
+        return self.stream is not None
+
+    def emit(self, ctx: Any, kind: str, data: dict) -> None:
+        stream = self.stream
+        if stream is None:
+            return
+        if ctx is None and kind not in ("run.start", "run.end"):
+            from ..runtime.agents import current_context
+            ctx = current_context()   # layers that do not know the agent (LLM client, MCP) run in its thread
+        event = {"t": time.time_ns() // 1_000_000, "kind": kind,
+                 "agent": getattr(ctx, "display_name", None), "path": getattr(ctx, "path", None)}
+        event.update(data)
+        line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        with self.lock:
+            stream.write(line + "\n")
+            stream.flush()
+
+    def close(self) -> None:
+        if self.stream is not None and self.stream is not sys.stderr:
+            self.stream.close()
+        self.stream = None
+
+
+class TraceLayer:
+    """`tool.call` before and `tool.result` after each tool step; other steps pass untouched. In the chain
+    only when tracing is on. Mocks sit above this layer, so every step traced here is performed (or
+    replayed) below: `mocked` is false."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        self.tracer = tracer
+
+    def perform(self, step: Step, next: Perform) -> Any:
+        if step.kind != TOOL:
+            return next(step)
+        info = step.detail
+        ctx = step.agent
+        self.tracer.emit(ctx, "tool.call", {"tool": info.tool, "fn": info.fn,
+                                            **({} if info.builtin else {"remote": info.remote}),
+                                            "safety": step.safety})
+        started = time.monotonic()
+        try:
+            value = next(step)
+        except SageRaise as exc:
+            self.tracer.emit(ctx, "tool.result", {"tool": info.tool, "fn": info.fn, "ok": False,
+                                                  "duration_ms": int((time.monotonic() - started) * 1000),
+                                                  "error": exc.error.display(), "mocked": False})
+            raise
+        self.tracer.emit(ctx, "tool.result", {"tool": info.tool, "fn": info.fn, "ok": True,
+                                              "duration_ms": int((time.monotonic() - started) * 1000),
+                                              "mocked": False})
+        return value

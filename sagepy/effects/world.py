@@ -1,0 +1,107 @@
+"""The real resources of one run (or one test): the LLM client, the MCP manager and the tool bindings, each
+created on first use so that a program that never calls a model or a server never imports httpx or mcp."""
+from __future__ import annotations
+
+import sys
+import threading
+from typing import TYPE_CHECKING, Any, Callable
+
+from .step import ToolCallInfo
+from .trace import Tracer
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+
+class World:
+    def __init__(self, settings: Settings, tracer: Tracer, elicit: Callable, sample: Callable) -> None:
+        self.settings = settings
+        self.tracer = tracer
+        self._elicit = elicit
+        self._sample = sample
+        self._llm: Any = None
+        self._mcp: Any = None
+        self._safety: dict[str, str] = {}   # `T.f` of a typed MCP tool -> its class, once its server is listed
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------- LLM
+    def llm(self) -> Any:
+        with self._lock:
+            if self._llm is None:
+                from ..llm import LlmClient
+                self._llm = LlmClient(self.settings.llm, trace=lambda kind, data: self.tracer.emit(None, kind, data))
+            return self._llm
+
+    # ---------------------------------------------------------------- MCP
+    @property
+    def mcp_started(self) -> Any:
+        """The MCP manager if some call created it, else None."""
+        return self._mcp
+
+    def mcp(self) -> Any:
+        if self._mcp is not None:
+            return self._mcp
+        with self._lock:
+            if self._mcp is None:
+                from ..mcp.manager import McpManager
+                settings = self.settings
+                self._mcp = McpManager(settings.root, settings.tools.servers, settings.mcp, elicitation=self._elicit,
+                                       sampling=self._sample, checkpoint=_stop_point, trace=self._mcp_event)
+            return self._mcp
+
+    def _mcp_event(self, kind: str, data: dict) -> None:
+        if kind == "mcp.tools_changed":   # annotations may have changed with the listing
+            self._safety.clear()
+        self.tracer.emit(None, kind, data)
+
+    def server_key(self, tool: str) -> str:
+        """The `[tools.X]` key a tool block binds to (SPEC §8.1)."""
+        return self.settings.tools.server_key(tool)
+
+    def prestart(self, tools: set[str]) -> None:
+        """Start, in the background, the servers of the tool blocks that some agent `use`s (SPEC §8.3)."""
+        configured = self.settings.tools
+        if not tools or not configured:
+            return
+        keys = sorted({configured.server_key(t) for t in tools} & set(configured))
+        if keys:
+            from ..runtime.agents import start_thread
+            # importing the MCP SDK alone takes about a second: do it off the main thread too
+            start_thread(lambda: self.mcp().prestart(keys), "mcp-prestart")
+
+    # ---------------------------------------------------------------- safety classes (SPEC §7, §8.6)
+    def tool_safety(self, info: ToolCallInfo) -> str:
+        if info.builtin:
+            from ..tools import SAFETY
+            return SAFETY.get((info.tool, info.fn), "destructive")
+        known = self._safety.get(info.label)
+        if known is not None:
+            return known
+        manager = self.mcp()
+        server = self.server_key(info.tool)
+        safety = manager.safety(server, info.remote)   # connects and lists the tools when needed
+        if manager.listed(server):   # a failed connect is not remembered: the next call tries again
+            self._safety[info.label] = safety
+        return safety
+
+    def dynamic_safety(self, handle: str, tool: str) -> str:
+        """The class of a tool of a dynamic connection: as listed; `destructive` when unknown."""
+        return self.mcp().dynamic_safety(handle, tool)
+
+    # ---------------------------------------------------------------- shutdown
+    def interrupt_form(self) -> bool:
+        """Ctrl-C: if an elicitation form is open, it answers *cancel* and the program goes on (§8.7)."""
+        elicitation = sys.modules.get("sagepy.mcp.elicitation")   # not loaded: no form was ever shown
+        return elicitation is not None and elicitation.interrupt_open_form()
+
+    def close(self) -> None:
+        if self._mcp is not None:
+            self._mcp.close_all()
+
+
+def _stop_point() -> None:
+    """Called while an MCP request waits: a stopped agent or an ended test cancels the request."""
+    from ..runtime.agents import current_context
+    ctx = current_context()
+    if ctx is not None:
+        ctx.check()
