@@ -19,17 +19,31 @@ class Program:
         self.diagnostics = diagnostics
 
 
-def read_source(path: str) -> str:
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
+def read_source(path: str) -> tuple[str, Diagnostic | None]:
+    """The text of a source file, and E001 at the first byte that is not UTF-8 (SPEC §2.1), if any; the
+    text then holds what precedes that byte, so that the diagnostic can show its line."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        text, error = data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        text = data[:exc.start].decode("utf-8")
+        line = text.count("\n") + 1
+        col = len(text) - (text.rfind("\n") + 1) + 1
+        error = Diagnostic("E001", f"invalid UTF-8: byte 0x{data[exc.start]:02x} (source files are UTF-8)", path,
+                           (line, col, line, col + 1))
     remember_source(path, text)
-    return text
+    return text, error
 
 
 def load_module_file(path: str, name: str, parent: A.Module | None, diags: list[Diagnostic],
                      modules: list, cache_dir: str | None) -> A.Module:
-    text = read_source(path)
-    items, errors = parse_file_cached(path, text, cache_dir)
+    text, error = read_source(path)
+    if error is not None:
+        diags.append(error)
+        items, errors = [], []
+    else:
+        items, errors = parse_file_cached(path, text, cache_dir)
     diags.extend(errors)
     module = A.Module(path, items, text)
     module.name = name
