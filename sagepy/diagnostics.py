@@ -36,6 +36,35 @@ class Diagnostic:
         return f"Diagnostic({self.code}, {self.message!r}, {self.file}:{self.span})"
 
 
+class InvalidUtf8(ValueError):
+    """Text that is not UTF-8: the line and column (1-based, in characters) of the first invalid byte."""
+
+    def __init__(self, byte: int, line: int, col: int) -> None:
+        super().__init__(f"invalid UTF-8: byte 0x{byte:02x} (at line {line}, column {col})")
+        self.byte = byte
+        self.line = line
+        self.col = col
+
+    @property
+    def span(self) -> tuple[int, int, int, int]:
+        return (self.line, self.col, self.line, self.col + 1)
+
+    @property
+    def reason(self) -> str:
+        return f"invalid UTF-8: byte 0x{self.byte:02x}"
+
+
+def decode_utf8(data: bytes) -> str:
+    """`data` as UTF-8 text. Raises InvalidUtf8 pointing at the first byte that is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[:exc.start].decode("utf-8")
+        line = before.count("\n") + 1
+        col = len(before) - (before.rfind("\n") + 1) + 1
+        raise InvalidUtf8(data[exc.start], line, col) from None
+
+
 def display_path(path: str | None) -> str:
     """Relative to the current directory when the file lies inside it, else absolute (SPEC §10.1)."""
     if not path:

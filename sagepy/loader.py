@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from .diagnostics import Diagnostic, remember_source
+from .diagnostics import Diagnostic, InvalidUtf8, decode_utf8, remember_source
 from .syntax import ast as A
 from .syntax.cache import FROM_ENVIRONMENT, parse_file_cached
 
@@ -20,31 +20,27 @@ class Program:
 
 
 def read_source(path: str) -> tuple[str, Diagnostic | None]:
-    """The text of a source file, and E001 at the first byte that is not UTF-8 (SPEC §2.1), if any; the
-    text then holds what precedes that byte, so that the diagnostic can show its line."""
+    """The text of a source file, or "" and an E001 at the first byte that is not UTF-8 (SPEC §2)."""
     with open(path, "rb") as fh:
         data = fh.read()
     try:
-        text, error = data.decode("utf-8"), None
-    except UnicodeDecodeError as exc:
-        text = data[:exc.start].decode("utf-8")
-        line = text.count("\n") + 1
-        col = len(text) - (text.rfind("\n") + 1) + 1
-        error = Diagnostic("E001", f"invalid UTF-8: byte 0x{data[exc.start]:02x} (source files are UTF-8)", path,
-                           (line, col, line, col + 1))
+        text = decode_utf8(data)
+    except InvalidUtf8 as exc:
+        remember_source(path, data.decode("utf-8", errors="replace"))
+        return "", Diagnostic("E001", f"{exc.reason} (source files must be UTF-8)", path, exc.span)
     remember_source(path, text)
-    return text, error
+    return text, None
 
 
 def load_module_file(path: str, name: str, parent: A.Module | None, diags: list[Diagnostic],
                      modules: list, cache_dir: str | None) -> A.Module:
-    text, error = read_source(path)
-    if error is not None:
-        diags.append(error)
-        items, errors = [], []
+    text, not_utf8 = read_source(path)
+    if not_utf8 is not None:
+        diags.append(not_utf8)
+        items: list = []
     else:
         items, errors = parse_file_cached(path, text, cache_dir)
-    diags.extend(errors)
+        diags.extend(errors)
     module = A.Module(path, items, text)
     module.name = name
     module.parent = parent

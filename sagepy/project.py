@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .diagnostics import Diagnostic, InvalidUtf8, decode_utf8
+
 
 class ProjectError(Exception):
     """A one-line user error (`error: …`, exit 1)."""
@@ -18,6 +20,7 @@ class Project:
         self.config = config
         self.config_path = config_path
         self.toml_error = toml_error
+        self.dotenv_error: Diagnostic | None = None    # E090 for a .env it cannot load (sagepy.settings)
 
 
 def find_project(path: str | None) -> tuple[Project, str | None]:
@@ -28,7 +31,7 @@ def find_project(path: str | None) -> tuple[Project, str | None]:
         project = Project(root, config, grove_path, error)
     else:
         project = Project(root, {}, None)
-    load_dotenv(project.root)
+    project.dotenv_error = load_dotenv(project.root)
     return project, explicit_file
 
 
@@ -58,25 +61,30 @@ def load_config(path: str) -> tuple[dict, Exception | None]:
         import tomli as tomllib  # type: ignore[no-redef]
     try:
         with open(path, "rb") as fh:
-            data: dict[str, Any] = tomllib.load(fh)
+            data: dict[str, Any] = tomllib.loads(decode_utf8(fh.read()))
     except OSError as exc:
         raise ProjectError(f"cannot read {path}: {exc.strerror}") from None
-    except ValueError as exc:
+    except ValueError as exc:   # InvalidUtf8 too: both say where
         return {}, exc
+    except RecursionError:      # tomllib parses nested arrays and inline tables recursively
+        return {}, ValueError("arrays or inline tables nested too deeply")
     return data, None
 
 
-def load_dotenv(root: str) -> None:
-    """`.env` in the project root: KEY=VALUE lines; variables already set win."""
+def load_dotenv(root: str) -> Diagnostic | None:
+    """`.env` in the project root: KEY=VALUE lines; variables already set win. A file that is not UTF-8 (none
+    of it is loaded), or a line the environment cannot hold (loading stops there), is an E090."""
     path = os.path.join(root, ".env")
     if not os.path.isfile(path):
-        return
+        return None
     try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
+        with open(path, "rb") as fh:
+            lines = decode_utf8(fh.read()).splitlines()
     except OSError:
-        return
-    for line in lines:
+        return None
+    except InvalidUtf8 as exc:
+        return _dotenv_error(path, exc.reason, exc.line, exc.col)
+    for number, line in enumerate(lines, 1):
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
@@ -87,4 +95,13 @@ def load_dotenv(root: str) -> None:
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
             value = value[1:-1]
+        if not key or "\0" in key + value:
+            return _dotenv_error(path, "a variable needs a name, and no NUL byte", number, 1)
         os.environ.setdefault(key, value)
+    return None
+
+
+def _dotenv_error(path: str, reason: str, line: int, col: int) -> Diagnostic:
+    """E090 with the place in the message rather than as a span: a span would print the line, and a
+    `.env` line holds a secret."""
+    return Diagnostic("E090", f"invalid .env: {reason} (at line {line}, column {col})", path, None)

@@ -216,6 +216,9 @@ class Settings:
         if project.config_path is not None:
             from .grove import read_grove
             read_grove(project, settings)
+        if project.dotenv_error is not None:
+            settings.diagnostics = [project.dotenv_error] + settings.diagnostics
+            settings.tool_diagnostics = [project.dotenv_error] + settings.tool_diagnostics
         return settings
 
     def configure_tools(self, tables: Mapping[str, Any], servers: dict[str, ServerConfig]) -> None:

@@ -325,7 +325,26 @@ def _finish(config: ServerConfig, data: Mapping[str, Any], table: str, report: A
                "the token itself (its value looks like a token, so it is not shown)", None,
                'write token_env = "MY_TOKEN" and put MY_TOKEN=<the token> in .env or the environment')
         return False
+    where = _nul_byte_key(config)
+    if where is not None:
+        report(f"[{table}] {where} contains a NUL byte, which cannot be passed to a process", where, None)
+        return False
     return True
+
+
+def _nul_byte_key(config: ServerConfig) -> str | None:
+    """The first of command, cwd, args and env that holds a NUL byte (the OS would refuse to start it)."""
+    for key in ("command", "cwd"):
+        if "\0" in (getattr(config, key) or ""):
+            return key
+    if any("\0" in arg for arg in config.args):
+        return "args"
+    for name, value in config.env.items():
+        if "\0" in name:
+            return "env"      # not `env.<name>`: a message would carry the NUL byte on
+        if "\0" in value:
+            return f"env.{name}"
+    return None
 
 
 def parse_server(name: str, data: Any, table: str, report: Any) -> ServerConfig | None:

@@ -7,6 +7,7 @@ is called at loop iterations, calls and blocking points and raises `AgentCancell
 from __future__ import annotations
 
 import collections
+import re
 import sys
 import threading
 import time
@@ -135,7 +136,13 @@ class Runtime:
 _out_lock = threading.Lock()
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _write_line(stream: Any, text: str) -> None:
+    # A Sage string can hold a lone surrogate (json_decode of "\\ud800"); no encoding can write one, and the
+    # stream's error would drop the whole line: it is printed as U+FFFD instead.
+    text = _LONE_SURROGATE.sub("\ufffd", text)
     with _out_lock:
         try:
             stream.write(text + "\n")

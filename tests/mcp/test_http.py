@@ -75,10 +75,10 @@ def test_dynamic_http_with_headers_legacy(url, managers):
 def test_dollar_reference_inside_a_header_value(url, managers, monkeypatch):
     monkeypatch.setenv("SAGE_TEST_HTTP_TOKEN", TOKEN)
     manager = managers({"Remote": {"url": url, "headers": {"Authorization": "Bearer ${SAGE_TEST_HTTP_TOKEN}"}}})
-    assert manager.call_typed("Remote", "Remote.e", "echo", {"text": "expanded"}, STRING) == "expanded"
+    assert call_typed(manager, "Remote", "Remote.e", "echo", {"text": "expanded"}, STRING) == "expanded"
     monkeypatch.setenv("SAGE_TEST_HTTP_TOKEN", "wrong")
     manager = managers({"Remote": {"url": url, "headers": {"Authorization": "Bearer $SAGE_TEST_HTTP_TOKEN"}}})
-    assert error_of(manager.call_typed, "Remote", "Remote.e", "echo", {"text": "x"}, STRING) == \
+    assert error_of(call_typed, manager, "Remote", "Remote.e", "echo", {"text": "x"}, STRING) == \
         "MCP auth error: server returned HTTP 401"
 
 

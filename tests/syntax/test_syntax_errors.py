@@ -241,13 +241,3 @@ def test_an_int_literal_out_of_range_is_e004_whatever_its_length(text: str) -> N
 def test_the_smallest_int_is_a_valid_literal() -> None:
     assert diagnostics("const C: Int = -9223372036854775808;\nfn f() -> Int { return -9223372036854775808; }") == []
 
-
-def test_a_source_file_that_is_not_utf8_is_e001_at_its_first_invalid_byte(tmp_path: Path) -> None:
-    (tmp_path / "main.sg").write_bytes(b'agent Main {\n    on start { print("h\xe9llo"); }\n}\nrun Main;\n')
-    env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(REPO))
-    for command in ("check", "run"):
-        r = subprocess.run([sys.executable, "-m", "sagepy", command, "main.sg"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode == 1
-        assert "error[E001]: invalid UTF-8: byte 0xe9" in r.stderr and "main.sg:2:24" in r.stderr, r.stderr
-        assert "internal error" not in r.stderr

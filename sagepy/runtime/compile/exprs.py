@@ -191,6 +191,10 @@ class Expressions:
                 if slot is not None:
                     frame[slot] = ErrorValue("Runtime", "call depth exceeded", "E205")
                 return fallback(frame)
+            except MemoryError:
+                if slot is not None:
+                    frame[slot] = ErrorValue("Runtime", "out of memory")
+                return fallback(frame)
         return catch
 
     # ---------------------------------------------------------------- collections and records

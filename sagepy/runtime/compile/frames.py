@@ -63,6 +63,10 @@ def make_function(body: Code, nslots: int, nparams: int, file: str, span: tuple)
             sig = body(frame)
         except ControlFlow as cf:
             sig = cf.signal
+        except MemoryError:
+            # Unwinding to here freed what the body had built, so the error can be made and handled like any
+            # other (by `catch`, `on error`, or the test); if memory is still short, MemoryError goes on up.
+            raise raise_at("Runtime", "out of memory", None, file, span) from None
         finally:
             ctx.depth -= 1
         if type(sig) is Return:
