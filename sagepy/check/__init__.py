@@ -11,6 +11,7 @@ from ..diagnostics import Diagnostic
 def check_program(program: Any, *, tools: Collection[str] = (), test_file: bool = False) -> list[Diagnostic]:
     """Check `program` (as returned by `sagepy.loader.load_program`). `tools` holds the `[tools.<Name>]` keys
     of grove.toml (`Settings.tools`), for the tool-binding rules E086/W084; `test_file` marks the root module
-    as a test file."""
+    as a test file. The checker recurses as deep as the program nests, so it runs on a large-stack thread."""
+    from ..deepstack import call_on_deep_stack
     from .checker import Checker
-    return Checker(program, tools, test_file).run()
+    return call_on_deep_stack(Checker(program, tools, test_file).run, "check")

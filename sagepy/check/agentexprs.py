@@ -11,6 +11,7 @@ from typing import Any
 from .. import types as T
 from ..diagnostics import did_you_mean
 from .context import Body, Locals
+from .hints import field_hint
 from .types import ANY, NEVER, fits, is_open, merge, show
 
 ERROR_KINDS = ("Llm", "Agent", "Runtime", "Tool", "Mcp", "User", "Protocol", "Timeout")
@@ -65,19 +66,17 @@ class AgentExpressions:
 
     def check_field_inits(self, agent: Any, fields: list, span: tuple, cx: Body, lc: Locals, code: str,
                           what: str) -> None:
-        """`summon A { … }` and supervisor children: every non-persistent field exactly once, nothing else."""
+        """`summon A { … }` and supervisor children: every non-persistent field exactly once, a persistent one at
+        most once (its starting value when the store holds none, SPEC §4.8), nothing else."""
         given: set[str] = set()
         for fname, value, fspan in fields:
             field = agent.fields.get(fname)
             if field is None:
                 self.error(code, f"agent `{agent.name}` has no field `{fname}`", fspan, cx.file,
-                           hint=did_you_mean(fname, agent.fields))
+                           hint=field_hint(fname, agent.fields, f"agent `{agent.name}`"))
                 self.expr(value, cx, lc)
                 continue
-            if field.persistent:
-                self.error(code, f"persistent field `{fname}` of `{agent.name}` cannot be initialised", fspan,
-                           cx.file)
-            elif fname in given:
+            if fname in given:
                 self.error(code, f"field `{fname}` given twice", fspan, cx.file)
             given.add(fname)
             self.expect(value, field.type, cx, lc)

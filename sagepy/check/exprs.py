@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import types as T
-from ..diagnostics import did_you_mean
 from ..syntax import ast as A
 from .context import Body, Locals, Var
+from .hints import field_hint
 from .types import (ANY, MAP_KEYS, NEVER, ORDERABLE, PersistedT, fits, instantiate, is_open, merge, prim_named,
                     resolve, show, unify)
 
@@ -91,7 +91,7 @@ class Expressions:
         field = agent.fields.get(node.name)
         if field is None:
             self.error("E026", f"agent `{agent.name}` has no field `{node.name}`", node.span, cx.file,
-                       hint=did_you_mean(node.name, agent.fields))
+                       hint=field_hint(node.name, agent.fields, f"agent `{agent.name}`"))
             return ANY
         agent.reads.add(node.name)
         return PersistedT(field.type) if field.persistent else field.type
@@ -104,15 +104,19 @@ class Expressions:
                 if fname == name:
                     return ftype
             self.error("E027", f"record `{t.name}` has no field `{name}`", span, cx.file,
-                       hint=did_you_mean(name, [f for f, _ in t.fields()]))
+                       hint=field_hint(name, [f for f, _ in t.fields()], f"record `{t.name}`"))
             return ANY
         if prim_named(t, "Error"):
             if name in ("message", "kind"):
                 return T.STRING
             self.error("E027", f"`Error` has no field `{name}` (it has `message` and `kind`)", span, cx.file)
             return ANY
+        hint = None
+        if isinstance(t, T.AgentT):
+            hint = "an agent's fields are read only by its own handlers, as `self.<field>`; await its result " \
+                   "or send it a message"
         self.error("E027", f"field access `.{name}` on a value of type {show(t)}, which is not a record", span,
-                   cx.file)
+                   cx.file, hint=hint)
         return ANY
 
     def e_TupleIndex(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
@@ -319,7 +323,7 @@ class Expressions:
         for fname, value, fspan in node.fields:
             if fname not in declared:
                 self.error("E027", f"record `{info.name}` has no field `{fname}`", fspan, cx.file,
-                           hint=did_you_mean(fname, declared))
+                           hint=field_hint(fname, declared, f"record `{info.name}`"))
                 self.expr(value, cx, lc)
                 continue
             if fname in given:

@@ -13,12 +13,12 @@ import threading
 import time
 from typing import Any, Callable
 
+from ..deepstack import start_thread
 from .errors import AgentCancelled, SageRaise, TestAbort
 from .values import UNIT, ErrorValue
 
 MAILBOX_CAPACITY = 32
 CALL_DEPTH_LIMIT = 10_000
-THREAD_STACK_BYTES = 512 * 1024 * 1024
 
 
 _current = threading.local()
@@ -226,37 +226,6 @@ class AgentInstance:
                 return True
             if waiter is not None:
                 waiter.check()
-
-
-def _call_in_large_chunk(target: Callable[[], None]) -> None:
-    return target()
-
-
-# CPython 3.11 keeps Python frames in 16 KiB "data stack" chunks and unmaps a chunk as soon as the recursion
-# returns below it, so a recursive Sage function that oscillates around a chunk boundary pays an mmap and a
-# munmap per call (measured: fib(25) 3x slower, mostly system time). Calling the agent's code from a frame
-# that declares a huge value stack makes CPython allocate one large chunk for it; the frames the agent pushes
-# afterwards live in the unused rest of that chunk. The declared stack is never touched, so it costs address
-# space only.
-_call_in_large_chunk.__code__ = _call_in_large_chunk.__code__.replace(co_stacksize=300_000)
-
-
-def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
-    """Start a daemon thread with a stack large enough for deep Sage recursion."""
-    previous = threading.stack_size()
-    try:
-        threading.stack_size(THREAD_STACK_BYTES)
-    except (ValueError, RuntimeError):
-        pass
-    try:
-        t = threading.Thread(target=_call_in_large_chunk, args=(target,), name=name, daemon=True)
-        t.start()
-    finally:
-        try:
-            threading.stack_size(previous)
-        except (ValueError, RuntimeError):
-            pass
-    return t
 
 
 def error_of(exc: BaseException) -> ErrorValue:

@@ -38,7 +38,7 @@ def run_lifecycle(inst: AgentInstance, entry: bool) -> None:
     try:
         try:
             for name, t in agent.persistent_types.items():
-                inst.runtime.store.load(agent.name, name, t)
+                inst.runtime.store.load(agent.name, name, t, inst.fields.get(name))
             if "waking" in handlers and agent.persistent:
                 handlers["waking"].run(inst)
             if "start" in handlers:

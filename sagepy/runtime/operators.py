@@ -96,6 +96,9 @@ def _div(left, right, file, span):
     return run
 
 
+_INFINITIES = (float("inf"), float("-inf"))
+
+
 def _mod(left, right, file, span):
     import math
 
@@ -110,7 +113,7 @@ def _mod(left, right, file, span):
             r = abs(a) % abs(b)
             return r if a >= 0 else -r
         if type(a) is float and type(b) is float:
-            if b == 0:
+            if b == 0 or a in _INFINITIES:   # IEEE 754: NaN (math.fmod raises ValueError for an infinite a)
                 return float("nan")
             return math.fmod(a, b)
         raise type_error("%", a, b, file, span)

@@ -32,8 +32,9 @@ class StateStore:
             self.db.execute("CREATE TABLE IF NOT EXISTS sage_state (agent TEXT NOT NULL, field TEXT NOT NULL, "
                             "value TEXT NOT NULL, PRIMARY KEY (agent, field))")
 
-    def load(self, agent: str, field: str, t: T.Type) -> Any:
-        """The stored value, or the type's default (SPEC §4.8)."""
+    def load(self, agent: str, field: str, t: T.Type, start: Any = None) -> Any:
+        """The stored value, else `start` (the value a `summon` or child spec gave the field), else the type's
+        default (SPEC §4.8). A start of `None` is the default: only an `Option` field can be given `None`."""
         from ..convert import default_value, from_json, parse_json
         key = (agent, field)
         with self.lock:
@@ -48,7 +49,7 @@ class StateStore:
                     except Exception:  # a stored value of an older type: start again from the default
                         value = None
             if value is None:
-                value = default_value(t)
+                value = default_value(t) if start is None else start
             self.cache[key] = value
             return value
 

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import signal
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..deepstack import deep_recursion
 from ..diagnostics import Diagnostic, format_diagnostics, format_location_block
 from ..syntax import ast as A
 from .agents import AgentInstance, Runtime, start_thread
@@ -27,15 +27,11 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
 
 def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False,
               program_args: list[str] | None = None) -> int:
-    # Sage calls nest several Python frames deep; agent threads have large stacks (agents.THREAD_STACK_BYTES).
-    # The limit is restored afterwards: the caller's thread (pytest's, for an in-process run) keeps its small
-    # C stack, where C code that recurses under the raised limit (json on deeply nested text) would overflow it.
-    previous = sys.getrecursionlimit()
-    sys.setrecursionlimit(400_000)
-    try:
+    # Sage calls nest several Python frames deep: the limit is raised while the program runs and restored
+    # afterwards (sagepy.deepstack), so that the caller's thread (pytest's, for an in-process run) keeps its
+    # small C stack's limit
+    with deep_recursion():
         return _run_program(session, entry_path, trace_file, trace_stderr, program_args or [])
-    finally:
-        sys.setrecursionlimit(previous)
 
 
 def _run_program(session: Session, entry_path: str, trace_file: str | None, trace_stderr: bool,

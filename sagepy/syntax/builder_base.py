@@ -7,7 +7,7 @@ from lark.visitors import Transformer_NonRecursive
 from lark.exceptions import UnexpectedInput, VisitError
 
 from . import ast as A
-from .context import INT_MAX, ParseContext
+from .context import INT_MAX, ParseContext, int_literal
 from .describe import describe_unexpected
 from .grammar import lark_parser
 from .lexical import decode_string, lexical_errors
@@ -25,7 +25,7 @@ class BuilderBase(Transformer_NonRecursive):
         return decode_string(tok, self.ctx, self._interpolation)
 
     def _int(self, tok: Token, span: tuple) -> A.Node:
-        value = int(tok.value)
+        value = int_literal(tok.value)
         node = A.Literal(value, span=span)
         if value > INT_MAX:
             self.ctx.big_ints[id(node)] = node

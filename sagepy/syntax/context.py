@@ -13,6 +13,17 @@ from ..diagnostics import Diagnostic
 from ..types import INT_MAX
 
 
+# Longer digit strings are out of Int's range whatever their value; Python's int() refuses those over 4,300
+# digits, so they are not converted
+_INT_DIGITS_MAX = len(str(INT_MAX + 1))
+OUT_OF_RANGE = 1 << 64
+
+
+def int_literal(text: str) -> int:
+    """The value of an INT token; OUT_OF_RANGE (E004 follows) for one too long to be an Int."""
+    return int(text) if len(text.lstrip("0")) <= _INT_DIGITS_MAX else OUT_OF_RANGE
+
+
 class ParseContext:
     def __init__(self, path: str) -> None:
         self.path = path

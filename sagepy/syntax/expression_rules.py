@@ -6,7 +6,7 @@ from lark import Token, v_args
 
 from . import ast as A
 from .builder_base import BuilderBase
-from .context import INT_MAX, meta_span, token_span
+from .context import INT_MAX, int_literal, meta_span, token_span
 
 
 def _binop(self, meta, children):
@@ -116,7 +116,7 @@ class ExpressionRules(BuilderBase):
     def neg(self, meta, c):
         operand = c[1]
         span = meta_span(meta)
-        if isinstance(operand, A.Literal) and id(operand) in self.ctx.big_ints:
+        if isinstance(operand, A.Literal) and id(operand) in self.ctx.big_ints and operand.value == INT_MAX + 1:
             del self.ctx.big_ints[id(operand)]
             return A.Literal(-operand.value, span=span)
         return A.Unary("-", operand, span=span)
@@ -137,7 +137,10 @@ class ExpressionRules(BuilderBase):
         return A.FieldAccess(c[0], c[1], span=meta_span(meta))
 
     def tuple_index(self, meta, c):
-        return A.TupleIndex(c[0], int(c[1].value), span=meta_span(meta))
+        index = int_literal(c[1].value)
+        if index > INT_MAX:
+            self.ctx.error("E004", "integer literal out of the 64-bit range", token_span(c[1]))
+        return A.TupleIndex(c[0], index, span=meta_span(meta))
 
     def call(self, meta, c):
         return A.Call(c[0], c[1] or [], span=meta_span(meta))
@@ -278,7 +281,7 @@ class ExpressionRules(BuilderBase):
 
     def pat_int(self, meta, c):
         minus, tok = c
-        value = int(tok.value)
+        value = int_literal(tok.value)
         if minus is not None:
             value = -value
         if not (-(1 << 63) <= value <= INT_MAX):

@@ -6,7 +6,7 @@ from lark import Token, v_args
 
 from . import ast as A
 from .builder_base import BuilderBase
-from .context import meta_span, token_span
+from .context import INT_MAX, int_literal, meta_span, token_span
 
 
 def _lifecycle_handler(kind: str):
@@ -235,8 +235,12 @@ class ItemRules(BuilderBase):
             return c[0]
         if len(toks) == 2:
             tok = toks[1]
-            value = -int(tok.value) if tok.type == "INT" else -float(tok.value)
-            return A.Literal(value, span=meta_span(meta))
+            if tok.type == "FLOAT":
+                return A.Literal(-float(tok.value), span=meta_span(meta))
+            value = int_literal(tok.value)
+            if value > INT_MAX + 1:
+                self.ctx.error("E004", "integer literal out of the 64-bit range", meta_span(meta))
+            return A.Literal(-value, span=meta_span(meta))
         tok = toks[0]
         if tok.type == "INT":
             return self._int(tok, meta_span(meta))

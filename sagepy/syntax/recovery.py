@@ -14,7 +14,7 @@ from lark import Token
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 
 from ..diagnostics import Diagnostic
-from .context import INT_MAX, ParseContext, token_span
+from .context import INT_MAX, ParseContext, int_literal, token_span
 from .describe import report_syntax_error
 from .grammar import lark_parser
 
@@ -65,8 +65,8 @@ def scan_literals(ctx: ParseContext, text: str, decode_string: Callable[[Token],
         for tok in lark_parser().lex(text):
             if tok.type == "STRING":
                 decode_string(tok)
-            elif tok.type == "INT" and int(tok.value) > INT_MAX:
-                if not (int(tok.value) == INT_MAX + 1 and previous is not None and previous.type == "MINUS"):
+            elif tok.type == "INT" and int_literal(tok.value) > INT_MAX:
+                if not (int_literal(tok.value) == INT_MAX + 1 and previous is not None and previous.type == "MINUS"):
                     ctx.error("E004", "integer literal out of the 64-bit range", token_span(tok))
             previous = tok
     except UnexpectedInput:

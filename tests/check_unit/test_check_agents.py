@@ -61,12 +61,12 @@ agent W {
 }
 fn f() -> Unit {
     let w1 = summon W { a: 1 };
-    let w2 = summon W { a: 1, b: "x", c: 3 };
+    let w2 = summon W { a: 1, b: "x", c: 3 };   // a persistent field's starting value (SPEC §4.8)
     let w3 = summon W { a: 1, b: "x", d: 4 };
     let w4 = summon W { a: 1, a: 2, b: "x" };
     let w5 = summon W { a: "one", b: "x" };
 }
-""", [("E032", 8), ("E032", 9), ("E032", 10), ("E032", 11), ("E018", 12)]),
+""", [("E032", 8), ("E032", 10), ("E032", 11), ("E018", 12)]),
     "await and send need agent handles": ("""\
 fn f() -> Unit {
     let x = try await 5;
@@ -163,12 +163,13 @@ supervisor Top {
         W { n: 1, extra: 2 }
         W { }
         W { n: 1, p: 2 }
+        W { n: 1, p: 2, p: 3 }
         Ghost { }
         Empty { }
         W { handler Infer: Slow, n: "x" }
     }
 }
-""", [("E060", 7), ("E062", 15), ("E062", 16), ("E062", 17), ("E061", 18), ("E018", 20), ("E072", 20)]),
+""", [("E060", 7), ("E062", 15), ("E062", 16), ("E062", 18), ("E061", 19), ("E018", 21), ("E072", 21)]),
     "protocols and effect handlers": ("""\
 protocol Chat {
     Client -> Server: String

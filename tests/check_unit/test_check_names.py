@@ -191,3 +191,30 @@ fn name(c: colors::Color) -> String {
         "colors.sg": "pub enum Color { Red, Green }\n",
     }
     assert check_files(tmp_path, files, "main.sg") == []
+
+
+def test_field_hints_for_records_and_agents(tmp_path):
+    # a close name is offered (the checker's did-you-mean cutoff); with none close, the fields are listed
+    found = check_files(tmp_path, {"main.sg": """\
+record Point { x: Int, y: Int }
+record Person { name: String, age: Int }
+agent Counter {
+    count: Int
+    on start { yield(self.cuont + self.zz); }
+}
+fn f(p: Point, q: Person) -> Int {
+    let c = summon Counter { count: 1, totl: 2 };
+    let r = Person { nmae: "a", age: 1 };
+    return p.xx + len(q.nmae);
+}
+"""}, "main.sg")
+    hints = {(d.code, d.span[0], d.hint) for d in found if d.severity == "error"}
+    assert hints == {
+        ("E026", 5, "did you mean `count`?"),
+        ("E026", 5, "agent `Counter` has field `count`"),
+        ("E032", 8, "agent `Counter` has field `count`"),
+        ("E027", 9, "did you mean `name`?"),
+        ("E027", 9, None),     # `name` is missing: no hint
+        ("E027", 10, "record `Point` has fields `x`, `y`"),
+        ("E027", 10, "did you mean `name`?"),
+    }

@@ -4,8 +4,6 @@ The long run is by hand: `python -m tests.fuzz --count 100000 --seed N` (tests/f
 """
 from __future__ import annotations
 
-import pytest
-
 from tests.fuzz.harness import Campaign
 from tests.fuzz.pool import Job, Pool
 from tests.fuzz.worker import internal_evidence
@@ -14,9 +12,6 @@ SMOKE_SEED = 18
 SMOKE_COUNT = 200
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18: the smoke seed still finds internal errors (source that is "
-                   "not UTF-8: UnicodeDecodeError; deep nesting under `sage check`: RecursionError; `range` "
-                   "of 2^63 elements: OverflowError); strict, so remove this mark once they are fixed")
 def test_smoke_seed_has_no_internal_error_or_crash() -> None:
     campaign = Campaign(workers=2, budget=20.0, slow_seconds=float("inf"), findings_dir=None)
     try:

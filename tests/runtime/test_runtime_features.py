@@ -59,6 +59,41 @@ def test_persistent_fields_survive_runs(tmp_path: Path) -> None:
     assert rows == [("count", "2"), ("stats", '{"runs":2,"names":["run","run"]}')]
 
 
+def test_a_starting_value_is_used_once_then_the_stored_value_wins(tmp_path: Path) -> None:
+    # SPEC §4.8: a persistent field given a value in `summon` or a child spec starts there when the store holds
+    # nothing for it; the next run finds the stored value and ignores the starting value
+    root = write(tmp_path, {"grove.toml": '[project]\nentry = "main.sg"\n[persistence]\nbackend = "sqlite"\n',
+                            "main.sg": """\
+        agent Counter {
+            @persistent hits: Int
+            on waking { print("waking at {self.hits.get()}"); }
+            on start { self.hits.set(self.hits.get() + 1); yield(self.hits.get()); }
+        }
+        agent Child {
+            @persistent total: Int
+            on start { self.total.set(self.total.get() + 1); print("child {self.total.get()}"); }
+        }
+        agent Main {
+            on start { print("counter {try await summon Counter { hits: 10 }}"); }
+        }
+        supervisor Pool {
+            strategy: OneForOne
+            children {
+                Child { restart: Transient, total: 41 }
+            }
+        }
+        run Main;
+        """, "pool.sg": ""})
+    (root / "pool.sg").write_text((root / "main.sg").read_text().replace("run Main;", "run Pool;"))
+    assert sage("run", "main.sg", cwd=root).stdout == "waking at 10\ncounter 11\n"
+    assert sage("run", "main.sg", cwd=root).stdout == "waking at 11\ncounter 12\n"
+    assert sage("run", "pool.sg", cwd=root).stdout == "child 42\n"
+    assert sage("run", "pool.sg", cwd=root).stdout == "child 43\n"
+    rows = sqlite3.connect(root / ".sage" / "state.db").execute(
+        "SELECT agent, field, value FROM sage_state ORDER BY agent").fetchall()
+    assert rows == [("Child", "total", "43"), ("Counter", "hits", "12")]
+
+
 def test_memory_backend_forgets(tmp_path: Path) -> None:
     root = write(tmp_path, {"grove.toml": '[project]\nentry = "main.sg"\n', "main.sg": COUNTER})
     assert sage("run", ".", cwd=root).stdout == "waking at 0\ncount 1 runs 1\n"

@@ -216,3 +216,28 @@ def test_carets_count_wide_characters_as_two_cells() -> None:
     line = 'let 名前 = "値" $ 1;\n'
     assert _caret_lines(line, (1, 5, 1, 7))[1] == "  | " + " " * 4 + "^" * 4         # 名前: two cells each
     assert _caret_lines(line, (1, 14, 1, 15))[1] == "  | " + " " * 16 + "^"          # `$`, after 名, 前 and 値
+
+
+# ---------------------------------------------------------------- Int literals out of range (E004)
+
+HUGE = "1" * 4301   # past Python's 4,300-digit limit for int(): must be E004, never a ValueError
+
+
+@pytest.mark.parametrize("text", [
+    f"fn f() -> Int {{ return {HUGE}; }}",
+    f"fn f() -> Int {{ return -{HUGE}; }}",
+    "fn f() -> Int { return -99999999999999999999; }",
+    f"fn f(x: Int) -> Int {{ match x {{ {HUGE} => 1, _ => 0 }} }}",
+    f"fn f(x: Int) -> Int {{ match x {{ -{HUGE} => 1, _ => 0 }} }}",
+    "const C: Int = -99999999999999999999;",
+    f"const C: Int = -{HUGE};",
+    f"fn f(t: (Int, Int)) -> Int {{ return t.{HUGE}; }}",
+])
+def test_an_int_literal_out_of_range_is_e004_whatever_its_length(text: str) -> None:
+    code, message, *_ = one(text)
+    assert (code, message) == ("E004", "integer literal out of the 64-bit range")
+
+
+def test_the_smallest_int_is_a_valid_literal() -> None:
+    assert diagnostics("const C: Int = -9223372036854775808;\nfn f() -> Int { return -9223372036854775808; }") == []
+

@@ -380,3 +380,38 @@ def test_last_failed_list_lives_in_a_private_sage_directory(tmp_path: Path) -> N
     sage("test", cwd=root)
     assert (root / ".sage" / "lastfailed").read_text(encoding="utf-8").count("src/main_test.sg::bad") == 1
     assert (root / ".sage").stat().st_mode & 0o777 == 0o700
+
+
+def test_deep_programs_check_and_test_without_recursion_errors(tmp_path: Path) -> None:
+    # SPEC §13.3: whatever the parser accepts (nesting up to 1,000 levels) is checked and run; §4.3: 5,000
+    # nested Sage calls in a test and in an agent it summons
+    nested_ifs = "if true { " * 990 + "x = x + 1;" + " }" * 990
+    plus_chain = " + ".join(["1"] * 999)
+    root = project(tmp_path, {"grove.toml": '[project]\nname = "t"\n', "src/deep_test.sg": f"""\
+        fn depth(n: Int) -> Int {{
+            if n == 0 {{
+                return 0;
+            }}
+            return 1 + depth(n - 1);
+        }}
+
+        agent Deep {{
+            n: Int
+            on start {{ yield(depth(self.n)); }}
+        }}
+
+        test "calls" {{ assert_eq(depth(5000), 5000); }}
+        test "calls in an agent" {{ assert_eq(try await summon Deep {{ n: 5000 }}, 5000); }}
+        test "nesting" {{
+            let x = 0;
+            {nested_ifs}
+            assert_eq(x, 1);
+            assert_eq({plus_chain}, 999);
+        }}
+        """})
+    checked = sage("check", cwd=root)
+    assert checked.returncode == 0, checked.stderr
+    assert "internal error" not in checked.stderr
+    tested = sage("test", cwd=root)
+    assert "3 passed, 0 failed" in tested.stdout, tested.stdout + tested.stderr
+

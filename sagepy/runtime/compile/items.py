@@ -62,6 +62,11 @@ class Items:
     """Mixin of the compiler."""
 
     def compile_program(self, program: Any) -> None:
+        """Compile every item of `program`; like the checker, on a large-stack thread (deep ASTs recurse)."""
+        from ...deepstack import call_on_deep_stack
+        call_on_deep_stack(lambda: self.compile_items(program), "compile")
+
+    def compile_items(self, program: Any) -> None:
         self.root_scope = program.root.namespace
         for module in program.modules:
             for item in module.items:
