@@ -185,6 +185,6 @@ def test_out_of_memory_is_a_catchable_runtime_error(tmp_path: Path) -> None:
     r = sage("run", "main.sg", cwd=tmp_path, limit_memory=True)
     stdout, stderr = out(r)
     assert stdout == ("in a call: Runtime error: out of memory\nin place: Runtime error: out of memory\n"
-                      "on error: Runtime error: out of memory\n")
+                      "on error: Runtime error: out of memory\n"), stderr
     assert r.returncode == 1
     assert stderr.startswith("error: unhandled error in agent Main#0: Runtime error: out of memory\n")
