@@ -18,7 +18,7 @@ import math
 import re
 from typing import Any
 
-from .json_text import compact_json, parse_json  # parse_json: re-exported for the callers of this module
+from .json_text import compact_json
 from .runtime.values import NONE, UNIT, ErrorValue, Record, Variant, display, some
 from .types import (
     INT_MAX,

@@ -18,7 +18,7 @@ _MISSING = object()
 
 
 def json_parse(s: str) -> str:
-    from ..convert import parse_json
+    from ..json_text import parse_json
 
     try:
         parse_json(s)
@@ -29,7 +29,8 @@ def json_parse(s: str) -> str:
 
 def json_decode(s: str, target: Type) -> Any:
     """`target` is the resolved T of `json_decode<T>`, appended by the interpreter as the last argument."""
-    from ..convert import ConversionError, from_json, parse_json
+    from ..convert import ConversionError, from_json
+    from ..json_text import parse_json
 
     try:
         data = parse_json(s)
@@ -52,7 +53,7 @@ def json_stringify(value: Any) -> str:
 
 def _member(text: str, key: str) -> Any:
     """The value under `key` of a JSON object text, or _MISSING (JSON `null` is a present value)."""
-    from ..convert import parse_json
+    from ..json_text import parse_json
 
     try:
         data = parse_json(text)

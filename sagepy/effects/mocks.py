@@ -82,7 +82,7 @@ class MockLayer:
             from ..check.prelude import load_prelude   # loaded already: the test file was checked
             return convert_mock(key, mock, T.RecordT(load_prelude().records["McpServerInfo"]))
         if name == "mcp_tools":
-            from ..convert import parse_json
+            from ..json_text import parse_json
             text = convert_mock(key, mock, T.STRING)
             try:
                 return tool_records(parse_json(text))

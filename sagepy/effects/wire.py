@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..convert import VALUE_LIMIT, ConversionError, compact_json, from_json, parse_json, to_json
+from ..convert import VALUE_LIMIT, ConversionError, from_json, to_json
+from ..json_text import compact_json, parse_json
 from ..mcp.failures import McpFailure, typed_error
 from ..mcp.results import text_items, text_of
 from ..runtime.values import NONE, UNIT, Record, Variant, some

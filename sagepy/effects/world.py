@@ -65,7 +65,7 @@ class World:
             return
         keys = sorted({configured.server_key(t) for t in tools} & set(configured))
         if keys:
-            from ..runtime.agents import start_thread
+            from ..deepstack import start_thread
             # importing the MCP SDK alone takes about a second: do it off the main thread too
             start_thread(lambda: self.mcp().prestart(keys), "mcp-prestart")
 

@@ -13,7 +13,6 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..deepstack import start_thread
 from .errors import AgentCancelled, SageRaise, TestAbort
 from .values import UNIT, ErrorValue
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .agents import (AgentInstance, MailboxClosed, Runtime, YieldSignal, set_current_context, start_thread)
+from ..deepstack import start_thread
+from .agents import AgentInstance, MailboxClosed, Runtime, YieldSignal, set_current_context
 from .errors import AgentCancelled, SageRaise, TestAbort
 from .values import ErrorValue, Record, Variant
 

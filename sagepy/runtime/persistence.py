@@ -35,7 +35,8 @@ class StateStore:
     def load(self, agent: str, field: str, t: T.Type, start: Any = None) -> Any:
         """The stored value, else `start` (the value a `summon` or child spec gave the field), else the type's
         default (SPEC §4.8). A start of `None` is the default: only an `Option` field can be given `None`."""
-        from ..convert import default_value, from_json, parse_json
+        from ..convert import default_value, from_json
+        from ..json_text import parse_json
         key = (agent, field)
         with self.lock:
             if key in self.cache:

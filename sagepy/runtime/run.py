@@ -6,10 +6,10 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..deepstack import deep_recursion
+from ..deepstack import deep_recursion, start_thread
 from ..diagnostics import Diagnostic, format_diagnostics, format_location_block
 from ..syntax import ast as A
-from .agents import AgentInstance, Runtime, start_thread
+from .agents import AgentInstance, Runtime
 from .interpreter import Host
 from .lifecycle import run_lifecycle
 from .values import UNIT

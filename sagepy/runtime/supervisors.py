@@ -9,7 +9,8 @@ import collections
 import time
 from typing import Any
 
-from .agents import AgentInstance, set_current_context, start_thread
+from ..deepstack import start_thread
+from .agents import AgentInstance, set_current_context
 from .errors import AgentCancelled, SageRaise
 from .lifecycle import spawn
 from .values import ErrorValue

@@ -49,7 +49,8 @@ class MockQueues:
 
 def convert_mock(label: str, value: Any, target: T.Type) -> Any:
     """Convert a mock value to the return type of the call it answers (SPEC §9.3); failure aborts the test."""
-    from ..convert import ConversionError, compact_json, from_json, parse_json, to_json
+    from ..convert import ConversionError, from_json, to_json
+    from ..json_text import compact_json, parse_json
     if target == T.STRING:
         if type(value) is str:
             return value

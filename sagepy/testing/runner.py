@@ -12,8 +12,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..deepstack import start_thread
 from ..diagnostics import Diagnostic, display_path
-from ..runtime.agents import AgentInstance, set_current_context, start_thread
+from ..runtime.agents import AgentInstance, set_current_context
 from ..runtime.errors import AgentCancelled, SageRaise, TestAbort
 from ..runtime.values import ErrorValue
 

@@ -6,15 +6,8 @@ import math
 import jsonschema
 import pytest
 
-from sagepy.convert import (
-    ConversionError,
-    compact_json,
-    default_value,
-    from_json,
-    json_schema,
-    parse_json,
-    to_json,
-)
+from sagepy.convert import ConversionError, default_value, from_json, json_schema, to_json
+from sagepy.json_text import compact_json, parse_json
 from sagepy.runtime.values import NONE, UNIT, ErrorValue, Function, Record, Variant, err, ok, some
 from sagepy.types import (
     BOOL,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sagepy.convert import compact_json
+from sagepy.json_text import compact_json
 from sagepy.effects.wire import typed_value
 from sagepy.mcp.config import (AmbiguousBinding, bind_tool_block, parse_mcp_settings, parse_tools_config,
                                resolve_args, resolve_env, unset_references)
