@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -84,3 +87,25 @@ class Managers:
     def close(self) -> None:
         for manager in self.made:
             manager.close_all()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_http_suite(where: str, *extra: str) -> tuple[subprocess.Popen, int]:
+    """The suite server over streamable HTTP on a free port, started in `where`, once its port accepts
+    connections (or after 30 s). The caller stops it."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, SUITE, "--http", str(port), "--marker-dir", where, *extra],
+                              cwd=where, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    return server, port

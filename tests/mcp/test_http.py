@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
 
 import pytest
 
-from mcp_helpers import POINT, SUITE, call_typed
+from mcp_helpers import POINT, call_typed, free_port, start_http_suite
 from sagepy.runtime.errors import SageRaise
 from sagepy.runtime.values import Record
 from sagepy.types import STRING
@@ -18,25 +14,9 @@ from sagepy.types import STRING
 TOKEN = "s3cr3t-token"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def url(tmp_path_factory):
-    port = _free_port()
-    where = str(tmp_path_factory.mktemp("http"))
-    server = subprocess.Popen([sys.executable, SUITE, "--http", str(port), "--token", TOKEN, "--marker-dir", where],
-                              cwd=where, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    server, port = start_http_suite(str(tmp_path_factory.mktemp("http")), "--token", TOKEN)
     yield f"http://127.0.0.1:{port}/mcp"
     server.terminate()
     server.wait(10)
@@ -97,5 +77,5 @@ def test_unset_token_variable(url, managers, monkeypatch):
 
 
 def test_nothing_listening(managers):
-    manager = managers({"Gone": {"url": f"http://127.0.0.1:{_free_port()}/mcp", "connect_timeout_ms": 3000}})
+    manager = managers({"Gone": {"url": f"http://127.0.0.1:{free_port()}/mcp", "connect_timeout_ms": 3000}})
     assert error_of(call_typed, manager, "Gone", "Gone.e", "echo", {}, STRING).startswith("MCP connection failed: ")

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
-import subprocess
-import sys
-import time
 
 import pytest
 
-from mcp_helpers import SUITE, call_typed, suite_server
+from mcp_helpers import call_typed, start_http_suite, suite_server
 from sagepy.mcp.config import parse_tools_config
 from sagepy.mcp.dynamic import parse_connect_config
 from sagepy.mcp.failures import McpFailure
@@ -66,24 +62,9 @@ def test_a_stdio_server_leaves_no_secret_under_dot_sage(managers, tmp_path, monk
     assert "user:****@example.invalid/?token=****" in header
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_an_http_server_url_leaves_no_secret_under_dot_sage(managers, tmp_path):
-    port = _free_port()
-    server = subprocess.Popen([sys.executable, SUITE, "--http", str(port), "--marker-dir", str(tmp_path)],
-                              cwd=str(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, port = start_http_suite(str(tmp_path))
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
         url = f"http://user:URLPASS3@127.0.0.1:{port}/mcp?token=URLQUERY4&page=1"
         manager = managers({"Remote": {"url": url}})
         assert call_typed(manager, "Remote", "Remote.echo", "echo", {"text": "hi"}, STRING) == "hi"
