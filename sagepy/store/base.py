@@ -1,0 +1,107 @@
+"""The durable store's interface (SPEC §4.8, §14): `@persistent` fields, runs, journal steps and leases.
+
+The runtime and the journal layer talk only to this interface; `sqlite.py` implements it for the embedded
+store (`[persistence] backend = "sqlite"`) and `memory.py` for the in-process one (no `[persistence]`, or
+under `sage test`), so that a PostgreSQL backend can be added later without touching the runtime.
+
+Values cross the interface as JSON data (SPEC §5: dict, list, str, int, float, bool, None); converting them
+to and from Sage values is the caller's job, with the step's or field's type.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+# Run statuses (SPEC §14). `interrupted` is never stored: it is how `running` with a stale lease is shown.
+RUNNING, COMPLETED, FAILED, HALTED, INTERRUPTED = "running", "completed", "failed", "halted", "interrupted"
+# Step statuses.
+STARTED, DONE, STEP_FAILED = "started", "done", "failed"
+
+
+@dataclass
+class RunRecord:
+    id: str                  # YYYYMMDD-HHMMSS-xxxx
+    started_at: float        # unix seconds
+    status: str              # running | completed | failed | halted
+    exit_code: int | None
+    entry: str               # entry file, as given on the command line / resolved from grove.toml
+    lease_pid: int | None = None
+    lease_host: str | None = None
+    lease_heartbeat: float | None = None   # unix seconds of the last heartbeat
+
+
+@dataclass
+class StepRecord:
+    """One journal record, keyed by (run id, path, number)."""
+    path: str
+    number: int
+    kind: str
+    target: str
+    args_hash: str           # SHA-256 hex of the arguments' canonical JSON
+    safety: str
+    status: str              # started | done | failed
+    outcome: Any = None      # done: the value's JSON; failed: {"kind", "message", "code"?}
+
+
+class Busy(Exception):
+    """The store stayed locked by another process for the whole busy timeout (30 s)."""
+
+
+class Unavailable(Exception):
+    """The store cannot be opened or read; str() is the reason."""
+
+
+class NewerFormat(Exception):
+    """The file was written by a newer journal format: args (found, supported)."""
+
+
+class Store(Protocol):
+    path: str | None         # the file, for messages; None for the in-memory store
+    durable: bool            # whether runs can be journaled in this store
+
+    # ---- @persistent fields (keyed by agent name and field name)
+    def get_field(self, agent: str, field: str) -> tuple[bool, Any]:
+        """(found, JSON value)."""
+    def set_field(self, agent: str, field: str, value: Any, step: StepRecord | None = None, run_id: str | None = None) -> None:
+        """Write the field, and when `step` is given its journal record, in ONE transaction."""
+    def update_field(self, agent: str, field: str, fn: Callable[[tuple[bool, Any]], Any],
+                     step: StepRecord | None = None, run_id: str | None = None) -> Any:
+        """Atomic read-modify-write (SQLite BEGIN IMMEDIATE): fn((found, old JSON)) -> new JSON, written
+        with the optional journal record in the same transaction; returns the new JSON."""
+
+    # ---- runs
+    def create_run(self, run: RunRecord) -> None: ...
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+    def newest_run(self) -> RunRecord | None: ...
+    def list_runs(self) -> list[RunRecord]:
+        """Newest first."""
+    def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
+        """Sets the status and exit code and releases the lease."""
+    def prune_runs(self, keep: int) -> list[str]:
+        """Deletes ended runs (completed, failed) beyond the newest `keep`, with their steps; returns their ids."""
+
+    # ---- journal steps
+    def steps(self, run_id: str) -> list[StepRecord]:
+        """Every record of the run, ordered by path then number."""
+    def record_step(self, run_id: str, step: StepRecord) -> None:
+        """Insert or replace the record (started -> done/failed), committed durably before returning."""
+    def delete_step(self, run_id: str, path: str, number: int) -> None:
+        """`sage runs resolve … --not-run`."""
+
+    # ---- leases (one owner per run)
+    def acquire_lease(self, run_id: str, pid: int, host: str, now: float,
+                      is_stale: Callable[[RunRecord], bool]) -> RunRecord | None:
+        """Take the run's lease when it is free or `is_stale(run)`; else return the run as it is (the owner)."""
+    def heartbeat(self, run_id: str, pid: int, now: float) -> None: ...
+    def release_lease(self, run_id: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+# Crash injection for the crash-sweep tests (read once per process): SAGE_CRASH_AFTER_WRITE=k exits the
+# process with os._exit(77) right after the k-th committed journal write; SAGE_CRASH_BEFORE_WRITE=k exits just
+# before the k-th commit. SAGE_COUNT_WRITES=FILE appends one line per committed journal write to FILE.
+CRASH_AFTER_VAR = "SAGE_CRASH_AFTER_WRITE"
+CRASH_BEFORE_VAR = "SAGE_CRASH_BEFORE_WRITE"
+COUNT_WRITES_VAR = "SAGE_COUNT_WRITES"
+CRASH_EXIT_CODE = 77
