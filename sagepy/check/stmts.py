@@ -210,6 +210,8 @@ class Statements:
             if not (is_open(t) or prim_named(t, "String")):
                 self.error("E058", f"the message of a failure mock must be a String, found {show(t)}",
                            value.expr.span, cx.file)
+        elif isinstance(value, A.MockCalls):
+            self.mock_calls(value, cx, lc)
         elif not (node.kind == "elicit" and isinstance(value, A.Name) and value.name in ("decline", "cancel")):
             self.expr(value, cx, lc)
         return False
