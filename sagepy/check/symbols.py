@@ -69,7 +69,7 @@ def remote_name(fn: Any) -> str:
 class ToolRef:
     """What a checked tool call `T.f(…)` resolves to (the annotation `Call.ref`)."""
 
-    __slots__ = ("tool", "fn", "remote", "params", "ret", "builtin")
+    __slots__ = ("tool", "fn", "remote", "params", "param_types", "ret", "builtin", "doc")
 
     def __init__(self, tool: ToolInfo, fn: str) -> None:
         sig = tool.fns[fn]
@@ -77,8 +77,10 @@ class ToolRef:
         self.fn = fn
         self.remote = tool.remotes.get(fn, fn)
         self.params = [name for name, _ in sig.params]
+        self.param_types = [t for _, t in sig.params]
         self.ret = sig.ret
         self.builtin = tool.builtin
+        self.doc = tool.docs.get(fn)
 
 
 class FieldInfo:
