@@ -50,14 +50,14 @@ EMPTY_PARAMETERS: dict = {"type": "object", "properties": {}, "required": [], "a
 # Kept as they are (their sub-schemas are rewritten).
 _KEPT = ("type", "description", "title", "enum", "const")
 # Value constraints strict mode refuses: removed, and listed in the hint.
-_HINTED = (
+_HINTED = frozenset((
     "format", "pattern", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "uniqueItems", "minProperties",
     "maxProperties", "default", "examples", "contentEncoding", "contentMediaType", "not", "if", "then",
     "else", "dependentRequired", "dependentSchemas", "dependencies", "patternProperties", "propertyNames",
     "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains",
     "additionalItems",
-)
+))
 # Everything else (`$schema`, `$id`, `$comment`, `readOnly`, `deprecated`, `x-…` extensions, …) is dropped
 # without a word: it constrains nothing the model could get wrong.
 
@@ -244,9 +244,9 @@ class _Rewriter:
         for key in _KEPT:
             if key in schema:
                 out[key] = schema[key]
-        for key in _HINTED:
-            if key in schema:
-                self._note(path, f"{key} {_show(schema[key])}")
+        for key, value in schema.items():
+            if key in _HINTED:
+                self._note(path, f"{key} {_show(value)}")
         if "enum" in schema and isinstance(schema["enum"], list):
             self.enum_values += len(schema["enum"])
         if "type" not in out:
