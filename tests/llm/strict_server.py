@@ -392,7 +392,9 @@ class StrictChatServer:
             return len(self._script)
 
     def __enter__(self) -> StrictChatServer:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="strict-chat-server", daemon=True)
+        # A short poll interval: `shutdown` waits for it, and every test stops a server.
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="strict-chat-server",
+                                        daemon=True)
         self._thread.start()
         return self
 
