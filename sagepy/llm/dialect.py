@@ -31,7 +31,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-# How many `$ref`s deep an inlined schema may go before the rest is cut with `{}` (§4.12).
+# How many times one `$ref` may be inlined within itself before the rest is cut with `{}` (§4.12).
 MAX_REF_DEPTH = 8
 # Size limits of strict mode (OpenAI structured outputs: 10 levels of object nesting, 5000 object
 # properties, 1000 enum values); a schema past them is still sent, not strict.
@@ -239,7 +239,7 @@ class _Rewriter:
     def _rewrite(self, schema: dict, path: tuple[str, ...], depth: int, root: bool) -> tuple[dict, Omissions | None]:
         if "$ref" in schema:
             return self._inline(schema, path, depth)
-        schema = self._merged_all_of(schema, path)
+        schema = self._merged_all_of(schema)
         out: dict = {}
         for key in _KEPT:
             if key in schema:
@@ -282,7 +282,8 @@ class _Rewriter:
         if target is None:
             self.loose.append(f"{_path_text(path)}: unresolved $ref {ref}")
             return {}, None
-        if len(self.refs) >= MAX_REF_DEPTH or self.inlined >= MAX_INLINED_REFS:
+        # Only a reference met again on its own path is recursion; a chain of distinct types is not cut.
+        if self.refs.count(ref) >= MAX_REF_DEPTH or self.inlined >= MAX_INLINED_REFS:
             self.loose.append(f"{_path_text(path)}: recursion cut after {MAX_REF_DEPTH} levels")
             return {}, None
         self.inlined += 1
@@ -307,7 +308,7 @@ class _Rewriter:
                         return defs[name]
         return None
 
-    def _merged_all_of(self, schema: dict, path: tuple[str, ...]) -> dict:
+    def _merged_all_of(self, schema: dict) -> dict:
         """`schema` with an `allOf` of object schemas folded into it (properties and required united)."""
         parts = schema.get("allOf")
         if not isinstance(parts, list):

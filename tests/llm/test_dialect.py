@@ -104,6 +104,14 @@ def _nested(levels: int) -> dict:
     return schema
 
 
+def _chain(n: int) -> dict:
+    """n distinct types under $defs, each holding the next: deep, but not recursive."""
+    defs = {f"D{i}": {"type": "object", "properties": {"next": {"$ref": f"#/$defs/D{i + 1}"}}, "required": ["next"]}
+            for i in range(n - 1)}
+    defs[f"D{n - 1}"] = {"type": "string"}
+    return {"$defs": defs, "type": "object", "properties": {"d": {"$ref": "#/$defs/D0"}}, "required": ["d"]}
+
+
 # (id, schema, from_server, strict, hint, a fragment `loose` must mention)
 TABLE = [
     ("no parameters", None, False, True, "", ""),
@@ -166,6 +174,11 @@ TABLE = [
     ("server nullable type list", {
         "type": "object", "properties": {"u": {"type": ["string", "null"], "enum": ["F", "C", None]}}},
      True, True, "", ""),
+    ("draft-7 definitions, $ref with a description", {
+        "definitions": {"P": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}},
+        "type": "object", "properties": {"p": {"$ref": "#/definitions/P", "description": "the point"}},
+        "required": ["p"]}, True, True, "", ""),
+    ("a chain of 10 distinct $refs is not recursion", _chain(10), True, True, "", ""),
     ("metadata dropped", {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
                           "properties": {"a": {"type": "string", "readOnly": True, "x-internal": 1}},
                           "required": ["a"]}, True, True, "", ""),
@@ -207,6 +220,13 @@ def test_every_closed_object_requires_all_its_properties(schema, from_server):
         if isinstance(node, dict) and node.get("additionalProperties") is False:
             assert node["required"] == list(node["properties"])
         assert not (isinstance(node, dict) and ("$ref" in node or "oneOf" in node or "$defs" in node))
+
+
+def test_ref_siblings_refine_the_inlined_target():
+    d = dialectize(TABLE[[r[0] for r in TABLE].index("draft-7 definitions, $ref with a description")][1], from_server=True)
+    assert d.parameters["properties"]["p"] == {"type": "object", "properties": {"x": {"type": "integer"}},
+                                               "required": ["x"], "additionalProperties": False,
+                                               "description": "the point"}
 
 
 def test_no_parameters_is_the_empty_strict_object():
