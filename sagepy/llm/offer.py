@@ -59,19 +59,22 @@ class OfferedFunction:
     def label(self) -> str:
         return self.info.label if self.info is not None else f"{self.server}.{self.remote}"
 
-    def definition(self, name: str, remote_description: RemoteDescription) -> dict:
-        """The chat-completions tool of this function (SPEC §4.12 "What the model sees")."""
+    def dialected(self) -> Any:
+        """The dialectized parameter schema (sagepy.llm.dialect.Dialected)."""
         from .dialect import dialectize
         if self.info is None:
-            schema = self.listing.get("inputSchema") or {"type": "object", "properties": {}}
+            return dialectize(self.listing.get("inputSchema"), from_server=True)
+        record = T.RecordInfo(self.info.label, [], list(zip(self.info.params, self.param_types)))
+        return dialectize(json_schema(T.RecordT(record)), from_server=False)
+
+    def definition(self, name: str, dialect: Any, remote_description: RemoteDescription) -> dict:
+        """The chat-completions tool of this function (SPEC §4.12 "What the model sees")."""
+        if self.info is None:
             description = self.listing.get("description") or None
-            dialect = dialectize(schema, from_server=True)
         else:
-            record = T.RecordInfo(self.info.label, [], list(zip(self.info.params, self.param_types)))
             description = self.doc
             if description is None and not self.info.builtin:
                 description = remote_description(self.info.tool, self.info.remote)
-            dialect = dialectize(json_schema(T.RecordT(record)), from_server=False)
         if dialect.hint:
             description = f"{description}\n\n{dialect.hint}" if description else dialect.hint
         function: dict[str, Any] = {"name": name}
@@ -96,6 +99,7 @@ class Offer:
         self.names: list[str] = []
         self._by_name: dict[str, OfferedFunction] = {}
         self._definitions: list[dict] | None = None
+        self._dialects: dict[int, Any] = {}   # id(function) -> its Dialected, for the functions offered now
         self._listed: list[list[dict]] | None = None
         self.refresh()
 
@@ -110,6 +114,9 @@ class Offer:
         self.names = unique_names([f.base_name for f in self.functions])
         self._by_name = dict(zip(self.names, self.functions))
         self._definitions = None
+        # kept for the functions still offered (new listing objects were made while the old were alive: their
+        # ids cannot collide with a kept entry)
+        self._dialects = {id(f): self._dialects[id(f)] for f in self.functions if id(f) in self._dialects}
 
     def get(self, name: Any) -> OfferedFunction | None:
         return self._by_name.get(name) if isinstance(name, str) else None
@@ -119,9 +126,15 @@ class Offer:
         return next((name for name, f in zip(self.names, self.functions)
                      if f.info is not None and f.info.tool == tool and f.info.fn == fn), None)
 
+    def dialected(self, function: OfferedFunction) -> Any:
+        known = self._dialects.get(id(function))
+        if known is None:
+            known = self._dialects[id(function)] = function.dialected()
+        return known
+
     def definitions(self) -> list[dict]:
         if self._definitions is None:
-            self._definitions = [f.definition(name, self._remote_description)
+            self._definitions = [f.definition(name, self.dialected(f), self._remote_description)
                                  for name, f in zip(self.names, self.functions)]
         return self._definitions
 

@@ -20,6 +20,7 @@ from ..json_text import parse_json
 from ..runtime.errors import SageRaise
 from ..runtime.values import NONE, ErrorValue
 from .client import retry_instructions
+from .dialect import undo_nulls
 from .offer import Offer, OfferedFunction
 from .parse import extract_json
 
@@ -85,12 +86,16 @@ def run_tool_loop(messages: list[dict], offer: Offer, target: T.Type, settings: 
             tool_turns += 1
             if tool_turns > settings.max_steps:
                 raise llm_error(f"tool loop exceeded {settings.max_steps} steps")
-            messages.append({"role": "assistant", "content": content if isinstance(content, str) else None,
-                             "tool_calls": calls})
-            for call, text in zip(calls, _perform_calls(calls, offer, settings, callbacks)):
-                call_id = call.get("id") if isinstance(call, dict) else None
-                messages.append({"role": "tool", "tool_call_id": call_id if isinstance(call_id, str) else "",
-                                 "content": text})
+            known, unknown = _sort_calls(calls, offer, turn)
+            if known:
+                messages.append({"role": "assistant", "content": content if isinstance(content, str) else None,
+                                 "tool_calls": known})
+                for call, text in zip(known, _perform_calls(known, offer, settings, callbacks)):
+                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
+            else:
+                messages.append({"role": "assistant", "content": content if isinstance(content, str) else ""})
+            if unknown:
+                messages.append({"role": "user", "content": "\n".join(unknown)})
             continue
         text = content if isinstance(content, str) else ""
         if target == T.STRING:
@@ -125,11 +130,35 @@ class _Prepared:
 
     __slots__ = ("function", "step", "text", "escaped")
 
-    def __init__(self, function: OfferedFunction | None, step: Any = None, text: str | None = None) -> None:
+    def __init__(self, function: OfferedFunction, step: Any = None, text: str | None = None) -> None:
         self.function = function
         self.step = step
         self.text = text
         self.escaped: BaseException | None = None
+
+
+def _sort_calls(calls: list, offer: Offer, turn: int) -> tuple[list[dict], list[str]]:
+    """The calls of an answer that name an offered function, in the form hosted APIs accept back (a string
+    `id`, unique in the answer, and `arguments` text), and the error message of each call naming no offered
+    function. Such a call cannot be sent back in the assistant message (a hosted API refuses a history that
+    names a tool it was not given), so its error goes to the model as a user message instead."""
+    known: list[dict] = []
+    unknown: list[str] = []
+    ids: set[str] = set()
+    for k, call in enumerate(calls, 1):
+        spec = call.get("function") if isinstance(call, dict) else None
+        name = spec.get("name") if isinstance(spec, dict) else None
+        if offer.get(name) is None:
+            unknown.append(f"error: unknown tool '{name}'; the tools are: {', '.join(offer.names)}")
+            continue
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id or call_id in ids:
+            call_id = f"call_{turn}_{k}"
+        ids.add(call_id)
+        raw = spec.get("arguments")
+        arguments = raw if isinstance(raw, str) else compact_json(raw if raw is not None else {})
+        known.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
+    return known, unknown
 
 
 def _perform_calls(calls: list, offer: Offer, settings: LoopSettings, callbacks: Callbacks) -> list[str]:
@@ -152,19 +181,18 @@ def _perform_calls(calls: list, offer: Offer, settings: LoopSettings, callbacks:
 
 
 def _prepare(call: Any, offer: Offer, callbacks: Callbacks) -> _Prepared:
-    spec = call.get("function") if isinstance(call, dict) else None
-    name = spec.get("name") if isinstance(spec, dict) else None
+    spec = call["function"]
+    name = spec["name"]
     function = offer.get(name)
-    if function is None:
-        known = ", ".join(offer.names)
-        return _Prepared(None, text=f"error: unknown tool '{name}'; the tools are: {known}")
-    raw = spec.get("arguments")
+    raw = spec["arguments"]
     try:
-        data = parse_json(raw) if isinstance(raw, str) and raw.strip() else ({} if raw in (None, "") else raw)
+        data = parse_json(raw) if raw.strip() else {}
         if not isinstance(data, dict):
             raise ValueError("expected a JSON object")
-        arguments = _sage_arguments(function, data) if function.info is not None else _server_arguments(function,
-                                                                                                      data)
+        if function.info is not None:
+            arguments: Any = _sage_arguments(function, data)
+        else:   # a `null` for a property the server does not require means: leave the argument out
+            arguments = undo_nulls(data, offer.dialected(function))
         return _Prepared(function, step=callbacks.call_step(function, arguments))
     except (ValueError, ConversionError) as exc:
         return _Prepared(function, text=f"error: invalid arguments for '{name}': {exc}")
@@ -190,13 +218,6 @@ def _sage_arguments(function: OfferedFunction, data: dict) -> list:
         else:
             raise ValueError(f"missing argument '{pname}'")
     return values
-
-
-def _server_arguments(function: OfferedFunction, data: dict) -> dict:
-    """The arguments object for a dynamic tool: a `null` the model gave for a property the server does not
-    require means the argument is left out (the dialectized schema made every property required)."""
-    from .dialect import drop_optional_nulls
-    return drop_optional_nulls(function.listing.get("inputSchema") or {}, data)
 
 
 def _run(prepared: _Prepared, callbacks: Callbacks) -> None:
