@@ -317,3 +317,29 @@ def test_dynamic_handle_against_mcp_server_time(tmp_path: Path) -> None:
         assert run_ok(tmp_path, agent("Fs", body.replace("Fs", "Fs")), srv) == "It is late.\n"
         assert "time__convert_time" in tools_of(srv.requests[0])
         assert json.loads(tool_results(srv.requests[1])[0]["content"])["timezone"] == "Europe/Paris"
+
+
+def test_agent_tools_example_with_a_model(tmp_path: Path) -> None:
+    """examples/agent_tools against a model: its tracker's tools do what the model asks, failures included."""
+    import shutil
+    example = tmp_path / "agent_tools"
+    shutil.copytree(REPO / "examples" / "agent_tools", example, ignore=shutil.ignore_patterns(".sage"))
+    repo = {"repo": "acme/widgets"}
+    script = [ToolCall("Tracker__search_issues", {**repo, "state": "open"}),
+              [ToolCall("Tracker__add_label", {**repo, "id": 7, "label": "urgent"}),
+               ToolCall("Tracker__add_label", {**repo, "id": 11, "label": "question"})],
+              '{"labelled": [11], "questions": [11], "summary": "One question."}']
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("SAGE_", "OPENAI_"))}
+    with StrictChatServer(script) as srv:
+        full.update(PYTHONPATH=str(REPO), NO_COLOR="1", SAGE_LLM_URL=srv.url, SAGE_API_KEY="sk-test",
+                    SAGE_MODEL="gpt-4o-mini", SAGE_NO_CACHE="1")
+        r = subprocess.run([sys.executable, "-m", "sagepy", "run", "."], cwd=example, env=full,
+                           capture_output=True, text=True, timeout=120)
+        assert (r.returncode, r.stderr) == (0, "")
+        assert r.stdout == "labelled 1 issue(s), 1 question(s)\nsummary: One question.\n"
+        assert srv.errors == []
+        issues = json.loads(tool_results(srv.requests[1])[0]["content"])
+        assert [i["id"] for i in issues] == [7, 9, 11]
+        urgent, question = tool_results(srv.requests[2])
+        assert urgent["content"].startswith("error: MCP tool error:") and "unknown label 'urgent'" in urgent["content"]
+        assert question["content"] == "#11 is labelled question"
