@@ -53,8 +53,9 @@ class MockLayer:
             if turn is None:
                 raise TestAbort(f"mock for {name}: tool calls mocked for a {name} that offers no tools")
             return scripted_answer(mock.calls, turn.offer, turn.turn)
-        value = convert_mock(name, mock, step.ret)
-        return value if turn is None else final_answer(value)
+        if turn is None:
+            return convert_mock(name, mock, step.ret)
+        return final_answer(convert_mock(name, mock, turn.target))
 
     def _tool(self, step: Step, next: Perform) -> Any:
         info = step.detail

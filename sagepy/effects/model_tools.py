@@ -3,8 +3,8 @@ each model turn one `llm` step and each call the model asks for one step built a
 would be (`Effects.tool_step`, `Effects.mcp_call_step`), so every layer of the chain sees both alike.
 
 A model turn's step has the conversation so far and the offered tool names as its arguments
-(`{"messages": […], "tools": […]}`), the `divine`'s target type as `ret`, and a `ModelTurn` as its detail; its
-outcome is the model's answer (`choices[0].message`) as JSON data.
+(`{"messages": […], "tools": […]}`), no `ret` (its outcome is the model's answer, `choices[0].message`, as JSON
+data, which needs no conversion), and a `ModelTurn` as its detail.
 """
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer
     target_name = "infer" if infer else "divine"
 
     def ask(messages: list[dict], turn: int) -> dict:
-        return effects.perform(Step(LLM, target_name, {"messages": messages, "tools": offer.names}, target,
-                                    "read_only", ctx, ModelTurn(offer, overrides, turn)))
+        return effects.perform(Step(LLM, target_name, {"messages": messages, "tools": offer.names}, None,
+                                    "read_only", ctx, ModelTurn(offer, target, overrides, turn)))
 
     def call_step(function: OfferedFunction, arguments: Any) -> Step:
         if function.info is not None:

@@ -74,7 +74,7 @@ class RealLayer:
         from ..llm.tool_loop import ModelTurn
         turn = step.detail
         if type(turn) is ModelTurn:   # a turn of `divine(p, tools: [...])`
-            return client.turn(step.arguments["messages"], turn.offer.definitions, step.ret, step=turn.turn,
+            return client.turn(step.arguments["messages"], turn.offer.definitions, turn.target, step=turn.turn,
                                **(turn.overrides or {}))
         return client.divine(step.arguments[0], step.ret, infer=step.target == "infer", **(step.detail or {}))
 

@@ -114,12 +114,13 @@ def run_tool_loop(messages: list[dict], offer: Offer, target: T.Type, settings: 
 
 class ModelTurn:
     """The `detail` of a model turn's step: what the mocks and real layers need beyond the messages (the
-    offer, the effect handler's overrides, the turn's number in the loop)."""
+    offer, the `divine`'s target type, the effect handler's overrides, the turn's number in the loop)."""
 
-    __slots__ = ("offer", "overrides", "turn")
+    __slots__ = ("offer", "target", "overrides", "turn")
 
-    def __init__(self, offer: Offer, overrides: dict | None, turn: int) -> None:
+    def __init__(self, offer: Offer, target: T.Type, overrides: dict | None, turn: int) -> None:
         self.offer = offer
+        self.target = target
         self.overrides = overrides
         self.turn = turn
 
