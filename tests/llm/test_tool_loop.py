@@ -336,7 +336,7 @@ def test_agent_tools_example_with_a_model(tmp_path: Path) -> None:
         r = subprocess.run([sys.executable, "-m", "sagepy", "run", "."], cwd=example, env=full,
                            capture_output=True, text=True, timeout=120)
         assert (r.returncode, r.stderr) == (0, "")
-        assert r.stdout == "labelled 1 issue(s), 1 question(s)\nsummary: One question.\n"
+        assert r.stdout == "labelled 1 issue(s), 1 question(s)\nOne question.\n"
         assert srv.errors == []
         issues = json.loads(tool_results(srv.requests[1])[0]["content"])
         assert [i["id"] for i in issues] == [7, 9, 11]
