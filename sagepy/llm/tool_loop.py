@@ -47,7 +47,8 @@ class Callbacks:
       the JSON object for a dynamic one);
     - perform(step) -> its outcome; safety(step) -> its class;
     - checkpoint() raises when the agent has been cancelled;
-    - concurrent: whether calls of one answer may run at once.
+    - concurrent: whether calls of one answer may run at once; run_in_thread(fn) -> a started thread running
+      fn for the calling agent.
     """
 
     __slots__ = ("ask", "call_step", "perform", "safety", "checkpoint", "concurrent", "run_in_thread")
