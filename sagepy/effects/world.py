@@ -30,7 +30,9 @@ class World:
         with self._lock:
             if self._llm is None:
                 from ..llm import LlmClient
-                self._llm = LlmClient(self.settings.llm, trace=lambda kind, data: self.tracer.emit(None, kind, data))
+                tracer = self.tracer   # tracing is decided once per run: without it the client traces nothing
+                self._llm = LlmClient(self.settings.llm, trace=(lambda kind, data: tracer.emit(None, kind, data))
+                                      if tracer.on else None)
             return self._llm
 
     # ---------------------------------------------------------------- MCP

@@ -179,7 +179,8 @@ class LlmClient:
             reply = _message(self._request(body, _response_format(target)[1] if typed else None, tally))
             return reply, len(reply["content"] or ""), False
 
-        chars = sum(len(m["content"]) for m in messages if isinstance(m.get("content"), str))
+        # the conversation grows with each turn: measured only for a trace that shows it
+        chars = sum(len(m["content"]) for m in messages if isinstance(m.get("content"), str)) if self._trace else 0
         return self._traced({"model": model, "prompt_chars": chars, "typed": typed, "step": step}, answer,
                             lambda reply: {"step": step, "tool_calls": len(reply.get("tool_calls") or ())})
 
