@@ -58,6 +58,8 @@ _HINTED = frozenset((
     "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains",
     "additionalItems",
 ))
+# Hinted keywords whose value is an instance (a string of them is quoted in the hint).
+_VALUES = frozenset(("default", "examples"))
 # Everything else (`$schema`, `$id`, `$comment`, `readOnly`, `deprecated`, `x-…` extensions, …) is dropped
 # without a word: it constrains nothing the model could get wrong.
 
@@ -181,8 +183,10 @@ def _in_order_of(out: dict, schema: dict) -> dict:
     return {k: out[k] for _, k in ranked}
 
 
-def _show(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def _show(value: Any, quoted: bool) -> str:
+    """A keyword's value for the hint: JSON, except a bare string where it is a name (a format, a pattern)."""
+    text = value if isinstance(value, str) and not quoted else json.dumps(value, ensure_ascii=False,
+                                                                           separators=(",", ":"))
     return text if len(text) <= MAX_HINT_VALUE_CHARS else text[:MAX_HINT_VALUE_CHARS - 1] + "…"
 
 
@@ -245,8 +249,9 @@ class _Rewriter:
             if key in schema:
                 out[key] = schema[key]
         for key, value in schema.items():
-            if key in _HINTED:
-                self._note(path, f"{key} {_show(value)}")
+            # `default: null` only restates that null may be sent, which the schema now says anyway
+            if key in _HINTED and not (key == "default" and value is None):
+                self._note(path, f"{key} {_show(value, quoted=key in _VALUES)}")
         if "enum" in schema and isinstance(schema["enum"], list):
             self.enum_values += len(schema["enum"])
         if "type" not in out:
