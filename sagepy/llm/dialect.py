@@ -27,6 +27,7 @@ Pure functions over plain dicts: the input is never mutated, key order is kept, 
 """
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,7 +111,7 @@ class Dialected:
 def dialectize(schema: dict | None, *, from_server: bool = False) -> Dialected:
     """The strict-mode dialect of a parameter schema (§4.12); `from_server` for an MCP `inputSchema`."""
     if not isinstance(schema, dict) or _is_empty_object(schema):
-        return Dialected(dict(EMPTY_PARAMETERS), True)
+        return Dialected(copy.deepcopy(EMPTY_PARAMETERS), True)
     rewriter = _Rewriter(schema, from_server)
     out, omissions = rewriter.rewrite(schema, (), 0, root=True)
     if "anyOf" in out and "type" not in out:
@@ -247,7 +248,7 @@ class _Rewriter:
         out: dict = {}
         for key in _KEPT:
             if key in schema:
-                out[key] = schema[key]
+                out[key] = copy.deepcopy(schema[key])  # the caller may change what it gets; not the input
         for key, value in schema.items():
             # `default: null` only restates that null may be sent, which the schema now says anyway
             if key in _HINTED and not (key == "default" and value is None):

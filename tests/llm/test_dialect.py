@@ -234,7 +234,16 @@ def test_ref_siblings_refine_the_inlined_target():
 def test_no_parameters_is_the_empty_strict_object():
     for schema in (None, {}, {"type": "object"}, {"type": "object", "properties": {}}):
         assert dialectize(schema) == Dialected(EMPTY_PARAMETERS, True)
-    assert dialectize(None).parameters is not EMPTY_PARAMETERS  # callers may extend their copy
+    dialectize(None).parameters["required"].append("x")  # callers may change their copy
+    assert EMPTY_PARAMETERS["required"] == []
+
+
+def test_output_shares_nothing_with_the_input():
+    schema = {"type": "object", "properties": {"e": {"type": ["string", "null"], "enum": ["a", None]}}}
+    d = dialectize(schema, from_server=True)
+    d.parameters["properties"]["e"]["enum"].append("b")
+    d.parameters["properties"]["e"]["type"].append("integer")
+    assert schema == {"type": "object", "properties": {"e": {"type": ["string", "null"], "enum": ["a", None]}}}
 
 
 def test_option_field_is_nullable_and_required():
