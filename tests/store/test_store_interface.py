@@ -30,6 +30,8 @@ def step(path: str, number: int, status: str = base.DONE, outcome=None, kind: st
 def test_the_backends_say_what_they_are(store, tmp_path: Path) -> None:
     if isinstance(store, SqliteStore):
         assert (store.path, store.durable) == (str(tmp_path / ".sage" / "state.db"), True)
+        assert store._db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert store._db.execute("PRAGMA synchronous").fetchone() == (2,)   # FULL: each COMMIT is on disk
     else:
         assert (store.path, store.durable) == (None, False)
 
