@@ -27,6 +27,7 @@ Pure functions over plain dicts: the input is never mutated, key order is kept, 
 """
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,8 @@ _HINTED = frozenset((
     "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains",
     "additionalItems",
 ))
+# Hinted keywords whose value is an instance (a string of them is quoted in the hint).
+_VALUES = frozenset(("default", "examples"))
 # Everything else (`$schema`, `$id`, `$comment`, `readOnly`, `deprecated`, `x-…` extensions, …) is dropped
 # without a word: it constrains nothing the model could get wrong.
 
@@ -108,7 +111,7 @@ class Dialected:
 def dialectize(schema: dict | None, *, from_server: bool = False) -> Dialected:
     """The strict-mode dialect of a parameter schema (§4.12); `from_server` for an MCP `inputSchema`."""
     if not isinstance(schema, dict) or _is_empty_object(schema):
-        return Dialected(dict(EMPTY_PARAMETERS), True)
+        return Dialected(copy.deepcopy(EMPTY_PARAMETERS), True)
     rewriter = _Rewriter(schema, from_server)
     out, omissions = rewriter.rewrite(schema, (), 0, root=True)
     if "anyOf" in out and "type" not in out:
@@ -181,8 +184,10 @@ def _in_order_of(out: dict, schema: dict) -> dict:
     return {k: out[k] for _, k in ranked}
 
 
-def _show(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def _show(value: Any, quoted: bool) -> str:
+    """A keyword's value for the hint: JSON, except a bare string where it is a name (a format, a pattern)."""
+    text = value if isinstance(value, str) and not quoted else json.dumps(value, ensure_ascii=False,
+                                                                           separators=(",", ":"))
     return text if len(text) <= MAX_HINT_VALUE_CHARS else text[:MAX_HINT_VALUE_CHARS - 1] + "…"
 
 
@@ -243,10 +248,11 @@ class _Rewriter:
         out: dict = {}
         for key in _KEPT:
             if key in schema:
-                out[key] = schema[key]
+                out[key] = copy.deepcopy(schema[key])  # the caller may change what it gets; not the input
         for key, value in schema.items():
-            if key in _HINTED:
-                self._note(path, f"{key} {_show(value)}")
+            # `default: null` only restates that null may be sent, which the schema now says anyway
+            if key in _HINTED and not (key == "default" and value is None):
+                self._note(path, f"{key} {_show(value, quoted=key in _VALUES)}")
         if "enum" in schema and isinstance(schema["enum"], list):
             self.enum_values += len(schema["enum"])
         if "type" not in out:

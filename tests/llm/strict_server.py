@@ -86,13 +86,13 @@ _ALLOWED = {
 }
 
 
-def strict_schema_problem(schema: Any, *, root_is_object: bool = True) -> str | None:
+def strict_schema_problem(schema: Any) -> str | None:
     """Why a hosted API refuses `schema` in strict mode, in its words (`In context=(…), …`), or None."""
     checker = _StrictChecker(schema)
     try:
         if not isinstance(schema, dict):
             raise _Refused((), "schema must be a JSON Schema object")
-        if root_is_object and schema.get("type") != "object":
+        if schema.get("type") != "object":
             raise _Refused((), f"schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{schema.get('type')}\"'.")
         checker.check(schema, (), 0)
         if checker.properties > MAX_PROPERTIES:

@@ -8,6 +8,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import os
+import sys
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -128,12 +131,11 @@ TABLE = [
     ("tuple payload", params(s=SHAPE), False, False, "Constraints: s.Rect: minItems 2, maxItems 2.", "tuple"),
     ("recursive record", params(n=_linked()), False, False, "", "recursion cut after 8 levels"),
     ("server search ($defs, map)", SEARCH, True, False,
-     "Constraints: query.tags[].weight: default 1.0; query.color: default null; query.limits: default {}; "
-     "page: default 1; exact: default null.", "query.limits: a free-form map"),
+     "Constraints: query.tags[].weight: default 1.0; query.limits: default {}; page: default 1.",
+     "query.limits: a free-form map"),
     ("server search without the map", SEARCH_WITHOUT_MAP, True, True,
-     "Constraints: query.tags[].weight: default 1.0; query.color: default null; page: default 1; "
-     "exact: default null.", ""),
-    ("server recursive $ref", PLANT, True, False, "Constraints: root.children: default []; note: default null.",
+     "Constraints: query.tags[].weight: default 1.0; page: default 1.", ""),
+    ("server recursive $ref", PLANT, True, False, "Constraints: root.children: default [].",
      "recursion cut after 8 levels"),
     ("server format/pattern/range", {
         "type": "object",
@@ -146,8 +148,8 @@ TABLE = [
      "Constraints: due: format date-time; title: maxLength 80, pattern ^[A-Z]; count: minimum 1, "
      "exclusiveMaximum 100, multipleOf 2; tags: minItems 1, uniqueItems true; tags[]: minLength 1.", ""),
     ("server optional properties", {
-        "type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer", "default": 3}},
-        "required": ["a"]}, True, True, "Constraints: b: default 3.", ""),
+        "type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string", "default": "Text"}},
+        "required": ["a"]}, True, True, 'Constraints: b: default "Text".', ""),
     ("server property without a type", {
         "type": "object", "properties": {"x": {"description": "anything"}}, "required": ["x"]}, True, False, "",
      "x: a schema without a type"),
@@ -232,7 +234,16 @@ def test_ref_siblings_refine_the_inlined_target():
 def test_no_parameters_is_the_empty_strict_object():
     for schema in (None, {}, {"type": "object"}, {"type": "object", "properties": {}}):
         assert dialectize(schema) == Dialected(EMPTY_PARAMETERS, True)
-    assert dialectize(None).parameters is not EMPTY_PARAMETERS  # callers may extend their copy
+    dialectize(None).parameters["required"].append("x")  # callers may change their copy
+    assert EMPTY_PARAMETERS["required"] == []
+
+
+def test_output_shares_nothing_with_the_input():
+    schema = {"type": "object", "properties": {"e": {"type": ["string", "null"], "enum": ["a", None]}}}
+    d = dialectize(schema, from_server=True)
+    d.parameters["properties"]["e"]["enum"].append("b")
+    d.parameters["properties"]["e"]["type"].append("integer")
+    assert schema == {"type": "object", "properties": {"e": {"type": ["string", "null"], "enum": ["a", None]}}}
 
 
 def test_option_field_is_nullable_and_required():
@@ -351,3 +362,40 @@ def test_every_tool_of_a_live_python_sdk_server_dialectizes_to_what_the_validato
     assert [seen["plant"].strict, seen["report"].strict, seen["ping"].strict] == [False, True, True]
     assert seen["report"].nullable_omitted == {"verbose"}
     assert "window.days: default 7" in seen["report"].hint
+
+
+async def _all_tools(command: str, *args: str) -> list:
+    from mcp import Client, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=command, args=list(args))
+    with open(os.devnull, "w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60) as client:
+            tools, cursor = [], None
+            while True:
+                page = await client.list_tools(cursor=cursor)
+                tools += page.tools
+                cursor = page.next_cursor
+                if cursor is None:
+                    return tools
+
+
+EVERYTHING = Path(__file__).resolve().parent.parent / "mcp" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
+
+
+@pytest.mark.usefixtures("node_servers")
+@pytest.mark.parametrize("command", [
+    [str(EVERYTHING)],
+    [sys.executable, "-m", "mcp_server_time"],
+    [sys.executable, "-m", "mcp_server_git"],
+], ids=["server-everything", "mcp-server-time", "mcp-server-git"])
+def test_every_tool_of_a_real_server_is_strict_exactly_when_the_validator_accepts_it(command):
+    tools = asyncio.run(_all_tools(*command))
+    assert tools
+    for tool in tools:
+        before = copy.deepcopy(tool.input_schema)
+        d = dialectize(tool.input_schema, from_server=True)
+        assert tool.input_schema == before
+        assert (strict_schema_problem(d.parameters) is None) is d.strict, (tool.name, d.loose)
+        for name in d.nullable_omitted:
+            assert name not in (tool.input_schema.get("required") or ())
+    assert any(dialectize(t.input_schema, from_server=True).strict for t in tools)
