@@ -296,7 +296,8 @@ def test_dynamic_handle_offers_every_tool_of_the_server(tmp_path: Path) -> None:
     script = [[ToolCall("suite__echo", {"text": "dyn"}), ToolCall("suite__slow", {"seconds": 0, "tag": None})],
               ToolCall("suite__grow", {}), after_grow, "done"]
     with StrictChatServer(script) as srv:
-        assert run_ok(tmp_path, agent("Fs", body), srv) == "done\n"
+        trace = tmp_path / "trace.jsonl"
+        assert run_ok(tmp_path, agent("Fs", body), srv, env={"SAGE_TRACE_FILE": str(trace)}) == "done\n"
         fns = tools_of(srv.requests[0])
         assert "Fs__exists" in fns and "suite__echo" in fns and len(fns) == 24   # all five pages
         assert fns["suite__slow"]["parameters"]["required"] == ["seconds", "tag"]
@@ -304,6 +305,10 @@ def test_dynamic_handle_offers_every_tool_of_the_server(tmp_path: Path) -> None:
         assert echo["content"] == "dyn" and slow["content"] == "slept 0.0"
         assert "suite__extra_1" in tools_of(srv.requests[2])   # the list changed between turns
         assert tool_results(srv.requests[3])[0]["content"] == "extra 1"
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    called = [(e["tool"], e["fn"], e["safety"]) for e in events if e["kind"] == "tool.call"]
+    assert called[:2] == [("suite", "echo", "read_only"), ("suite", "slow", "destructive")]
+    assert all(e["source"] == "model" for e in events if e["kind"] in ("tool.call", "tool.result"))
 
 
 def test_dynamic_handle_against_mcp_server_time(tmp_path: Path) -> None:

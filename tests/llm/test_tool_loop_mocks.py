@@ -71,6 +71,9 @@ def test_scripted_turns_with_tool_mocks_and_real_tools(tmp_path: Path) -> None:
             mock divine -> call Fs.exists("x");
             let r = divine("Loop", tools: [Fs]) catch(e) { e.message };
             assert_eq(r, "no mock left for divine (E054)");
+            mock infer -> call Fs.exists("x");
+            let s = infer("Loop", tools: [Fs]) catch(e) { e.message };
+            assert_eq(s, "no mock left for infer (E054)");
         }
         """)
     passed(r, 4)
