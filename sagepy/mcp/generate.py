@@ -220,7 +220,8 @@ def generate(tools: list[dict], *, block_name: str, server_name: str, server_ver
             params.append(f"{prop}: {t}" if prop in required else f"{prop}: Option<{t}>")
         ret = _return_type(gen, tool.get("outputSchema"), stem, notes)
         safety = tool.get("safety", "destructive")
-        lines = [f"    // [{safety}]"]
+        summary = (tool.get("description") or "").strip().split("\n")[0].strip()
+        lines = [f"    // {summary} [{safety}]" if summary else f"    // [{safety}]"]
         lines.extend(f"    // {note}" for note in notes)
         lines.extend(doc_comment(tool.get("description"), "    "))
         if fn_name != remote:
