@@ -211,9 +211,15 @@ def test_several_syntax_errors_in_one_file(tmp_path: Path) -> None:
 
 
 def test_durable_runs_are_planned() -> None:
-    for args in (["runs", "list"], ["runs", "show", "x"], ["run", "--resume", "x", "examples/hello.sg"]):
+    for args in (["run", "--resume", "x", "examples/hello.sg"],):
         r = sage(*args)
         assert (r.returncode, r.stderr) == (1, "error: durable runs are not available in this version\n")
+
+
+def test_sage_runs_needs_persistence() -> None:
+    for args in (["runs", "list"], ["runs", "show", "x"], ["runs", "prune"]):
+        r = sage(*args)
+        assert (r.returncode, r.stderr) == (1, "error: durable runs need a [persistence] table in grove.toml\n")
 
 
 def test_check_json_is_one_document(tmp_path: Path) -> None:

@@ -52,11 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .tools import add_arguments as add_tools_arguments
     add_tools_arguments(tools)
 
-    runs = sub.add_parser("runs", help="durable runs (planned)",
-                          description="List, show and resolve durable runs (planned: not available in "
-                          "this version).")
-    runs.add_argument("action", nargs="?", choices=["list", "show", "resolve"])
-    runs.add_argument("rest", nargs=argparse.REMAINDER)
+    runs = sub.add_parser("runs", help="list, show, resolve and prune durable runs",
+                          description="The durable runs of the project (grove.toml with [persistence]).")
+    from .runs import add_arguments as add_runs_arguments
+    add_runs_arguments(runs)
 
     explain = sub.add_parser("explain", help="explain an error code",
                              description="Print the explanation of an error code, with a wrong and a fixed example.")
@@ -192,8 +191,8 @@ def _tools(args: argparse.Namespace) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    sys.stderr.write("error: durable runs are not available in this version\n")
-    return 1
+    from .runs import run_runs_command
+    return run_runs_command(args)
 
 
 def _explain(args: argparse.Namespace) -> int:
