@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
 NEED_PERSISTENCE = "error: durable runs need a [persistence] table in grove.toml\n"
 OUTCOME_WIDTH = 80
-BUILTIN_TOOLS = ("Http", "Fs", "Shell", "Database")
 
 
 class RunsError(Exception):
@@ -239,7 +238,8 @@ def _resolve(args: argparse.Namespace, store: Store | None) -> int:
         store.delete_step(run.id, path, number)
         done = "not run: the next resume performs it"
     elif args.failed is not None:
-        step.status, step.outcome = STEP_FAILED, {"kind": _error_kind(step), "message": args.failed}
+        # the message alone: on resume the journal raises it as an error of the kind the call raises
+        step.status, step.outcome = STEP_FAILED, {"message": args.failed}
         store.record_step(run.id, step)
         done = "failed"
     else:
@@ -248,13 +248,6 @@ def _resolve(args: argparse.Namespace, store: Store | None) -> int:
         done = "done"
     print(f"recorded {path}:{number} of run {run.id} as {done}; continue with `sage run --resume {run.id}`")
     return 0
-
-
-def _error_kind(step: StepRecord) -> str:
-    """The kind of error the step's call raises (SPEC §4.4), which a `--failed` outcome is replayed as."""
-    if step.kind == "tool":
-        return "Tool" if step.target.split(".", 1)[0] in BUILTIN_TOOLS else "Mcp"
-    return {"mcp": "Mcp", "llm": "Llm", "io": "Agent"}.get(step.kind, "Runtime")
 
 
 # ---------------------------------------------------------------- prune
