@@ -14,7 +14,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..settings import Settings
     from ..store.base import RunRecord, StepRecord, Store
 
 NEED_PERSISTENCE = "error: durable runs need a [persistence] table in grove.toml\n"
