@@ -125,8 +125,9 @@ def run_sage(project: Path, args: list[str], env: dict[str, str], log: Path, tim
     return Attempt(args, result.returncode, result.stderr.decode("utf-8", "replace"), events)
 
 
-def run_id_of(attempt: Attempt) -> str | None:
-    found = RUN_ID.search(attempt.stderr)
+def run_id_in(stderr: str) -> str | None:
+    """The id a durable run printed (`run id: …`) on stderr."""
+    found = RUN_ID.search(stderr)
     return found.group(1) if found else None
 
 
@@ -153,12 +154,12 @@ class Halt:
     resolution: list[str] = field(default_factory=list)
 
 
-def resolve_halt(project: Path, env: dict[str, str], run_id: str, attempt: Attempt) -> Halt:
+def resolve_halt(project: Path, env: dict[str, str], run_id: str, stderr: str) -> Halt:
     """Record the outcome of the step the run halted at, as its ledger tells it: `--ok <value>` when the
     server charged (a ledger line with the step's tool and argument hash), `--not-run` when it did not."""
     from sagepy.effects.outcomes import args_hash
-    found = HALTED.search(attempt.stderr)
-    assert found is not None, attempt.stderr
+    found = HALTED.search(stderr)
+    assert found is not None, stderr
     halt = Halt(found.group(1), found.group(2), int(found.group(3)))
     shown = subprocess.run([*sage_command(), "runs", "show", run_id, "--format", "json"], cwd=project, env=env,
                            capture_output=True, text=True, timeout=60)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from durable_harness import (Attempt, Halt, make_project, read_field, resolve_halt, run_id_of, run_sage,
+from durable_harness import (Attempt, Halt, make_project, read_field, resolve_halt, run_id_in, run_sage,
                              run_status, sage_env, wait_for_servers_to_end, ledger_calls)
 from sagepy.store.base import CRASH_AFTER_VAR, CRASH_BEFORE_VAR
 
@@ -110,7 +110,7 @@ def uncrashed(program: Program, tmp_path: Path, cache_dir: Path) -> Baseline:
     project = make_project(tmp_path, program.name, "uncrashed")
     attempt = run_sage(project, ["run"], sage_env(project, cache_dir), tmp_path / "uncrashed.log")
     assert attempt.code == program.exit_code, attempt.stderr
-    assert run_id_of(attempt) is not None, attempt.stderr
+    assert run_id_in(attempt.stderr) is not None, attempt.stderr
     assert wait_for_servers_to_end(project) == []
     assert attempt.writes > 0
     fields = {(agent, name): read_field(project, agent, name) for agent, name, _ in program.fields}
@@ -143,14 +143,14 @@ def sweep_case(program: Program, base: Baseline, variant: str, k: int, tmp_path:
         attempt = run_sage(project, args, dict(env, **crash), tmp_path / f"{variant}-{k}-{len(attempts) + 1}.log")
         crash = {}
         attempts.append(attempt)
-        run_id = run_id or run_id_of(attempt)
+        run_id = run_id or run_id_in(attempt.stderr)
         left = wait_for_servers_to_end(project)
         assert left == [], f"counting server(s) {left} outlived attempt {len(attempts)}:\n{story(attempts)}"
         if attempt.crashed:
             known = run_id is not None and run_status(project, run_id) is not None
             args = ["run", "--resume", run_id] if known else ["run"]
         elif attempt.halted:
-            halts.append(resolve_halt(project, env, run_id, attempt))
+            halts.append(resolve_halt(project, env, run_id, attempt.stderr))
             args = ["run", "--resume", run_id]
         else:
             break
