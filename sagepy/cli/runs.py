@@ -141,8 +141,8 @@ def find_run(store: Store | None, run_id: str) -> RunRecord:
         run = store.newest_run() if run_id == "last" else store.get_run(run_id)
     if run is None:
         if run_id == "last":
-            raise RunsError("this project has no durable runs yet")
-        raise RunsError(f"no run {run_id} in this project (`sage runs list` shows its runs)")
+            raise RunsError("no durable run in this project yet")
+        raise RunsError(f"no run {run_id} in this project")
     return run
 
 

@@ -106,7 +106,7 @@ def test_list_json_is_one_array(seeded: Path) -> None:
 def test_a_project_without_runs(project: Path) -> None:
     assert sage(project, "runs", "list") == (0, "no durable runs yet\n", "")
     assert sage(project, "runs", "list", "--format", "json") == (0, "[]\n", "")
-    assert sage(project, "runs", "show", "last") == (1, "", "error: this project has no durable runs yet\n")
+    assert sage(project, "runs", "show", "last") == (1, "", "error: no durable run in this project yet\n")
     assert not (project / ".sage").exists()   # looking does not create the store
 
 
@@ -142,7 +142,7 @@ def test_show_last_and_json(seeded: Path) -> None:
 def test_show_unknown_run(seeded: Path) -> None:
     code, out, err = sage(seeded, "runs", "show", "20991231-000000-ffff")
     assert (code, out) == (1, "")
-    assert err == "error: no run 20991231-000000-ffff in this project (`sage runs list` shows its runs)\n"
+    assert err == "error: no run 20991231-000000-ffff in this project\n"
 
 
 def test_resolve_ok_failed_and_not_run(seeded: Path) -> None:
