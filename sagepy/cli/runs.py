@@ -118,20 +118,15 @@ def run_runs_command(args: argparse.Namespace) -> int:
 
 
 def open_store(path: str) -> Store:
-    """The project's SQLite store; its failures (a newer journal format, a file that cannot be read, a lock
-    held too long) become RunsError with SPEC §14's and §4.8's wording."""
-    from ..diagnostics import display_path
+    """The project's SQLite store; a failure to open it (a newer journal format, a file that cannot be read,
+    a lock held too long) becomes RunsError, worded as `sage run` words it."""
+    from ..session import store_open_failure
     from ..store.base import Busy, NewerFormat, Unavailable
     from ..store.sqlite import SqliteStore
     try:
         return SqliteStore(path)
-    except NewerFormat as exc:
-        found, supported = exc.args
-        raise RunsError(f"journal format {found} is newer than this sagepy supports ({supported})") from None
-    except Unavailable as exc:
-        raise RunsError(f"persistent store unavailable: {display_path(path)}: {exc}") from None
-    except Busy:
-        raise RunsError(f"persistent store busy: {display_path(path)}") from None
+    except (NewerFormat, Unavailable, Busy) as exc:
+        raise RunsError(store_open_failure(path, exc).removeprefix("error: ")) from None
 
 
 def find_run(store: Store | None, run_id: str) -> RunRecord:
