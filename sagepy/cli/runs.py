@@ -104,6 +104,8 @@ def run_runs_command(args: argparse.Namespace) -> int:
     if path is None:
         sys.stderr.write(NEED_PERSISTENCE)
         return 1
+    from ..session import store_open_failure
+    from ..store.base import Busy, Unavailable
     handler = {"list": _list, "show": _show, "resolve": _resolve, "prune": _prune}[command]
     try:
         store = open_store(path) if os.path.exists(path) else None
@@ -114,6 +116,9 @@ def run_runs_command(args: argparse.Namespace) -> int:
                 store.close()
     except RunsError as exc:
         sys.stderr.write(f"error: {exc}\n")
+        return 1
+    except (Busy, Unavailable) as exc:   # the store failed after it opened (locked too long, a broken file)
+        sys.stderr.write(store_open_failure(path, exc) + "\n")
         return 1
 
 
