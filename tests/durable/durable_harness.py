@@ -97,13 +97,18 @@ class Attempt:
     def writes(self) -> int:
         return sum(1 for kind, _ in self.events if kind == "write")
 
-    @property
-    def after_last_write(self) -> int:
-        """How many program lines this attempt printed after its last committed journal write."""
-        count = 0
-        for kind, _ in self.events:
-            count = count + 1 if kind == "out" else 0
-        return count
+    def lines_after_write(self, back: int = 1) -> int:
+        """How many program lines this attempt printed after its `back`-th last committed journal write
+        (1: the last one); all of them when it made fewer writes."""
+        writes = lines = 0
+        for kind, _ in reversed(self.events):
+            if kind == "write":
+                writes += 1
+                if writes == back:
+                    return lines
+            else:
+                lines += 1
+        return lines
 
     @property
     def crashed(self) -> bool:

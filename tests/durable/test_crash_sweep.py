@@ -11,7 +11,9 @@ charged, `--not-run` when it did not. Then:
 - the run ends with the uncrashed run's exit code;
 - the attempts' combined stdout holds the uncrashed run's lines in order, and a line appears twice only when
   the attempt that first printed it printed it after its last committed journal write (the programs print
-  each line from the agent whose journal write comes next, so this is exactly SPEC §14's per-agent rule);
+  each line from the agent whose journal write comes next, so this is exactly SPEC §14's per-agent rule).
+  `--not-run` deletes the halted step's intent record, which withdraws that write: the lines printed between
+  it and the write before it may then be printed again too;
 - the ledger holds each destructive call exactly once, with the uncrashed run's results;
 - `@persistent` values equal the uncrashed run's, and the values the program implies;
 - no counting-server process outlives its run (a crashed `sage` leaves it to exit on its closed stdin).
@@ -135,6 +137,7 @@ def sweep_case(program: Program, base: Baseline, variant: str, k: int, tmp_path:
     env = sage_env(project, cache_dir)
     attempts: list[Attempt] = []
     halts: list[Halt] = []
+    withdrawn: set[int] = set()   # attempts whose last write a `--not-run` deleted
     run_id = None
     args = ["run"]
     crash = {CRASH_VARS[variant]: str(k)}
@@ -150,13 +153,16 @@ def sweep_case(program: Program, base: Baseline, variant: str, k: int, tmp_path:
             known = run_id is not None and run_status(project, run_id) is not None
             args = ["run", "--resume", run_id] if known else ["run"]
         elif attempt.halted:
-            halts.append(resolve_halt(project, env, run_id, attempt.stderr))
+            halt = resolve_halt(project, env, run_id, attempt.stderr)
+            halts.append(halt)
+            if halt.resolution == ["--not-run"]:   # the intent was the last write of the attempt that made it
+                withdrawn.add(max(i for i, a in enumerate(attempts) if a.writes))
             args = ["run", "--resume", run_id]
         else:
             break
     assert attempts[0].crashed, f"the first attempt did not crash at write {k}:\n{story(attempts)}"
     assert attempt.code == base.code, story(attempts)
-    check_output(base.lines, attempts)
+    check_output(base.lines, attempts, withdrawn)
     assert ledger_calls(project) == base.calls, f"ledger differs from the uncrashed run's:\n{story(attempts)}"
     fields = {(agent, name): read_field(project, agent, name) for agent, name, _ in program.fields}
     assert fields == base.fields, story(attempts)
@@ -164,14 +170,16 @@ def sweep_case(program: Program, base: Baseline, variant: str, k: int, tmp_path:
     return Case(variant, k, attempts, halts)
 
 
-def check_output(expected: list[str], attempts: list[Attempt]) -> None:
+def check_output(expected: list[str], attempts: list[Attempt], withdrawn: set[int]) -> None:
     """The attempts' lines, in order, are `expected`; a line is printed again only when the attempt that
-    printed it before did so after its last committed journal write.
+    printed it before did so after its last committed journal write (its last but one, when `--not-run`
+    deleted the last: `withdrawn` holds the indexes of those attempts).
 
     `end` is how many lines of `expected` have been printed; lines before `committed` were followed by a
     journal write in the attempt that printed them and must not appear again."""
     end = committed = 0
-    for number, attempt in enumerate(attempts, 1):
+    for index, attempt in enumerate(attempts):
+        number = index + 1
         out = attempt.output
         if not out:
             continue
@@ -180,7 +188,7 @@ def check_output(expected: list[str], attempts: list[Attempt]) -> None:
                         f"(expected a slice of {expected} starting in {committed}..{end}):\n{story(attempts)}")
         start = starts[0]
         end = start + len(out)
-        committed = max(committed, end - attempt.after_last_write)
+        committed = max(committed, end - attempt.lines_after_write(2 if index in withdrawn else 1))
     assert end == len(expected), f"lines lost: {expected[end:]}\n{story(attempts)}"
 
 
