@@ -211,7 +211,7 @@ def test_several_syntax_errors_in_one_file(tmp_path: Path) -> None:
 
 
 def test_durable_runs_are_planned() -> None:
-    for args in (["runs", "list"], ["runs", "show", "x"], ["run", "--resume", "x", "examples/hello.sg"]):
+    for args in (["runs", "list"], ["runs", "show", "x"]):
         r = sage(*args)
         assert (r.returncode, r.stderr) == (1, "error: durable runs are not available in this version\n")
 
