@@ -40,6 +40,7 @@ class Effects:
         self.real_llm = real_llm        # `sage test --real-llm`
         self.ended = False              # the test this Effects belongs to has ended
         self.world = World(settings, tracer, self.elicit, self.sample)
+        self.journal: Any = None        # the journal of a durable run (effects.journal.Journal), else None
         self.perform: Perform = _unassembled   # the chain, set by build_effects
 
     # ---------------------------------------------------------------- model turns
@@ -49,9 +50,10 @@ class Effects:
 
     def sample(self, server: str, messages: list, system: str | None, max_tokens: int | None) -> str:
         """An MCP server's sampling request (SPEC §8), answered like `divine`."""
-        from ..runtime.agents import current_context
         arguments = {"server": server, "messages": messages, "system": system, "max_tokens": max_tokens}
-        return self.perform(Step(LLM, "sampling", arguments, T.STRING, "read_only", current_context()))
+        # not a step of the agent whose call the server is answering: whether a server samples is not the
+        # program's doing, and counting it would shift the agent's step numbers between runs (SPEC §14)
+        return self.perform(Step(LLM, "sampling", arguments, T.STRING, "read_only", None))
 
     # ---------------------------------------------------------------- tools
     def tool_call(self, ctx: Any, info: ToolCallInfo, args: list) -> Any:
@@ -88,8 +90,9 @@ class Effects:
 
     # ---------------------------------------------------------------- agents
     def receive(self, ctx: Any) -> tuple:
-        """The next (message, sender) of ctx's mailbox; raises MailboxClosed or AgentCancelled."""
-        return self.perform(Step(RECEIVE, "receive", [], None, "read_only", ctx))
+        """The next (message, sender) of ctx's mailbox; raises MailboxClosed or AgentCancelled. The step's
+        value also holds the sender's send number, which the journal records."""
+        return self.perform(Step(RECEIVE, "receive", [], None, "read_only", ctx))[:2]
 
     def await_result(self, ctx: Any, handle: Any, ms: int) -> bool:
         """`await h timeout(ms)`: whether h's result was fixed in time."""
