@@ -135,15 +135,17 @@ def open_store(path: str) -> Store:
 
 
 def find_run(store: Store | None, run_id: str) -> RunRecord:
-    """The run `run_id` names (`last`: the newest run of the project); RunsError when there is none."""
-    run = None
-    if store is not None:
-        run = store.newest_run() if run_id == "last" else store.get_run(run_id)
-    if run is None:
-        if run_id == "last":
-            raise RunsError("no durable run in this project yet")
-        raise RunsError(f"no run {run_id} in this project")
-    return run
+    """The run `run_id` names (`last`: the newest run of the project), found as `sage run --resume` finds it;
+    RunsError when there is none."""
+    from ..runtime.durable import DurableExit
+    from ..runtime.durable import find_run as find_durable_run
+    if store is None:   # no store file yet: no runs
+        from ..store.memory import MemoryStore
+        store = MemoryStore()
+    try:
+        return find_durable_run(store, run_id)
+    except DurableExit as exc:
+        raise RunsError(exc.message.removeprefix("error: ")) from None
 
 
 # ---------------------------------------------------------------- list

@@ -16,10 +16,9 @@ import time
 from typing import Any
 
 from ..store.base import COMPLETED, FAILED, HALTED, RUNNING, RunRecord
+from ..store.leases import HEARTBEAT_SECONDS, lease_is_stale
 
 NEEDS_PERSISTENCE = "error: durable runs need a [persistence] table in grove.toml"
-HEARTBEAT_SECONDS = 1.0
-LEASE_FRESH_SECONDS = 10.0
 
 
 class DurableExit(Exception):
@@ -48,37 +47,6 @@ def find_run(store: Any, run_id: str) -> RunRecord:
     if run is None:
         raise DurableExit(1, f"error: no run {run_id} in this project")
     return run
-
-
-def lease_is_fresh(run: RunRecord, now: float | None = None) -> bool:
-    """Whether the run's lease holder is alive: a heartbeat younger than 10 s and, when the holder is on this
-    host, its process still running."""
-    if run.lease_pid is None or run.lease_heartbeat is None:
-        return False
-    if (time.time() if now is None else now) - run.lease_heartbeat >= LEASE_FRESH_SECONDS:
-        return False
-    if run.lease_host == socket.gethostname():
-        return _process_alive(run.lease_pid)
-    return True
-
-
-def shown_status(run: RunRecord) -> str:
-    """The status `sage runs` shows: `running` with a stale (or released) lease is `interrupted`."""
-    if run.status == RUNNING and not lease_is_fresh(run):
-        return "interrupted"
-    return run.status
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:   # it exists, under another user
-        return True
-    except OSError:
-        return False
-    return True
 
 
 class DurableRun:
@@ -118,7 +86,7 @@ class DurableRun:
             run = self.run
             if run.status == HALTED:   # resolved since (or not): running again, under this process's lease
                 store.end_run(run.id, RUNNING, None)
-            owner = store.acquire_lease(run.id, pid, host, now, lambda r: not lease_is_fresh(r))
+            owner = store.acquire_lease(run.id, pid, host, now, lease_is_stale)
             if owner is not None:
                 raise DurableExit(1, f"error: run {run.id} is being executed by process {owner.lease_pid} "
                                      f"on {owner.lease_host}")
