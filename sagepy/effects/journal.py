@@ -181,8 +181,8 @@ class JournalLayer:
     # ---------------------------------------------------------------- live
     def _live(self, step: Step, digest: str, next: Perform) -> Any:
         journal = self.journal
-        if step.kind == STATE and step.target.endswith(".set"):
-            return self._set(step, digest)
+        if step.kind == STATE and step.target.endswith((".set", ".update")):
+            return self._write_field(step, digest)
         safety = "destructive"
         try:
             if step.kind == MCP and step.target != "mcp_connect" and step.arguments:
@@ -207,14 +207,23 @@ class JournalLayer:
         journal.record(step, digest, safety, DONE, outcome)
         return value
 
-    def _set(self, step: Step, digest: str) -> Any:
-        """`self.f.set(v)`: the field's new value and the step's record in one transaction."""
+    def _write_field(self, step: Step, digest: str) -> Any:
+        """`self.f.set(v)` and `self.f.update(fn)`: the field's new value and the step's record commit in one
+        transaction (the store gives an update's record its outcome, the new value)."""
+        journal = self.journal
         agent_name, field, value = step.detail
         record = StepRecord(step.path, step.number, step.kind, step.target, digest, step.safety, DONE, None)
         store = step.agent.runtime.store
-        with _store_errors(self.journal.store):
-            store.save(agent_name, field, value, step.arguments[0], record, self.journal.run_id)
-        return UNIT
+        if step.target.endswith(".set"):
+            store.save(agent_name, field, value, step.arguments[0], record, journal.run_id)
+            return UNIT
+        try:
+            return store.update(agent_name, field, step.agent.agent.persistent_types[field], value, record,
+                                journal.run_id)
+        except SageRaise as exc:   # a runtime fault of the function: nothing was written
+            if not self._stopping(step):
+                journal.record(step, digest, step.safety, STEP_FAILED, encode_error(exc.error))
+            raise
 
     def _stopping(self, step: Step) -> bool:
         """Whether an error is the run stopping under the step rather than the step's outcome."""
