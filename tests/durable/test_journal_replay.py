@@ -372,3 +372,34 @@ def test_a_replayed_mcp_connect_connects_again_for_the_live_calls_after_it(tmp_p
         assert attempts[-1].returncode == 0, (k, attempts[-1].stderr)
         assert stdout_of(attempts) == "charged 1, charged 2, total 3, 2 tools\n", k
         assert (root / "ledger.txt").read_text() == "1\n2\n", k
+
+
+def test_typed_mcp_calls_replay_converted_values_and_charge_once(tmp_path: Path) -> None:
+    template = tmp_path / "typed"
+    template.mkdir()
+    (template / "ledger_server.py").write_text(LEDGER_SERVER, encoding="utf-8")
+    project(template, """
+        tool Ledger {
+            fn charge(amount: Int) -> String
+            fn total() -> String
+        }
+        agent Main {
+            use Ledger;
+            on start {
+                let first = try Ledger.charge(5);
+                let second = try Ledger.charge(6);
+                let total = try Ledger.total();
+                print("{first}, {second}, total {total}");
+            }
+        }
+        run Main;
+    """)
+    with open(template / "grove.toml", "a", encoding="utf-8") as grove:
+        grove.write(f'\n[tools.Ledger]\ncommand = "{sys.executable}"\nargs = ["ledger_server.py", "ledger.txt"]\n')
+    n, clean = journal_writes(template)
+    assert (n, clean.returncode, clean.stdout) == (5, 0, "charged 5, charged 6, total 11\n"), clean.stderr
+    for k in range(1, n + 1):
+        root, attempts = crash_and_resume(template, k)
+        assert attempts[-1].returncode == 0, (k, attempts[-1].stderr)
+        assert stdout_of(attempts) == "charged 5, charged 6, total 11\n", k
+        assert (root / "ledger.txt").read_text() == "5\n6\n", k
