@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from ..runtime.errors import AgentCancelled, SageRaise
 from ..runtime.values import UNIT, ErrorValue
@@ -100,6 +100,18 @@ class Journal:
         with self.lock:
             self.handles[handle] = live
         return live
+
+    def connection(self, handle: str, open_id: Callable[[str], int | None]) -> int | None:
+        """`mcp_connection(h)` (a lookup, not a step): the id of the program's handle while its connection is
+        open — a replayed mcp_connect's counts as open, as in the recorded run, until it is disconnected."""
+        with self.lock:
+            entry = self.handles.get(handle)
+        if entry is None:
+            return open_id(handle)
+        if isinstance(entry, str) and open_id(entry) is None:
+            return None
+        number = handle.rpartition(":")[2]
+        return int(number) if number.isdigit() else None
 
     def program_handle(self, live: str) -> str:
         """The handle the program gets for a new connection: the live one unless the journal gave that name

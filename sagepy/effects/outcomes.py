@@ -5,8 +5,9 @@ message and code and back as the same Sage error.
 A step with a return type (`step.ret`: model answers, tool calls, `mcp_call`) converts through it. The others
 return what the real layer returns for their kind and target: the builtin's prelude type for `io` and `mcp`
 steps, the field's type for a `state` read or update, `Bool` for an `await`; a step whose value is JSON data
-already (a model turn of a tool loop: the model's message) is kept as it is. A `receive` is special: its outcome names the message (the
-sender's path and send number), not the message itself, which the sender sends again on resume.
+already (a model turn of a tool loop: the model's message) is kept as it is. A `receive` is special: its
+outcome names the message (the sender's path and send number), not the message itself, which the sender sends
+again on resume.
 """
 from __future__ import annotations
 
