@@ -82,7 +82,12 @@ class Effects:
             suffix = handle.split(":", 1)[-1]
             return connection_record(int(suffix) if suffix.isdigit() else 0)
         manager = self.world.mcp_started
-        return connection_record(None if manager is None else manager.connection(handle))
+
+        def open_id(live: str) -> int | None:
+            return None if manager is None else manager.connection(live)
+        if self.journal is not None:   # a resumed run's handles are the recorded ones
+            return connection_record(self.journal.connection(handle, open_id))
+        return connection_record(open_id(handle))
 
     # ---------------------------------------------------------------- clock, stdin, environment, files, sleep
     def io(self, ctx: Any, name: str, args: tuple | list) -> Any:

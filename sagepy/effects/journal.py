@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from ..runtime.errors import AgentCancelled, SageRaise
 from ..runtime.values import UNIT, ErrorValue
@@ -101,6 +101,18 @@ class Journal:
             self.handles[handle] = live
         return live
 
+    def connection(self, handle: str, open_id: Callable[[str], int | None]) -> int | None:
+        """`mcp_connection(h)` (a lookup, not a step): the id of the program's handle while its connection is
+        open — a replayed mcp_connect's counts as open, as in the recorded run, until it is disconnected."""
+        with self.lock:
+            entry = self.handles.get(handle)
+        if entry is None:
+            return open_id(handle)
+        if isinstance(entry, str) and open_id(entry) is None:
+            return None
+        number = handle.rpartition(":")[2]
+        return int(number) if number.isdigit() else None
+
     def program_handle(self, live: str) -> str:
         """The handle the program gets for a new connection: the live one unless the journal gave that name
         to a recorded connection."""
@@ -181,8 +193,8 @@ class JournalLayer:
     # ---------------------------------------------------------------- live
     def _live(self, step: Step, digest: str, next: Perform) -> Any:
         journal = self.journal
-        if step.kind == STATE and step.target.endswith(".set"):
-            return self._set(step, digest)
+        if step.kind == STATE and step.target.endswith((".set", ".update")):
+            return self._write_field(step, digest)
         safety = "destructive"
         try:
             if step.kind == MCP and step.target != "mcp_connect" and step.arguments:
@@ -207,14 +219,23 @@ class JournalLayer:
         journal.record(step, digest, safety, DONE, outcome)
         return value
 
-    def _set(self, step: Step, digest: str) -> Any:
-        """`self.f.set(v)`: the field's new value and the step's record in one transaction."""
+    def _write_field(self, step: Step, digest: str) -> Any:
+        """`self.f.set(v)` and `self.f.update(fn)`: the field's new value and the step's record commit in one
+        transaction (the store gives an update's record its outcome, the new value)."""
+        journal = self.journal
         agent_name, field, value = step.detail
         record = StepRecord(step.path, step.number, step.kind, step.target, digest, step.safety, DONE, None)
         store = step.agent.runtime.store
-        with _store_errors(self.journal.store):
-            store.save(agent_name, field, value, step.arguments[0], record, self.journal.run_id)
-        return UNIT
+        if step.target.endswith(".set"):
+            store.save(agent_name, field, value, step.arguments[0], record, journal.run_id)
+            return UNIT
+        try:
+            return store.update(agent_name, field, step.agent.agent.persistent_types[field], value, record,
+                                journal.run_id)
+        except SageRaise as exc:   # a runtime fault of the function: nothing was written
+            if not self._stopping(step):
+                journal.record(step, digest, step.safety, STEP_FAILED, encode_error(exc.error))
+            raise
 
     def _stopping(self, step: Step) -> bool:
         """Whether an error is the run stopping under the step rather than the step's outcome."""

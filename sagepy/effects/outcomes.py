@@ -4,9 +4,10 @@ message and code and back as the same Sage error.
 
 A step with a return type (`step.ret`: model answers, tool calls, `mcp_call`) converts through it. The others
 return what the real layer returns for their kind and target: the builtin's prelude type for `io` and `mcp`
-steps, the field's type for a `state` read, `Bool` for an `await`; a step whose value is JSON data already
-(a model turn of a tool loop) is kept as it is. A `receive` is special: its outcome names the message (the
-sender's path and send number), not the message itself, which the sender sends again on resume.
+steps, the field's type for a `state` read or update, `Bool` for an `await`; a step whose value is JSON data
+already (a model turn of a tool loop: the model's message) is kept as it is. A `receive` is special: its
+outcome names the message (the sender's path and send number), not the message itself, which the sender sends
+again on resume.
 """
 from __future__ import annotations
 
@@ -28,9 +29,13 @@ def args_hash(arguments: Any) -> str:
 
 def value_type(step: Step) -> T.Type | None:
     """The Sage type of the step's value, or None when the value is JSON data already."""
+    kind = step.kind
+    if kind == LLM and isinstance(step.arguments, dict):
+        # a turn of a tool loop (§4.12; its arguments are the conversation) answers with the model's message,
+        # JSON data, whatever the `divine`'s type; a sampling request's answer is a String either way
+        return None
     if step.ret is not None:
         return step.ret
-    kind = step.kind
     if kind in (IO, MCP):
         from ..check.prelude import load_prelude
         signature = load_prelude().fns.get(step.target)

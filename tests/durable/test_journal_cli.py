@@ -69,7 +69,8 @@ def test_without_persistence_there_is_no_run_and_resume_is_refused(tmp_path: Pat
     r = sage("run", cwd=root)
     assert (r.returncode, r.stderr) == (7, "")
     r = sage("run", "--resume", "last", cwd=root)
-    assert (r.returncode, r.stdout, r.stderr) == (1, "", "error: durable runs need a [persistence] table in grove.toml\n")
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == "error: durable runs need a [persistence] table in grove.toml\n"
 
 
 def test_resume_and_no_journal_together_are_a_usage_error(tmp_path: Path) -> None:

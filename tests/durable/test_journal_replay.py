@@ -120,7 +120,8 @@ def test_a_destructive_step_with_an_unknown_outcome_halts_with_exit_3(tmp_path: 
         assert (r.returncode, r.stdout) == (3, "")
         assert r.stderr == (f"resuming run {run_id}\n"
                             f"halted: the outcome of append_file (Main step 3) is unknown; record it with "
-                            f"'sage runs resolve {run_id} Main:3 --ok JSON | --failed MESSAGE | --not-run' and resume\n")
+                            f"'sage runs resolve {run_id} Main:3 --ok JSON | --failed MESSAGE | --not-run' and "
+                            f"resume\n")
         with sqlite3.connect(root / ".sage" / "state.db") as db:
             assert db.execute("SELECT status, exit_code, lease_pid FROM runs").fetchall() == [("halted", 3, None)]
     assert not (root / "ledger.txt").exists()
@@ -139,7 +140,8 @@ def test_a_changed_program_diverges_and_resumes_once_fixed_back(tmp_path: Path) 
     source.write_text(original.replace('Fs.write("stamp.txt"', 'Fs.write("other.txt"'))
     r = sage("run", "--resume", "last", cwd=root)
     assert (r.returncode, r.stdout) == (1, "")
-    assert r.stderr.splitlines()[-1] == "error: journal divergence at Main step 2: recorded tool Fs.write, now tool Fs.write"
+    assert r.stderr.splitlines()[-1] == ("error: journal divergence at Main step 2: recorded tool Fs.write, "
+                                         "now tool Fs.write")
     source.write_text(original.replace("let t = now_ms();", "let t = now_s();"))
     r = sage("run", "--resume", "last", cwd=root)
     assert (r.returncode, r.stderr.splitlines()[-1]) == (
@@ -266,8 +268,8 @@ def resolve_by_order_file(root: Path, run_id: str, path: str, number: int) -> No
         done = db.execute("SELECT count(*) FROM steps WHERE run_id = ? AND target = 'append_file' AND status = 'done'",
                           (run_id,)).fetchone()[0]
         if lines > done:
-            db.execute("UPDATE steps SET status = 'done', outcome = 'null' WHERE run_id = ? AND path = ? AND number = ?",
-                       (run_id, path, number))
+            db.execute("UPDATE steps SET status = 'done', outcome = 'null' "
+                       "WHERE run_id = ? AND path = ? AND number = ?", (run_id, path, number))
         else:
             db.execute("DELETE FROM steps WHERE run_id = ? AND path = ? AND number = ?", (run_id, path, number))
 
@@ -356,19 +358,52 @@ def test_a_replayed_mcp_connect_connects_again_for_the_live_calls_after_it(tmp_p
             on start {
                 let h = try mcp_connect('CONFIG');
                 let first = try mcp_call(h, "charge", '{"amount": 1}');
+                let open = mcp_connection(h);
                 let tools = try mcp_tools(h);
                 let second = try mcp_call(h, "charge", '{"amount": 2}');
                 let total = try mcp_call(h, "total", '{}');
                 try mcp_disconnect(h);
-                print("{first}, {second}, total {total}, {len(tools)} tools");
+                print("{first}, {second}, total {total}, {len(tools)} tools, {open}, {mcp_connection(h)}");
             }
         }
         run Main;
     """.replace("CONFIG", config))
+    expected = "charged 1, charged 2, total 3, 2 tools, Some(McpConnection { id: 1 }), None\n"
     n, clean = journal_writes(template)
-    assert (n, clean.returncode, clean.stdout) == (8, 0, "charged 1, charged 2, total 3, 2 tools\n"), clean.stderr
+    assert (n, clean.returncode, clean.stdout) == (8, 0, expected), clean.stderr
     for k in range(1, n + 1):
         root, attempts = crash_and_resume(template, k)
         assert attempts[-1].returncode == 0, (k, attempts[-1].stderr)
-        assert stdout_of(attempts) == "charged 1, charged 2, total 3, 2 tools\n", k
+        assert stdout_of(attempts) == expected, k
         assert (root / "ledger.txt").read_text() == "1\n2\n", k
+
+
+def test_typed_mcp_calls_replay_converted_values_and_charge_once(tmp_path: Path) -> None:
+    template = tmp_path / "typed"
+    template.mkdir()
+    (template / "ledger_server.py").write_text(LEDGER_SERVER, encoding="utf-8")
+    project(template, """
+        tool Ledger {
+            fn charge(amount: Int) -> String
+            fn total() -> String
+        }
+        agent Main {
+            use Ledger;
+            on start {
+                let first = try Ledger.charge(5);
+                let second = try Ledger.charge(6);
+                let total = try Ledger.total();
+                print("{first}, {second}, total {total}");
+            }
+        }
+        run Main;
+    """)
+    with open(template / "grove.toml", "a", encoding="utf-8") as grove:
+        grove.write(f'\n[tools.Ledger]\ncommand = "{sys.executable}"\nargs = ["ledger_server.py", "ledger.txt"]\n')
+    n, clean = journal_writes(template)
+    assert (n, clean.returncode, clean.stdout) == (5, 0, "charged 5, charged 6, total 11\n"), clean.stderr
+    for k in range(1, n + 1):
+        root, attempts = crash_and_resume(template, k)
+        assert attempts[-1].returncode == 0, (k, attempts[-1].stderr)
+        assert stdout_of(attempts) == "charged 5, charged 6, total 11\n", k
+        assert (root / "ledger.txt").read_text() == "5\n6\n", k
