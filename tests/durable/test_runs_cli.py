@@ -264,3 +264,37 @@ def test_a_zombie_is_not_alive() -> None:
     finally:
         child.wait()
     assert process_alive(os.getpid())
+
+
+# ---------------------------------------------------------------- through real runs
+
+def test_a_crashed_run_through_list_show_resolve_failed_and_resume(tmp_path: Path) -> None:
+    """A run crashed right after its first charge's intent is listed as interrupted, halts on resume, and,
+    resolved as failed, resumes to the error the call would have raised."""
+    from durable_harness import make_project, read_ledger, sage_env, wait_for_servers_to_end
+    project = make_project(tmp_path, "classes")
+    env = sage_env(project, tmp_path / "cache")
+
+    def run(*args: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "sagepy", *args], cwd=project, env=dict(env, **extra),
+                              capture_output=True, text=True, timeout=120)
+
+    crashed = run("run", SAGE_CRASH_AFTER_WRITE="3")   # 1 echo, 2 put, 3 the charge's intent
+    assert crashed.returncode == 77 and crashed.stdout == "hello\nstored colour\n", crashed.stderr
+    assert wait_for_servers_to_end(project) == []
+    run_id = crashed.stderr.split("run id: ")[1].split()[0]
+    listed = run("runs", "list")
+    assert listed.stdout.split()[:1] + listed.stdout.split()[3:5] == [run_id, "interrupted", "-"]
+    halted = run("run", "--resume", "last")
+    assert halted.returncode == 3 and f"sage runs resolve {run_id} Main:3 " in halted.stderr
+    shown = run("runs", "show", run_id)
+    assert shown.stdout.splitlines()[1:] == ["Main", '  1 tool Counter.echo read_only done "hello"',
+                                             '  2 tool Counter.put idempotent done "stored colour"',
+                                             "  3 tool Counter.charge destructive started"]
+    assert run("runs", "resolve", run_id, "Main:2", "--not-run").returncode == 1   # only the halted step
+    assert run("runs", "resolve", run_id, "Main:3", "--failed", "card declined").returncode == 0
+    resumed = run("run", "--resume", run_id)
+    assert resumed.returncode == 1 and "card declined" in resumed.stderr, resumed.stderr
+    assert resumed.stdout == ""   # replayed steps print nothing again
+    assert read_ledger(project) == []   # the charge never reached the server
+    assert run("runs", "list").stdout.split()[3:5] == ["failed", "1"]
