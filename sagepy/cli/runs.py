@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..store.base import RunRecord, StepRecord, Store
 
-NEED_PERSISTENCE = "error: durable runs need a [persistence] table in grove.toml\n"
 OUTCOME_WIDTH = 80
 
 
@@ -102,13 +101,15 @@ def run_runs_command(args: argparse.Namespace) -> int:
         return 1
     path = settings.state_path()
     if path is None:
-        sys.stderr.write(NEED_PERSISTENCE)
+        from ..runtime.durable import NEEDS_PERSISTENCE
+        sys.stderr.write(NEEDS_PERSISTENCE + "\n")
         return 1
     from ..session import store_open_failure
-    from ..store.base import Busy, Unavailable
+    from ..store.base import Busy, NewerFormat, Unavailable
+    from ..store.sqlite import SqliteStore
     handler = {"list": _list, "show": _show, "resolve": _resolve, "prune": _prune}[command]
     try:
-        store = open_store(path) if os.path.exists(path) else None
+        store = SqliteStore(path) if os.path.exists(path) else None   # looking creates no store
         try:
             return handler(args, store)
         finally:
@@ -117,21 +118,9 @@ def run_runs_command(args: argparse.Namespace) -> int:
     except RunsError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    except (Busy, Unavailable) as exc:   # the store failed after it opened (locked too long, a broken file)
+    except (NewerFormat, Busy, Unavailable) as exc:   # worded as `sage run` words them
         sys.stderr.write(store_open_failure(path, exc) + "\n")
         return 1
-
-
-def open_store(path: str) -> Store:
-    """The project's SQLite store; a failure to open it (a newer journal format, a file that cannot be read,
-    a lock held too long) becomes RunsError, worded as `sage run` words it."""
-    from ..session import store_open_failure
-    from ..store.base import Busy, NewerFormat, Unavailable
-    from ..store.sqlite import SqliteStore
-    try:
-        return SqliteStore(path)
-    except (NewerFormat, Unavailable, Busy) as exc:
-        raise RunsError(store_open_failure(path, exc).removeprefix("error: ")) from None
 
 
 def find_run(store: Store | None, run_id: str) -> RunRecord:
