@@ -36,8 +36,8 @@ from pathlib import Path
 
 import pytest
 
-from durable_harness import (Attempt, Halt, make_project, read_field, resolve_halt, run_id_in, run_sage,
-                             run_status, sage_env, wait_for_servers_to_end, ledger_calls)
+from durable_harness import (Attempt, Halt, ledger_calls, make_project, read_field, resolve_halt, run_id_in,
+                             run_sage, run_status, sage_env, wait_for_servers_to_end)
 from sagepy.store.base import CRASH_AFTER_VAR, CRASH_BEFORE_VAR
 
 WORKERS = 3
