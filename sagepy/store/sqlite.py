@@ -72,14 +72,22 @@ class SqliteStore:
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = FULL")
             self._open_format()
-        except (sqlite3.Error, NewerFormat, Busy) as exc:
+        except (sqlite3.Error, ValueError, NewerFormat, Busy) as exc:   # ValueError: a format that is no number
             self._db.close()
             if isinstance(exc, NewerFormat):
                 raise
             raise Unavailable(str(exc)) from None
 
     def _open_format(self) -> None:
-        """Refuse a newer format; give an older sagepy's file (only `sage_state`) or a new one the tables."""
+        """Refuse a newer format; give an older sagepy's file (only `sage_state`) or a new one the tables.
+        A file that has them all is only read, so opening does not wait for another process's write."""
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "meta" in tables:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+            if row is not None and int(row[0]) > FORMAT:
+                raise NewerFormat(int(row[0]), FORMAT)
+            if row is not None and tables >= {"sage_state", "runs", "steps"}:
+                return
         with self._write():
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             row = self._db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
