@@ -197,11 +197,11 @@ class JournalLayer:
             return self._write_field(step, digest)
         safety = "destructive"
         try:
+            safety = step.safety   # first: a remote tool's class is looked up by the handle the program holds
             if step.kind == MCP and step.target != "mcp_connect" and step.arguments:
                 live = journal.live_handle(step.arguments[0], next)
                 if live != step.arguments[0]:
                     step.arguments = [live, *step.arguments[1:]]
-            safety = step.safety
             if safety == "destructive":
                 journal.record(step, digest, safety, STARTED)
             value = next(step)
