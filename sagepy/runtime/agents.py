@@ -209,10 +209,6 @@ class AgentInstance:
     def __repr__(self) -> str:
         return f"<agent {self.display_name}>"
 
-    @property
-    def replaying(self) -> bool:
-        return self.steps < self.replay_until
-
     def next_send(self) -> int:
         self.sends += 1
         return self.sends
