@@ -438,3 +438,30 @@ def test_replayed_and_new_mcp_handles_never_mix_up_their_servers(tmp_path: Path)
         assert attempts[-1].returncode == 0, (k, attempts[-1].stderr)
         assert stdout_of(attempts) == expected, k
         assert ((root / "a.txt").read_text(), (root / "b.txt").read_text()) == ("1\n", "2\n"), k
+
+
+def test_checkpoints_are_journaled_with_the_values_they_save(tmp_path: Path) -> None:
+    template = project(tmp_path / "checkpoint", """
+        agent Main {
+            @persistent count: Int
+            @persistent label: String
+            on start {
+                self.count.set(self.count.get() + 1);
+                checkpoint();
+                self.label.set("n{self.count.get()}");
+                self.label.checkpoint();
+                print("{self.count.get()} {self.label.get()}");
+            }
+        }
+        run Main;
+    """)
+    n, clean = journal_writes(template)
+    # count.get, count.set, checkpoint, count.get, label.set, label.checkpoint, count.get, label.get
+    assert (n, clean.stdout) == (8, "1 n1\n")
+    for k in range(1, n + 1):
+        root, attempts = crash_and_resume(template, k)
+        assert (attempts[-1].returncode, stdout_of(attempts)) == (0, "1 n1\n"), k
+        with sqlite3.connect(root / ".sage" / "state.db") as db:
+            assert sorted(db.execute("SELECT field, value FROM sage_state")) == [("count", "1"), ("label", '"n1"')]
+            targets = [row[0] for row in db.execute("SELECT target FROM steps WHERE number IN (3, 6) ORDER BY number")]
+            assert targets == ["checkpoint", "label.checkpoint"]
