@@ -74,7 +74,15 @@ class Effects:
         return self.perform(Step(MCP, name, args, None, _MCP_SAFETY[name], ctx))
 
     def _dynamic_safety(self, step: Step) -> str:
-        return self.world.dynamic_safety(step.arguments[0], step.arguments[1])
+        return self.world.dynamic_safety(self.live_handle(step.arguments[0]), step.arguments[1])
+
+    def live_handle(self, handle: str) -> str:
+        """The MCP handle to use with the manager for a handle the program holds: itself, except in a resumed
+        durable run, whose replayed `mcp_connect`s gave the recorded handles (the journal connects again on
+        first use)."""
+        if self.journal is None:
+            return handle
+        return self.journal.live_handle(handle, lambda step: self.world.mcp().connect(*step.arguments))
 
     def _connection(self, handle: str) -> Variant:
         connection_record = (_wire or _load_wire()).connection_record

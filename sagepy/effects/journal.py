@@ -193,15 +193,15 @@ class JournalLayer:
     # ---------------------------------------------------------------- live
     def _live(self, step: Step, digest: str, next: Perform) -> Any:
         journal = self.journal
-        if step.kind == STATE and step.target.endswith((".set", ".update")):
+        if step.kind == STATE and not step.target.endswith(".get"):
             return self._write_field(step, digest)
         safety = "destructive"
         try:
+            safety = step.safety   # first: a remote tool's class is looked up by the handle the program holds
             if step.kind == MCP and step.target != "mcp_connect" and step.arguments:
                 live = journal.live_handle(step.arguments[0], next)
                 if live != step.arguments[0]:
                     step.arguments = [live, *step.arguments[1:]]
-            safety = step.safety
             if safety == "destructive":
                 journal.record(step, digest, safety, STARTED)
             value = next(step)
@@ -220,14 +220,24 @@ class JournalLayer:
         return value
 
     def _write_field(self, step: Step, digest: str) -> Any:
-        """`self.f.set(v)` and `self.f.update(fn)`: the field's new value and the step's record commit in one
-        transaction (the store gives an update's record its outcome, the new value)."""
+        """`self.f.set(v)`, `self.f.update(fn)` and checkpoints: the field's new value and the step's record
+        commit in one transaction (the store gives an update's record its outcome, the new value). The
+        statement `checkpoint();` saves each field of the agent in turn, the record with the last one."""
         journal = self.journal
         agent_name, field, value = step.detail
         record = StepRecord(step.path, step.number, step.kind, step.target, digest, step.safety, DONE, None)
         store = step.agent.runtime.store
         if step.target.endswith(".set"):
             store.save(agent_name, field, value, step.arguments[0], record, journal.run_id)
+            return UNIT
+        if not step.target.endswith(".update"):   # a checkpoint: saves the values the fields hold
+            names = [field] if field is not None else [f.name for f in step.agent.agent.persistent]
+            for i, name in enumerate(names):
+                last = i == len(names) - 1
+                store.save(agent_name, name, store.get(agent_name, name), None, record if last else None,
+                           journal.run_id if last else None)
+            if not names:
+                journal.record(step, digest, step.safety, DONE)
             return UNIT
         try:
             return store.update(agent_name, field, step.agent.agent.persistent_types[field], value, record,

@@ -46,7 +46,8 @@ class MailboxClosed(Exception):
 
 class Mailbox:
     """A bounded FIFO of (message, sender, the sender's send number). `put` blocks while full; both ends give
-    up once closed."""
+    up once closed. The send number (what a receiver's journal names, SPEC §14) is the sender's count of
+    messages put so far, sends and replies alike; a message from no agent (a test block) has none."""
 
     def __init__(self) -> None:
         self.items: collections.deque = collections.deque()
@@ -55,6 +56,7 @@ class Mailbox:
         self.cond = threading.Condition()
 
     def put(self, item: tuple, waiter: "AgentInstance | None") -> None:
+        """Append (message, sender)."""
         with self.cond:
             while len(self.items) >= MAILBOX_CAPACITY and not self.closed:
                 self.cond.wait(0.05)
@@ -62,7 +64,8 @@ class Mailbox:
                     waiter.check()
             if self.closed:
                 raise MailboxClosed()
-            self.items.append(item)
+            message, sender = item
+            self.items.append((message, sender, None if sender is None else sender.next_send()))
             self.cond.notify_all()
 
     def get(self, waiter: "AgentInstance | None", match: Callable[[tuple], bool] | None = None) -> tuple:
@@ -208,10 +211,6 @@ class AgentInstance:
 
     def __repr__(self) -> str:
         return f"<agent {self.display_name}>"
-
-    @property
-    def replaying(self) -> bool:
-        return self.steps < self.replay_until
 
     def next_send(self) -> int:
         self.sends += 1

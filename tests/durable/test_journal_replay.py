@@ -407,3 +407,61 @@ def test_typed_mcp_calls_replay_converted_values_and_charge_once(tmp_path: Path)
         assert attempts[-1].returncode == 0, (k, attempts[-1].stderr)
         assert stdout_of(attempts) == "charged 5, charged 6, total 11\n", k
         assert (root / "ledger.txt").read_text() == "5\n6\n", k
+
+
+def test_replayed_and_new_mcp_handles_never_mix_up_their_servers(tmp_path: Path) -> None:
+    template = tmp_path / "handles"
+    template.mkdir()
+    (template / "ledger_server.py").write_text(LEDGER_SERVER, encoding="utf-8")
+    config = '{"transport": "stdio", "command": "' + sys.executable + '", "args": ["ledger_server.py", "LEDGER"]}'
+    project(template, """
+        agent Main {
+            on start {
+                let a = try mcp_connect('CONFIG_A');
+                let b = try mcp_connect('CONFIG_B');
+                let x = try mcp_call(b, "charge", '{"amount": 2}');
+                let y = try mcp_call(a, "charge", '{"amount": 1}');
+                let c = try mcp_connect('CONFIG_B');
+                let total = try mcp_call(c, "total", '{}');
+                print("{x}, {y}, b total {total}");
+            }
+        }
+        run Main;
+    """.replace("CONFIG_A", config.replace("LEDGER", "a.txt")).replace("CONFIG_B", config.replace("LEDGER", "b.txt")))
+    expected = "charged 2, charged 1, b total 2\n"
+    n, clean = journal_writes(template)
+    assert (n, clean.returncode, clean.stdout) == (8, 0, expected), clean.stderr
+    # crashed after the first connect, the resumed run's first live connection is the manager's mcp:1 again:
+    # the program's `b` must not be taken for its recorded `a`
+    for k in (1, 2, 4):
+        root, attempts = crash_and_resume(template, k)
+        assert attempts[-1].returncode == 0, (k, attempts[-1].stderr)
+        assert stdout_of(attempts) == expected, k
+        assert ((root / "a.txt").read_text(), (root / "b.txt").read_text()) == ("1\n", "2\n"), k
+
+
+def test_checkpoints_are_journaled_with_the_values_they_save(tmp_path: Path) -> None:
+    template = project(tmp_path / "checkpoint", """
+        agent Main {
+            @persistent count: Int
+            @persistent label: String
+            on start {
+                self.count.set(self.count.get() + 1);
+                checkpoint();
+                self.label.set("n{self.count.get()}");
+                self.label.checkpoint();
+                print("{self.count.get()} {self.label.get()}");
+            }
+        }
+        run Main;
+    """)
+    n, clean = journal_writes(template)
+    # count.get, count.set, checkpoint, count.get, label.set, label.checkpoint, count.get, label.get
+    assert (n, clean.stdout) == (8, "1 n1\n")
+    for k in range(1, n + 1):
+        root, attempts = crash_and_resume(template, k)
+        assert (attempts[-1].returncode, stdout_of(attempts)) == (0, "1 n1\n"), k
+        with sqlite3.connect(root / ".sage" / "state.db") as db:
+            assert sorted(db.execute("SELECT field, value FROM sage_state")) == [("count", "1"), ("label", '"n1"')]
+            targets = [row[0] for row in db.execute("SELECT target FROM steps WHERE number IN (3, 6) ORDER BY number")]
+            assert targets == ["checkpoint", "label.checkpoint"]

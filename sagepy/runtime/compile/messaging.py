@@ -65,9 +65,8 @@ class Messaging:
             sender = frame[0]
             if h.done.is_set():
                 raise raise_at("Agent", f"send to finished agent {h.display_name}", "E204", file, span)
-            from_agent = isinstance(sender, AgentInstance) and sender.agent is not None
             try:
-                h.mailbox.put((m, sender, sender.next_send()) if from_agent else (m, None, None), sender)
+                h.mailbox.put((m, sender if isinstance(sender, AgentInstance) and sender.agent else None), sender)
             except MailboxClosed:
                 raise raise_at("Agent", "mailbox closed", "E204", file, span)
             return UNIT
@@ -98,7 +97,7 @@ class Messaging:
             if target is None or target.done.is_set():
                 raise raise_at("Protocol", "reply target unavailable", None, file, span)
             try:
-                target.mailbox.put((v, inst, inst.next_send()), inst)
+                target.mailbox.put((v, inst), inst)
             except MailboxClosed:
                 raise raise_at("Protocol", "reply target unavailable", None, file, span)
             return UNIT
