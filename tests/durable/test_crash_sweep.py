@@ -18,6 +18,10 @@ charged, `--not-run` when it did not. Then:
 - `@persistent` values equal the uncrashed run's, and the values the program implies;
 - no counting-server process outlives its run (a crashed `sage` leaves it to exit on its closed stdin).
 
+`model_tools` is a `divine(p, tools: […])` whose model (a scripted chat-completions server on 127.0.0.1,
+tests/llm/strict_server.py) asks for the destructive charge and then a read-only echo: each model turn and
+each call it asks for is a journal step.
+
 Cost: every attempt of an MCP program starts Python twice (sage and the server). By default (CI) every k is
 swept with the crash after the write, and the crash before the write for every k of the programs without MCP
 and every second k of the others (in `classes` those are the writes that record a call's outcome: a crash
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -39,6 +44,9 @@ import pytest
 from durable_harness import (Attempt, Halt, ledger_calls, make_project, read_field, resolve_halt, run_id_in,
                              run_sage, run_status, sage_env, wait_for_servers_to_end)
 from sagepy.store.base import CRASH_AFTER_VAR, CRASH_BEFORE_VAR
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "llm"))
+from strict_server import StrictChatServer, ToolCall  # noqa: E402  (tests/llm: the scripted model)
 
 WORKERS = 3
 MAX_ATTEMPTS = 8
@@ -59,7 +67,19 @@ PROGRAMS = [
     Program("messages", mcp=False, exit_code=0),
     Program("persistent_counter", mcp=False, exit_code=0, fields=(("Main", "count", 5),)),
     Program("supervisor", mcp=False, exit_code=0, fields=(("Flaky", "tries", 3),)),
+    Program("model_tools", mcp=True, exit_code=0),
 ]
+
+
+def scripted_model(request: dict) -> object:
+    """The model of `model_tools`, a function of the conversation so far (so that it answers a resumed run's
+    live turns as it answered the crashed one's): a charge, then an echo of the receipt, then the answer."""
+    results = [m["content"] for m in request["messages"] if m.get("role") == "tool"]
+    if not results:
+        return ToolCall("Counter__charge", {"account": "dee", "amount": 4})
+    if len(results) == 1:
+        return ToolCall("Counter__echo", {"text": f"receipt {results[0]}"})
+    return f"charged dee: {results[1]}"
 
 
 @dataclass
@@ -84,13 +104,24 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("ast-cache")
 
 
+@pytest.fixture(scope="module")
+def model() -> StrictChatServer:
+    """A chat-completions server on 127.0.0.1 that refuses what the hosted APIs refuse, answering every
+    request with `scripted_model`."""
+    with StrictChatServer([scripted_model] * 10_000) as server:
+        yield server
+    assert server.errors == []
+
+
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
-def test_crash_sweep(program: Program, tmp_path: Path, cache_dir: Path) -> None:
+def test_crash_sweep(program: Program, tmp_path: Path, cache_dir: Path, model: StrictChatServer) -> None:
     started = time.monotonic()
-    base = uncrashed(program, tmp_path, cache_dir)
+    llm = {"SAGE_LLM_URL": model.url, "SAGE_API_KEY": "sk-test"}
+    base = uncrashed(program, tmp_path, cache_dir, llm)
     points = crash_points(program, base)
     with ThreadPoolExecutor(WORKERS) as pool:
-        futures = [pool.submit(sweep_case, program, base, variant, k, tmp_path, cache_dir) for variant, k in points]
+        futures = [pool.submit(sweep_case, program, base, variant, k, tmp_path, cache_dir, llm)
+                   for variant, k in points]
     failures, cases = [], []
     for (variant, k), future in zip(points, futures):
         try:
@@ -106,11 +137,12 @@ def test_crash_sweep(program: Program, tmp_path: Path, cache_dir: Path) -> None:
         with open(report, "a", encoding="utf-8") as out:
             out.write(json.dumps(figures) + "\n")
     assert not failures, "\n\n".join(failures)
+    assert model.errors == [], model.errors
 
 
-def uncrashed(program: Program, tmp_path: Path, cache_dir: Path) -> Baseline:
+def uncrashed(program: Program, tmp_path: Path, cache_dir: Path, llm: dict[str, str]) -> Baseline:
     project = make_project(tmp_path, program.name, "uncrashed")
-    attempt = run_sage(project, ["run"], sage_env(project, cache_dir), tmp_path / "uncrashed.log")
+    attempt = run_sage(project, ["run"], sage_env(project, cache_dir, **llm), tmp_path / "uncrashed.log")
     assert attempt.code == program.exit_code, attempt.stderr
     assert run_id_in(attempt.stderr) is not None, attempt.stderr
     assert wait_for_servers_to_end(project) == []
@@ -132,9 +164,10 @@ def crash_points(program: Program, base: Baseline) -> list[tuple[str, int]]:
     return points
 
 
-def sweep_case(program: Program, base: Baseline, variant: str, k: int, tmp_path: Path, cache_dir: Path) -> Case:
+def sweep_case(program: Program, base: Baseline, variant: str, k: int, tmp_path: Path, cache_dir: Path,
+               llm: dict[str, str]) -> Case:
     project = make_project(tmp_path, program.name, f"{variant}-{k}")
-    env = sage_env(project, cache_dir)
+    env = sage_env(project, cache_dir, **llm)
     attempts: list[Attempt] = []
     halts: list[Halt] = []
     withdrawn: set[int] = set()   # attempts whose last write a `--not-run` deleted
