@@ -87,16 +87,11 @@ def run_tool_loop(messages: list[dict], offer: Offer, target: T.Type, settings: 
             tool_turns += 1
             if tool_turns > settings.max_steps:
                 raise llm_error(f"tool loop exceeded {settings.max_steps} steps")
-            known, unknown = _sort_calls(calls, offer, turn)
-            if known:
-                messages.append({"role": "assistant", "content": content if isinstance(content, str) else None,
-                                 "tool_calls": known})
-                for call, text in zip(known, _perform_calls(known, offer, settings, callbacks)):
-                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
-            else:
-                messages.append({"role": "assistant", "content": content if isinstance(content, str) else ""})
-            if unknown:
-                messages.append({"role": "user", "content": "\n".join(unknown)})
+            calls = _normalized_calls(calls, turn)
+            messages.append({"role": "assistant", "content": content if isinstance(content, str) else None,
+                             "tool_calls": calls})
+            for call, text in zip(calls, _perform_calls(calls, offer, settings, callbacks)):
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
             continue
         text = content if isinstance(content, str) else ""
         if target == T.STRING:
@@ -132,35 +127,32 @@ class _Prepared:
 
     __slots__ = ("function", "step", "text", "escaped")
 
-    def __init__(self, function: OfferedFunction, step: Any = None, text: str | None = None) -> None:
+    def __init__(self, function: OfferedFunction | None, step: Any = None, text: str | None = None) -> None:
         self.function = function
         self.step = step
         self.text = text
         self.escaped: BaseException | None = None
 
 
-def _sort_calls(calls: list, offer: Offer, turn: int) -> tuple[list[dict], list[str]]:
-    """The calls of an answer that name an offered function, in the form hosted APIs accept back (a string
-    `id`, unique in the answer, and `arguments` text), and the error message of each call naming no offered
-    function. Such a call cannot be sent back in the assistant message (a hosted API refuses a history that
-    names a tool it was not given), so its error goes to the model as a user message instead."""
-    known: list[dict] = []
-    unknown: list[str] = []
+def _normalized_calls(calls: list, turn: int) -> list[dict]:
+    """The calls of an answer in the form hosted APIs accept back in the history: a string `id`, unique in
+    the answer (generated when the model gave none), a string name and `arguments` text. A name that no
+    offered function has is kept: its call is answered with the unknown-tool error like any failed call."""
+    normalized: list[dict] = []
     ids: set[str] = set()
     for k, call in enumerate(calls, 1):
         spec = call.get("function") if isinstance(call, dict) else None
-        name = spec.get("name") if isinstance(spec, dict) else None
-        if offer.get(name) is None:
-            unknown.append(f"error: unknown tool '{name}'; the tools are: {', '.join(offer.names)}")
-            continue
-        call_id = call.get("id")
+        spec = spec if isinstance(spec, dict) else {}
+        name = spec.get("name")
+        call_id = call.get("id") if isinstance(call, dict) else None
         if not isinstance(call_id, str) or not call_id or call_id in ids:
             call_id = f"call_{turn}_{k}"
         ids.add(call_id)
         raw = spec.get("arguments")
         arguments = raw if isinstance(raw, str) else compact_json(raw if raw is not None else {})
-        known.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
-    return known, unknown
+        normalized.append({"id": call_id, "type": "function",
+                           "function": {"name": name if isinstance(name, str) else "", "arguments": arguments}})
+    return normalized
 
 
 def _perform_calls(calls: list, offer: Offer, settings: LoopSettings, callbacks: Callbacks) -> list[str]:
@@ -186,6 +178,8 @@ def _prepare(call: Any, offer: Offer, callbacks: Callbacks) -> _Prepared:
     spec = call["function"]
     name = spec["name"]
     function = offer.get(name)
+    if function is None:
+        return _Prepared(None, text=f"error: unknown tool '{name}'; the tools are: {', '.join(offer.names)}")
     raw = spec["arguments"]
     try:
         data = parse_json(raw) if raw.strip() else {}

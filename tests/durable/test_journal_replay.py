@@ -465,3 +465,57 @@ def test_checkpoints_are_journaled_with_the_values_they_save(tmp_path: Path) -> 
             assert sorted(db.execute("SELECT field, value FROM sage_state")) == [("count", "1"), ("label", '"n1"')]
             targets = [row[0] for row in db.execute("SELECT target FROM steps WHERE number IN (3, 6) ORDER BY number")]
             assert targets == ["checkpoint", "label.checkpoint"]
+
+
+REFUSING_SERVER = '''
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("refusing")
+
+
+@server.tool()
+def pay(amount: int) -> str:
+    raise ToolError(f"card declined for {amount}")
+
+
+if __name__ == "__main__":
+    server.run()
+'''
+
+
+def test_recorded_errors_are_raised_again_with_their_kind_and_message(tmp_path: Path) -> None:
+    template = tmp_path / "errors"
+    template.mkdir()
+    (template / "refusing_server.py").write_text(REFUSING_SERVER, encoding="utf-8")
+    config = '{"transport": "stdio", "command": "' + sys.executable + '", "args": ["refusing_server.py"]}'
+    project(template, """
+        agent Main {
+            use Fs;
+            on start {
+                let h = try mcp_connect('CONFIG');
+                let paid = mcp_call(h, "pay", '{"amount": 3}') catch(e) { "{e.kind}: {e.message}" };
+                let read = Fs.read("missing.txt") catch(e) { "{e.kind}: {e.message}" };
+                let t = now_ms();
+                print(paid);
+                print(read);
+            }
+        }
+        run Main;
+    """.replace("CONFIG", config))
+    n, clean = journal_writes(template)
+    assert (n, clean.returncode) == (5, 0), clean.stderr   # connect, pay (started, failed), Fs.read, now_ms
+    lines = clean.stdout.splitlines()
+    assert lines[0].startswith("Mcp: mcp_call 'pay' failed: ") and "card declined for 3" in lines[0]
+    assert lines[1].startswith("Tool: ")
+    root = template
+    assert sage("run", cwd=root, env={"SAGE_CRASH_AFTER_WRITE": "5"}).returncode == CRASHED
+    # the world has changed since: done again, both calls would succeed; replayed, they fail as they did
+    (root / "missing.txt").write_text("here now", encoding="utf-8")
+    server = root / "refusing_server.py"
+    server.write_text(server.read_text().replace('raise ToolError(f"card declined for {amount}")', 'return "paid"'))
+    resumed = sage("run", "--resume", "last", cwd=root)
+    assert (resumed.returncode, resumed.stdout) == (0, clean.stdout)
+    with sqlite3.connect(root / ".sage" / "state.db") as db:
+        statuses = [row[0] for row in db.execute("SELECT status FROM steps ORDER BY number")]
+    assert statuses == ["done", "failed", "failed", "done"]

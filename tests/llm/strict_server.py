@@ -11,7 +11,9 @@ hosted API rejects:
   a root that is not an object, past the size limits;
 - a conversation where an assistant's `tool_calls` are not each answered by exactly one following
   `{"role": "tool", "tool_call_id"}` message before the next assistant or user message, a tool message
-  that answers no pending call, an assistant tool call naming a function that `tools` does not offer;
+  that answers no pending call (a call naming a function that `tools` does not offer is accepted in the
+  history, as the hosted APIs accept it: models do invent names, and the answer to such a call is a tool
+  message with an error);
 - malformed tools (names outside `[A-Za-z0-9_-]{1,64}`, twice the same name), a bad `tool_choice`.
 
 The strict subset is OpenAI's structured-outputs one (root an object, not `anyOf`; every object closed
@@ -224,7 +226,7 @@ def _check_request(body: Any) -> None:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise ApiError("'messages' must be a non-empty array.", "messages")
-    _check_messages(messages, names)
+    _check_messages(messages)
 
 
 def _check_tools(tools: Any) -> set[str]:
@@ -299,7 +301,7 @@ def _check_response_format(fmt: Any) -> None:
                            "response_format", "invalid_json_schema")
 
 
-def _check_messages(messages: list, names: set[str]) -> None:
+def _check_messages(messages: list) -> None:
     pending: dict[str, int] = {}  # tool_call_id -> index of the assistant message that asked
     asked_at = 0
     for i, message in enumerate(messages):
@@ -326,7 +328,7 @@ def _check_messages(messages: list, names: set[str]) -> None:
                 raise ApiError(f"Invalid type for 'messages[{i}].content'.", f"messages.[{i}].content")
         elif role == "assistant" and message.get("tool_calls"):
             asked_at = i
-            pending = _calls_asked(message["tool_calls"], i, names)
+            pending = _calls_asked(message["tool_calls"], i)
         elif role in ("user", "system", "developer") and not isinstance(message.get("content"), (str, list)):
             raise ApiError(f"Invalid type for 'messages[{i}].content'.", f"messages.[{i}].content")
     if pending:
@@ -335,7 +337,7 @@ def _check_messages(messages: list, names: set[str]) -> None:
                        + ", ".join(pending), f"messages.[{asked_at}].role")
 
 
-def _calls_asked(calls: Any, i: int, names: set[str]) -> dict[str, int]:
+def _calls_asked(calls: Any, i: int) -> dict[str, int]:
     if not isinstance(calls, list):
         raise ApiError(f"Invalid type for 'messages[{i}].tool_calls'.", f"messages.[{i}].tool_calls")
     pending: dict[str, int] = {}
@@ -346,9 +348,6 @@ def _calls_asked(calls: Any, i: int, names: set[str]) -> dict[str, int]:
                 or not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
             raise ApiError(f"Invalid value for '{where}': expected {{id, type: 'function', function: {{name, "
                            "arguments}}}} with arguments a string.", where)
-        if function.get("name") not in names:
-            raise ApiError(f"Invalid value for '{where}.function.name': no tool named '{function.get('name')}' is "
-                           "in 'tools'.", f"{where}.function.name")
         if call["id"] in pending:
             raise ApiError(f"Duplicate tool_call_id '{call['id']}'.", f"{where}.id")
         pending[call["id"]] = j

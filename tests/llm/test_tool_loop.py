@@ -154,9 +154,12 @@ def test_unknown_names_and_malformed_arguments_reach_the_model(tmp_path: Path) -
     with StrictChatServer(script) as srv:
         assert run_ok(tmp_path, agent("Fs", 'print(try divine("Look", tools: [Fs.exists]));\n'), srv) == "gave up\n"
         second = srv.requests[1]["messages"]
-        assert [c["function"]["name"] for c in second[1]["tool_calls"]] == ["Fs__exists"]
-        assert second[2]["content"].startswith("error: invalid arguments for 'Fs__exists'")
-        assert second[3] == {"role": "user", "content": "error: unknown tool 'Fs__open'; the tools are: Fs__exists"}
+        assert [c["function"]["name"] for c in second[1]["tool_calls"]] == ["Fs__open", "Fs__exists"]
+        unknown, malformed = tool_results(srv.requests[1])
+        assert unknown == {"role": "tool", "tool_call_id": second[1]["tool_calls"][0]["id"],
+                           "content": "error: unknown tool 'Fs__open'; the tools are: Fs__exists"}
+        assert malformed["tool_call_id"] == second[1]["tool_calls"][1]["id"]
+        assert malformed["content"].startswith("error: invalid arguments for 'Fs__exists'")
         assert "argument 'path'" in tool_results(srv.requests[2])[0]["content"]
         assert "unknown argument 'mode'" in tool_results(srv.requests[3])[0]["content"]
 
