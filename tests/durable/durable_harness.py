@@ -199,7 +199,7 @@ def servers_of(project: Path) -> list[int]:
     return found
 
 
-def wait_for_servers_to_end(project: Path, timeout: float = 15.0) -> list[int]:
+def wait_for_servers_to_end(project: Path, timeout: float = 30.0) -> list[int]:
     """Wait until no counting server of the project runs (a crashed `sage` leaves its server to notice the
     closed stdin and exit); the ones still running after `timeout` s."""
     deadline = time.monotonic() + timeout
