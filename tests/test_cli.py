@@ -210,10 +210,10 @@ def test_several_syntax_errors_in_one_file(tmp_path: Path) -> None:
     assert locations == ["--> multi.sg:2:16", "--> multi.sg:7:14", "--> multi.sg:10:19"]
 
 
-def test_durable_runs_are_planned() -> None:
-    for args in (["runs", "list"], ["runs", "show", "x"], ["run", "--resume", "x", "examples/hello.sg"]):
+def test_sage_runs_needs_persistence() -> None:
+    for args in (["runs", "list"], ["runs", "show", "x"], ["runs", "prune"]):
         r = sage(*args)
-        assert (r.returncode, r.stderr) == (1, "error: durable runs are not available in this version\n")
+        assert (r.returncode, r.stderr) == (1, "error: durable runs need a [persistence] table in grove.toml\n")
 
 
 def test_check_json_is_one_document(tmp_path: Path) -> None:

@@ -34,7 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("path", nargs="?", metavar="PATH")
     run.add_argument("--trace", action="store_true", help="write trace events to stderr")
     run.add_argument("--trace-file", metavar="F", help="append trace events to F")
-    run.add_argument("--resume", metavar="RUN_ID", help="resume a durable run (planned)")
+    journaling = run.add_mutually_exclusive_group()
+    journaling.add_argument("--resume", metavar="RUN_ID", help="resume a durable run (`last`: the newest one)")
+    journaling.add_argument("--no-journal", action="store_true",
+                            help="run without journaling, also in a project with [persistence]")
 
     check = sub.add_parser("check", help="check a program without running it",
                            description="Report every error in the program and its test files.")
@@ -52,11 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .tools import add_arguments as add_tools_arguments
     add_tools_arguments(tools)
 
-    runs = sub.add_parser("runs", help="durable runs (planned)",
-                          description="List, show and resolve durable runs (planned: not available in "
-                          "this version).")
-    runs.add_argument("action", nargs="?", choices=["list", "show", "resolve"])
-    runs.add_argument("rest", nargs=argparse.REMAINDER)
+    runs = sub.add_parser("runs", help="list, show, resolve and prune durable runs",
+                          description="The durable runs of the project (grove.toml with [persistence]).")
+    from .runs import add_arguments as add_runs_arguments
+    add_runs_arguments(runs)
 
     explain = sub.add_parser("explain", help="explain an error code",
                              description="Print the explanation of an error code, with a wrong and a fixed example.")
@@ -155,9 +157,6 @@ def _version() -> int:
 def _run(args: argparse.Namespace) -> int:
     from ..project import ProjectError
     from ..session import Session
-    if args.resume:
-        sys.stderr.write("error: durable runs are not available in this version\n")
-        return 1
     try:
         session, explicit = Session.open(args.path)
     except ProjectError as exc:
@@ -170,7 +169,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..runtime.run import run_entry
     _progress()
     return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace,
-                     program_args=args.program_args)
+                     program_args=args.program_args, resume=args.resume, journal=not args.no_journal)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -192,8 +191,8 @@ def _tools(args: argparse.Namespace) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    sys.stderr.write("error: durable runs are not available in this version\n")
-    return 1
+    from .runs import run_runs_command
+    return run_runs_command(args)
 
 
 def _explain(args: argparse.Namespace) -> int:

@@ -40,6 +40,7 @@ class Effects:
         self.real_llm = real_llm        # `sage test --real-llm`
         self.ended = False              # the test this Effects belongs to has ended
         self.world = World(settings, tracer, self.elicit, self.sample)
+        self.journal: Any = None        # the journal of a durable run (effects.journal.Journal), else None
         self.perform: Perform = _unassembled   # the chain, set by build_effects
 
     # ---------------------------------------------------------------- model turns
@@ -55,9 +56,10 @@ class Effects:
 
     def sample(self, server: str, messages: list, system: str | None, max_tokens: int | None) -> str:
         """An MCP server's sampling request (SPEC §8), answered like `divine`."""
-        from ..runtime.agents import current_context
         arguments = {"server": server, "messages": messages, "system": system, "max_tokens": max_tokens}
-        return self.perform(Step(LLM, "sampling", arguments, T.STRING, "read_only", current_context()))
+        # not a step of the agent whose call the server is answering: whether a server samples is not the
+        # program's doing, and counting it would shift the agent's step numbers between runs (SPEC §14)
+        return self.perform(Step(LLM, "sampling", arguments, T.STRING, "read_only", None))
 
     # ---------------------------------------------------------------- tools
     def tool_call(self, ctx: Any, info: ToolCallInfo, args: list) -> Any:
@@ -87,7 +89,15 @@ class Effects:
         return Step(MCP, "mcp_call", args, T.STRING, None, ctx, caller, self._dynamic_safety)
 
     def _dynamic_safety(self, step: Step) -> str:
-        return self.world.dynamic_safety(step.arguments[0], step.arguments[1])
+        return self.world.dynamic_safety(self.live_handle(step.arguments[0]), step.arguments[1])
+
+    def live_handle(self, handle: str) -> str:
+        """The MCP handle to use with the manager for a handle the program holds: itself, except in a resumed
+        durable run, whose replayed `mcp_connect`s gave the recorded handles (the journal connects again on
+        first use)."""
+        if self.journal is None:
+            return handle
+        return self.journal.live_handle(handle, lambda step: self.world.mcp().connect(*step.arguments))
 
     def _connection(self, handle: str) -> Variant:
         connection_record = (_wire or _load_wire()).connection_record
@@ -95,7 +105,12 @@ class Effects:
             suffix = handle.split(":", 1)[-1]
             return connection_record(int(suffix) if suffix.isdigit() else 0)
         manager = self.world.mcp_started
-        return connection_record(None if manager is None else manager.connection(handle))
+
+        def open_id(live: str) -> int | None:
+            return None if manager is None else manager.connection(live)
+        if self.journal is not None:   # a resumed run's handles are the recorded ones
+            return connection_record(self.journal.connection(handle, open_id))
+        return connection_record(open_id(handle))
 
     # ---------------------------------------------------------------- clock, stdin, environment, files, sleep
     def io(self, ctx: Any, name: str, args: tuple | list) -> Any:
@@ -103,8 +118,9 @@ class Effects:
 
     # ---------------------------------------------------------------- agents
     def receive(self, ctx: Any) -> tuple:
-        """The next (message, sender) of ctx's mailbox; raises MailboxClosed or AgentCancelled."""
-        return self.perform(Step(RECEIVE, "receive", [], None, "read_only", ctx))
+        """The next (message, sender) of ctx's mailbox; raises MailboxClosed or AgentCancelled. The step's
+        value also holds the sender's send number, which the journal records."""
+        return self.perform(Step(RECEIVE, "receive", [], None, "read_only", ctx))[:2]
 
     def await_result(self, ctx: Any, handle: Any, ms: int) -> bool:
         """`await h timeout(ms)`: whether h's result was fixed in time."""

@@ -5,7 +5,6 @@ from typing import TYPE_CHECKING, Any
 
 from .boundary import Effects
 from .chain import compose
-from .journal import JournalLayer
 from .real import RealLayer
 from .trace import TraceLayer, Tracer
 
@@ -24,6 +23,13 @@ def build_effects(runtime: Any, settings: Settings, *, trace_path: str | None = 
     return effects
 
 
+def enable_journal(effects: Effects, journal: Any) -> None:
+    """Make a run durable (SPEC §14): the chain gains the journal layer (`sage run` only: a test never
+    journals, and a run with `--no-journal` keeps the chain without it)."""
+    effects.journal = journal
+    effects.perform = compose(layers(effects))
+
+
 def layers(effects: Effects) -> list:
     """The chain, outermost first."""
     chain: list = []
@@ -32,5 +38,8 @@ def layers(effects: Effects) -> list:
         chain.append(MockLayer(effects))
     if effects.tracer.on:   # tracing is decided once per run: without it, steps skip the layer altogether
         chain.append(TraceLayer(effects.tracer))
-    chain += [JournalLayer(), RealLayer(effects.world)]
+    if effects.journal is not None:
+        from .journal import JournalLayer
+        chain.append(JournalLayer(effects.journal))
+    chain.append(RealLayer(effects.world))
     return chain

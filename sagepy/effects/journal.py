@@ -1,19 +1,270 @@
-"""The journal of durable runs (SPEC §14): the seam where recording and replaying steps will happen.
+"""The journal of durable runs (SPEC §14): the layer that records each step's outcome and replays it on resume.
 
-Durable runs are not built yet (issue 14), so every step passes through. What goes here: for a step with a
-`done`/`failed` record keyed by (run id, `step.path`, `step.number`), return or raise the recorded outcome
-instead of calling `next`; otherwise commit `started` first when `step.safety` is `destructive`, call
-`next(step)`, and commit the outcome (its JSON, §5, converted back through `step.ret` on replay) before
-returning it. A step whose kind, target or argument hash differs from the record is a divergence.
+A step is keyed by (run id, `step.path`, `step.number`). With a `done` or `failed` record the step is not
+performed: its recorded value is returned (converted back to what the real layer returns, outcomes.py) or its
+error raised. A record of another kind, target or argument hash is a divergence; a `started` record alone is
+performed again when its class is read_only or idempotent and halts the run when destructive. Without a record
+the step is live: a destructive step commits `started` before it runs, and every outcome is committed before
+the program sees it. Sage errors raised by the step are outcomes; a stop (cancellation, shutdown, the end of
+the run) is not, and neither is a failure of sagepy itself.
+
+Process state that a replayed step would have created is made again when a live step needs it: a replayed
+`mcp_connect` returns its recorded handle and connects for real only when a live `mcp_*` step uses that
+handle; handles the program sees never collide with the ones a new connection gets.
 """
 from __future__ import annotations
 
-from typing import Any
+import itertools
+import sys
+import threading
+from typing import Any, Callable
 
+from ..runtime.errors import AgentCancelled, SageRaise
+from ..runtime.values import UNIT, ErrorValue
+from ..store.base import DONE, STARTED, STEP_FAILED, Busy, StepRecord, Unavailable
 from .chain import Perform
-from .step import Step
+from .outcomes import args_hash, decode_error, decode_value, encode_error, encode_value
+from .step import AWAIT, MCP, RECEIVE, STATE, Step
+
+
+class JournalStopped(AgentCancelled):
+    """The run stopped on a halt or a divergence: every agent ends quietly, as when stopped."""
+
+
+class Journal:
+    """The journal of one durable run: the records found when it started, and how the run stopped, if it did."""
+
+    def __init__(self, store: Any, run_id: str, records: list[StepRecord], runtime: Any) -> None:
+        self.store = store              # the base.Store of the project
+        self.run_id = run_id
+        self.runtime = runtime
+        self.records = {(r.path, r.number): r for r in records}
+        self.horizon: dict[str, int] = {}   # agent path -> its last recorded step
+        for r in records:
+            if r.number > self.horizon.get(r.path, 0):
+                self.horizon[r.path] = r.number
+        self.stopped = threading.Event()
+        self.stop_code: int | None = None
+        self.stop_message = ""
+        self.kind = ""                  # "halted" | "diverged", once stopped
+        self.lock = threading.Lock()
+        # MCP handles the program holds -> the live handle, or the arguments of a replayed mcp_connect that
+        # has not connected again yet
+        self.handles: dict[str, Any] = {}
+        self.recorded_handles = {r.outcome for r in records
+                                 if r.kind == MCP and r.target == "mcp_connect" and r.status == DONE}
+
+    # ---------------------------------------------------------------- writing
+    def record(self, step: Step, digest: str, safety: str, status: str, outcome: Any = None) -> StepRecord:
+        record = StepRecord(step.path, step.number, step.kind, step.target, digest, safety, status, outcome)
+        with _store_errors(self.store):
+            self.store.record_step(self.run_id, record)
+        return record
+
+    # ---------------------------------------------------------------- stopping the run
+    def halt(self, step: Step, record: StepRecord) -> None:
+        where = f"{step.path}:{step.number}"
+        self._stop(3, "halted", f"halted: the outcome of {record.target} ({step.path} step {step.number}) is "
+                   f"unknown; record it with 'sage runs resolve {self.run_id} {where} --ok JSON | --failed MESSAGE "
+                   f"| --not-run' and resume")
+
+    def diverge(self, step: Step, record: StepRecord) -> None:
+        self._stop(1, "diverged", f"error: journal divergence at {step.path} step {step.number}: recorded "
+                   f"{record.kind} {record.target}, now {step.kind} {step.target}")
+
+    def _stop(self, code: int, kind: str, message: str) -> None:
+        with self.lock:
+            first = self.stop_code is None
+            if first:
+                self.stop_code, self.kind, self.stop_message = code, kind, message
+        if first:
+            runtime = self.runtime
+            with runtime.lock:
+                agents = list(runtime.agents)
+            for agent in agents:   # nothing more is printed: the run resumes from its last record
+                agent.replay_until = sys.maxsize
+            runtime.stop_all()
+            self.stopped.set()
+        raise JournalStopped()
+
+    # ---------------------------------------------------------------- MCP handles
+    def live_handle(self, handle: str, connect: Perform) -> str:
+        """The live handle behind a handle the program holds, connecting again for a replayed mcp_connect."""
+        with self.lock:
+            entry = self.handles.get(handle)
+        if entry is None:
+            return handle
+        if isinstance(entry, str):
+            return entry
+        live = connect(Step(MCP, "mcp_connect", entry, None, "read_only", None))
+        with self.lock:
+            self.handles[handle] = live
+        return live
+
+    def connection(self, handle: str, open_id: Callable[[str], int | None]) -> int | None:
+        """`mcp_connection(h)` (a lookup, not a step): the id of the program's handle while its connection is
+        open — a replayed mcp_connect's counts as open, as in the recorded run, until it is disconnected."""
+        with self.lock:
+            entry = self.handles.get(handle)
+        if entry is None:
+            return open_id(handle)
+        if isinstance(entry, str) and open_id(entry) is None:
+            return None
+        number = handle.rpartition(":")[2]
+        return int(number) if number.isdigit() else None
+
+    def program_handle(self, live: str) -> str:
+        """The handle the program gets for a new connection: the live one unless the journal gave that name
+        to a recorded connection."""
+        with self.lock:
+            if live not in self.recorded_handles and live not in self.handles:
+                return live
+            taken = self.recorded_handles | set(self.handles)
+            name = next(f"mcp:{n}" for n in itertools.count(1) if f"mcp:{n}" not in taken)
+            self.handles[name] = live
+            return name
 
 
 class JournalLayer:
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+
     def perform(self, step: Step, next: Perform) -> Any:
-        return next(step)
+        journal = self.journal
+        if step.path is None:   # a server's sampling request, answered for no agent in particular
+            return next(step)
+        if journal.stopped.is_set():
+            raise JournalStopped()
+        digest = args_hash(step.arguments)
+        record = journal.records.get((step.path, step.number))
+        if record is not None:
+            if record.kind != step.kind or record.target != step.target or record.args_hash != digest:
+                journal.diverge(step, record)
+            if record.status == DONE:
+                return self._replay(step, record, next)
+            if record.status == STEP_FAILED:
+                raise decode_error(step, record.outcome)
+            if record.safety == "destructive":
+                journal.halt(step, record)
+        return self._live(step, digest, next)
+
+    # ---------------------------------------------------------------- replay
+    def _replay(self, step: Step, record: StepRecord, next: Perform) -> Any:
+        kind = step.kind
+        if kind == RECEIVE:
+            return self._replay_receive(step, record.outcome)
+        if kind == AWAIT:
+            if record.outcome:   # it was in time: the awaited agent, replaying too, fixes its result again
+                return step.detail.wait_result(step.agent, None)
+            return False
+        if kind == MCP:
+            return self._replay_mcp(step, record, next)
+        return decode_value(step, record.outcome)
+
+    def _replay_receive(self, step: Step, outcome: Any) -> tuple:
+        """The recorded message, taken from the mailbox when its sender sends it again; messages that arrive
+        before it wait aside for the receives after it."""
+        sender_path = outcome.get("from") if isinstance(outcome, dict) else None
+        number = outcome.get("send") if isinstance(outcome, dict) else None
+
+        def recorded(item: tuple) -> bool:
+            sender = item[1]
+            return (sender.path if sender is not None else None) == sender_path and item[2] == number
+        agent = step.agent
+        return agent.mailbox.get(agent, recorded)
+
+    def _replay_mcp(self, step: Step, record: StepRecord, next: Perform) -> Any:
+        journal = self.journal
+        if step.target == "mcp_connect":
+            with journal.lock:
+                journal.handles[record.outcome] = list(step.arguments)
+            return record.outcome
+        if step.target == "mcp_disconnect":
+            with journal.lock:
+                live = journal.handles.pop(step.arguments[0], None)
+            if isinstance(live, str):   # connected again meanwhile: close it as the recorded run did
+                try:
+                    next(Step(MCP, "mcp_disconnect", [live], None, "idempotent", None))
+                except SageRaise:
+                    pass
+            return UNIT
+        return decode_value(step, record.outcome)
+
+    # ---------------------------------------------------------------- live
+    def _live(self, step: Step, digest: str, next: Perform) -> Any:
+        journal = self.journal
+        if step.kind == STATE and not step.target.endswith(".get"):
+            return self._write_field(step, digest)
+        safety = "destructive"
+        try:
+            safety = step.safety   # first: a remote tool's class is looked up by the handle the program holds
+            if step.kind == MCP and step.target != "mcp_connect" and step.arguments:
+                live = journal.live_handle(step.arguments[0], next)
+                if live != step.arguments[0]:
+                    step.arguments = [live, *step.arguments[1:]]
+            if safety == "destructive":
+                journal.record(step, digest, safety, STARTED)
+            value = next(step)
+        except SageRaise as exc:
+            if not self._stopping(step):
+                journal.record(step, digest, safety, STEP_FAILED, encode_error(exc.error))
+            raise
+        if step.kind == RECEIVE:
+            sender = value[1]
+            outcome = {"from": sender.path if sender is not None else None, "send": value[2]}
+        else:
+            if step.kind == MCP and step.target == "mcp_connect":
+                value = journal.program_handle(value)
+            outcome = encode_value(step, value)
+        journal.record(step, digest, safety, DONE, outcome)
+        return value
+
+    def _write_field(self, step: Step, digest: str) -> Any:
+        """`self.f.set(v)`, `self.f.update(fn)` and checkpoints: the field's new value and the step's record
+        commit in one transaction (the store gives an update's record its outcome, the new value). The
+        statement `checkpoint();` saves each field of the agent in turn, the record with the last one."""
+        journal = self.journal
+        agent_name, field, value = step.detail
+        record = StepRecord(step.path, step.number, step.kind, step.target, digest, step.safety, DONE, None)
+        store = step.agent.runtime.store
+        if step.target.endswith(".set"):
+            store.save(agent_name, field, value, step.arguments[0], record, journal.run_id)
+            return UNIT
+        if not step.target.endswith(".update"):   # a checkpoint: saves the values the fields hold
+            names = [field] if field is not None else [f.name for f in step.agent.agent.persistent]
+            for i, name in enumerate(names):
+                last = i == len(names) - 1
+                store.save(agent_name, name, store.get(agent_name, name), None, record if last else None,
+                           journal.run_id if last else None)
+            if not names:
+                journal.record(step, digest, step.safety, DONE)
+            return UNIT
+        try:
+            return store.update(agent_name, field, step.agent.agent.persistent_types[field], value, record,
+                                journal.run_id)
+        except SageRaise as exc:   # a runtime fault of the function: nothing was written
+            if not self._stopping(step):
+                journal.record(step, digest, step.safety, STEP_FAILED, encode_error(exc.error))
+            raise
+
+    def _stopping(self, step: Step) -> bool:
+        """Whether an error is the run stopping under the step rather than the step's outcome."""
+        agent = step.agent
+        return agent.cancelled or agent.runtime.shutting_down or self.journal.stopped.is_set()
+
+
+class _store_errors:
+    """A journal write that fails is SPEC §4.8's runtime error, never an internal one."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        if isinstance(exc, Busy):
+            raise SageRaise(ErrorValue("Runtime", f"persistent store busy: {self.store.path}")) from None
+        if isinstance(exc, Unavailable):
+            raise SageRaise(ErrorValue("Runtime", f"persistent store unavailable: {self.store.path}: {exc}")) from None
+        return False

@@ -45,14 +45,18 @@ class MailboxClosed(Exception):
 
 
 class Mailbox:
-    """A bounded FIFO of (message, sender). `put` blocks while full; both ends give up once closed."""
+    """A bounded FIFO of (message, sender, the sender's send number). `put` blocks while full; both ends give
+    up once closed. The send number (what a receiver's journal names, SPEC §14) is the sender's count of
+    messages put so far, sends and replies alike; a message from no agent (a test block) has none."""
 
     def __init__(self) -> None:
         self.items: collections.deque = collections.deque()
+        self.aside: list[tuple] = []   # taken out of order by a replaying receiver: next in line
         self.closed = False
         self.cond = threading.Condition()
 
     def put(self, item: tuple, waiter: "AgentInstance | None") -> None:
+        """Append (message, sender)."""
         with self.cond:
             while len(self.items) >= MAILBOX_CAPACITY and not self.closed:
                 self.cond.wait(0.05)
@@ -60,20 +64,31 @@ class Mailbox:
                     waiter.check()
             if self.closed:
                 raise MailboxClosed()
-            self.items.append(item)
+            message, sender = item
+            self.items.append((message, sender, None if sender is None else sender.next_send()))
             self.cond.notify_all()
 
-    def get(self, waiter: "AgentInstance | None") -> tuple:
+    def get(self, waiter: "AgentInstance | None", match: Callable[[tuple], bool] | None = None) -> tuple:
+        """The next item; with `match`, the next item it accepts (a resumed run takes messages in their
+        recorded order, SPEC §14), the ones before it set aside for the next calls."""
         with self.cond:
-            while not self.items:
-                if self.closed:
-                    raise MailboxClosed()
-                self.cond.wait(0.05)
-                if waiter is not None and waiter.cancelled:
-                    raise AgentCancelled()
-            item = self.items.popleft()
-            self.cond.notify_all()
-            return item
+            if self.aside:
+                for i, item in enumerate(self.aside):
+                    if match is None or match(item):
+                        del self.aside[i]
+                        return item
+            while True:
+                while not self.items:
+                    if self.closed:
+                        raise MailboxClosed()
+                    self.cond.wait(0.05)
+                    if waiter is not None and waiter.cancelled:
+                        raise AgentCancelled()
+                item = self.items.popleft()
+                self.cond.notify_all()
+                if match is None or match(item):
+                    return item
+                self.aside.append(item)
 
     def close(self) -> None:
         with self.cond:
@@ -96,6 +111,7 @@ class Runtime:
         self.test_failure: Any = None   # the first assertion or mock-conversion failure of a test
         from .persistence import StateStore
         self.store: StateStore = StateStore(None)   # @persistent fields; run.py opens the project's store
+        self.replay_horizon: dict[str, int] = {}   # a resumed run: agent path -> its last recorded step
 
     def next_number(self, name: str) -> int:
         with self.lock:
@@ -172,6 +188,9 @@ class AgentInstance:
         self.path = path if path is not None else self.name
         self.steps = 0                # nondeterministic steps performed so far (sagepy.effects.Step numbers)
         self.summons = 0              # agents summoned so far: k of the next child's path
+        self.sends = 0                # messages sent so far (send, reply): what a receiver's journal names
+        # a resumed run replays this agent up to this step: its output is suppressed until then (SPEC §14)
+        self.replay_until = runtime.replay_horizon.get(self.path, 0)
         self.parent = parent
         self.fields: dict[str, Any] = {}
         self.mailbox = Mailbox()
@@ -192,6 +211,10 @@ class AgentInstance:
 
     def __repr__(self) -> str:
         return f"<agent {self.display_name}>"
+
+    def next_send(self) -> int:
+        self.sends += 1
+        return self.sends
 
     def child_path(self, agent_name: str) -> str:
         """The path of the next agent this one summons: `<path>/<Agent>#<k>`, k counting its summons."""

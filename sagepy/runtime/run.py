@@ -27,18 +27,25 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
 
 
 def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False,
-              program_args: list[str] | None = None) -> int:
+              program_args: list[str] | None = None, resume: str | None = None, journal: bool = True) -> int:
+    """Run the entry file; `resume`: the RUN_ID (or `last`) of a durable run to resume; `journal`: False
+    for `--no-journal` (SPEC §14: with `[persistence]` every run is durable unless told otherwise)."""
     # Sage calls nest several Python frames deep: the limit is raised while the program runs and restored
     # afterwards (sagepy.deepstack), so that the caller's thread (pytest's, for an in-process run) keeps its
     # small C stack's limit
     with deep_recursion():
-        return _run_program(session, entry_path, trace_file, trace_stderr, program_args or [])
+        return _run_program(session, entry_path, trace_file, trace_stderr, program_args or [], resume, journal)
 
 
 def _run_program(session: Session, entry_path: str, trace_file: str | None, trace_stderr: bool,
-                 program_args: list[str]) -> int:
+                 program_args: list[str], resume: str | None, journal: bool) -> int:
     from ..session import store_open_failure
-    from ..store.base import NewerFormat, Unavailable
+    from ..store.base import Busy, NewerFormat, Unavailable
+    from .durable import NEEDS_PERSISTENCE
+    durable = session.settings.state_path() is not None and (journal or resume is not None)
+    if resume is not None and not durable:
+        sys.stderr.write(NEEDS_PERSISTENCE + "\n")
+        return 1
     try:
         stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True,
                                       program_args=program_args)
@@ -46,33 +53,57 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
         message = store_open_failure(session.settings.state_path(), exc)
         sys.stderr.write(message + "\n")
         return 1
-    runtime, effects, host = stack.runtime, stack.effects, stack.host
-    program, diags = session.compile(entry_path, stack, prestart=True)
-    run_decl = None
-    for item in program.root.items:
-        if isinstance(item, A.RunDecl):
-            run_decl = item
-    compiler = getattr(program, "compiler", None)
-    if run_decl is None and not any(d.severity == "error" for d in diags):
-        diags.append(Diagnostic("E041", "the entry file has no `run` declaration", entry_path, None,
-                                hint="end the file with `run Main;` naming the entry agent"))
-    target = compiler.entry_target(run_decl.name) if run_decl is not None and compiler is not None else None
-    if any(d.severity == "error" for d in diags):
-        report_diagnostics(diags)
+    try:
+        return _run_stack(session, stack, entry_path, resume if durable else None, durable)
+    except (Busy, Unavailable) as exc:   # the run's record could not be read or written
+        sys.stderr.write(store_open_failure(session.settings.state_path(), exc) + "\n")
         return 1
+    finally:
+        stack.effects.close()
+        stack.runtime.store.close()
+
+
+def _run_stack(session: Session, stack: Any, entry_path: str, resume: str | None, durable: bool) -> int:
+    from .durable import DurableExit, DurableRun
+    runtime, effects, host = stack.runtime, stack.effects, stack.host
+    run = None
+    try:
+        if durable:   # a finished run is refused before anything is loaded
+            run = DurableRun.prepare(runtime.store.backend, resume)
+        program, diags = session.compile(entry_path, stack, prestart=True)
+        run_decl = None
+        for item in program.root.items:
+            if isinstance(item, A.RunDecl):
+                run_decl = item
+        compiler = getattr(program, "compiler", None)
+        if run_decl is None and not any(d.severity == "error" for d in diags):
+            diags.append(Diagnostic("E041", "the entry file has no `run` declaration", entry_path, None,
+                                    hint="end the file with `run Main;` naming the entry agent"))
+        target = compiler.entry_target(run_decl.name) if run_decl is not None and compiler is not None else None
+        if any(d.severity == "error" for d in diags):
+            report_diagnostics(diags)
+            return 1
+        if run is not None:
+            from ..diagnostics import display_path
+            run.start(display_path(entry_path), runtime, effects)
+    except DurableExit as exc:
+        sys.stderr.write(exc.message + "\n")
+        return exc.code
     started = time.monotonic()
     effects.trace(None, "run.start", {"entry": run_decl.name})
-    code = 1
+    code, ending = 1, "stopped"
     try:
-        code = _run_agent(host, runtime, target)
+        code, ending = _run_agent(host, runtime, target, run.journal if run is not None else None)
     finally:
         effects.trace(None, "run.end", {"exit_code": code, "duration_ms": int((time.monotonic() - started) * 1000)})
-        effects.close()
-        runtime.store.close()
+        if run is not None:
+            run.finish(code, ending)
     return code
 
 
-def _run_agent(host: Host, runtime: Runtime, agent: Any) -> int:
+def _run_agent(host: Host, runtime: Runtime, agent: Any, journal: Any) -> tuple[int, str]:
+    """Run the entry agent or supervisor: (exit code, how the run ended: `completed`, `failed`, `halted`
+    or `stopped` — a signal or a journal divergence, after which a durable run stays resumable)."""
     from .supervisors import SupervisorPlan, start_supervisor
     finished = threading.Event()
     if isinstance(agent, SupervisorPlan):
@@ -110,15 +141,22 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any) -> int:
         if not isinstance(agent, SupervisorPlan):
             inst.thread = thread
         while not finished.wait(0.1):
-            pass
+            if journal is not None and journal.stopped.is_set():
+                break
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if interrupted:
         runtime.stop_all()
         runtime.shutdown(grace_seconds=2.0)
-        return interrupted[0]
-    runtime.shutdown(grace_seconds=2.0)
+        return interrupted[0], "stopped"
+    if journal is None or not journal.stopped.is_set():
+        runtime.shutdown(grace_seconds=2.0)
+    if journal is not None and journal.stopped.is_set():   # a halt or a divergence, maybe in an `on stop`
+        runtime.stop_all()
+        runtime.shutdown(grace_seconds=2.0)
+        runtime.write_err(journal.stop_message)
+        return journal.stop_code, "halted" if journal.kind == "halted" else "stopped"
     for failed in runtime.unawaited_failures():
         if failed is inst:
             continue
@@ -126,11 +164,11 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any) -> int:
                           f"{failed.error.display()}")
     if inst.error is not None:
         report_unhandled(inst.display_name, inst.error)
-        return 1
+        return 1, "failed"
     result = inst.result
     if type(result) is int:
-        return max(0, min(255, result))
-    return 0
+        return max(0, min(255, result)), "completed"
+    return 0, "completed"
 
 
 def report_unhandled(agent_name: str, error: Any) -> None:

@@ -69,15 +69,20 @@ def supervise(inst: AgentInstance, plan: SupervisorPlan) -> None:
     window = float(limits.within_seconds)
     children: list[AgentInstance | None] = [None] * len(plan.children)
     restarts: collections.deque = collections.deque()
-    starts: collections.Counter = collections.Counter()   # per child name, restarts included: k of its path
+    starts = [0] * len(plan.children)   # per child, restarts included
+    # SPEC §14: a child's path is `<supervisor path>/<Child>#<k>`, k counting that child's starts. Paths must
+    # be unique and the same on every execution: when several children run the same agent, their starts
+    # interleave in declaration order (first starts #1, #2, …, then each child's restarts in its own slots).
+    same_name = [[j for j, other in enumerate(plan.children) if other.name == spec.name] for spec in plan.children]
 
     def start(i: int) -> None:
         spec = plan.children[i]
         frame = [None] * spec.nslots
         frame[0] = inst
         fields = {name: code(frame) for name, code in spec.fields}
-        starts[spec.name] += 1
-        path = f"{inst.path}/{spec.name}#{starts[spec.name]}"
+        starts[i] += 1
+        group = same_name[i]
+        path = f"{inst.path}/{spec.name}#{(starts[i] - 1) * len(group) + group.index(i) + 1}"
         if spec.kind == "agent":
             child = spawn(spec.target, fields, inst, runtime, path)
         else:
@@ -115,7 +120,10 @@ def supervise(inst: AgentInstance, plan: SupervisorPlan) -> None:
                     children[i] = None
                     continue
                 now = time.monotonic()
-                restarts.append(now)
+                # a child that ended while replaying its journal (a resumed durable run) ended in the recorded
+                # run, at that run's pace: replayed sleeps take no time, so its restart does not count
+                if not (child.replay_until and child.steps <= child.replay_until):
+                    restarts.append(now)
                 while restarts and now - restarts[0] > window:
                     restarts.popleft()
                 if len(restarts) > max_restarts:

@@ -166,11 +166,14 @@ class Calls:
 
             def emit(frame: list) -> Any:
                 v = arg(frame)
+                ctx = frame[0]
+                if ctx.steps < ctx.replay_until:   # a resumed run printed this before (SPEC §14)
+                    return UNIT
                 text = v if type(v) is str else display(v)
                 if to_stdout:
-                    frame[0].runtime.write_out(text)
+                    ctx.runtime.write_out(text)
                 else:
-                    frame[0].runtime.write_err(text)
+                    ctx.runtime.write_err(text)
                 return UNIT
             return emit
         if name == "sleep_ms":

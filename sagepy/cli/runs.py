@@ -1,0 +1,248 @@
+"""`sage runs list|show|resolve|prune` (SPEC §14): the durable runs of the project in the current directory.
+
+Runs, their journal steps and leases are read through the store interface (sagepy/store/base.py), from the
+SQLite file of `[persistence]`. A project without that table has no durable runs. Reports go to stdout,
+errors to stderr (exit 1); bad arguments are usage errors (exit 2).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..store.base import RunRecord, StepRecord, Store
+
+OUTCOME_WIDTH = 80
+
+
+class RunsError(Exception):
+    """A user-facing error of `sage runs`: str() is the message after `error: `."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The subcommands of the `runs` parser that `sage` creates."""
+    sub = parser.add_subparsers(dest="runs_command", metavar="COMMAND", parser_class=type(parser))
+    listing = sub.add_parser("list", help="one line per run, newest first",
+                             description="One line per durable run of the project, newest first: id, start "
+                                         "time (UTC), status, exit code, entry file.")
+    _add_format(listing)
+    show = sub.add_parser("show", help="the journal of one run",
+                          description="Each agent path of the run and its journaled steps: number, kind, "
+                                      "target, safety class, status and outcome.")
+    show.add_argument("run_id", metavar="RUN_ID", help="a run id, or `last` for the newest run")
+    _add_format(show)
+    resolve = sub.add_parser("resolve", help="record the outcome of the step a halted run stopped at",
+                             description="Record what happened to the destructive step a halted run stopped "
+                                         "at, then resume the run with `sage run --resume RUN_ID`.")
+    resolve.add_argument("run_id", metavar="RUN_ID", help="a run id, or `last` for the newest run")
+    resolve.add_argument("step", metavar="PATH:N", type=_step_key,
+                         help="the agent path and step number the halt message names (e.g. Main:3)")
+    outcome = resolve.add_mutually_exclusive_group(required=True)
+    outcome.add_argument("--ok", metavar="JSON", type=_json_value,
+                         help="the call succeeded and returned this JSON value")
+    outcome.add_argument("--failed", metavar="MESSAGE", help="the call failed with this message")
+    outcome.add_argument("--not-run", action="store_true", help="the call did not happen: the next resume "
+                                                                "performs it")
+    prune = sub.add_parser("prune", help="delete old ended runs",
+                           description="Delete completed and failed runs beyond the newest N; running, "
+                                       "interrupted and halted runs are always kept.")
+    prune.add_argument("--keep", metavar="N", type=_count, default=50, help="how many ended runs to keep "
+                                                                             "(default 50)")
+
+
+def _add_format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=["text", "json"], default="text",
+                        help="text (default) or one JSON array")
+
+
+def _step_key(text: str) -> tuple[str, int]:
+    path, colon, number = text.rpartition(":")
+    if not colon or not path or not number.isdigit() or int(number) < 1:
+        raise argparse.ArgumentTypeError(f"expected PATH:N (an agent path and a step number), found '{text}'")
+    return path, int(number)
+
+
+def _json_value(text: str) -> Any:
+    from ..json_text import parse_json
+    try:
+        return parse_json(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 0, found '{text}'")
+    return int(text)
+
+
+def run_runs_command(args: argparse.Namespace) -> int:
+    from ..project import ProjectError
+    from ..session import Session
+    command = getattr(args, "runs_command", None)
+    if command is None:
+        sys.stderr.write("usage: sage runs {list,show,resolve,prune} …\n"
+                         "sage runs: error: a subcommand is required\n")
+        return 2
+    try:
+        session, _ = Session.open(None)
+    except ProjectError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
+    settings = session.settings
+    if settings.toml_broken:
+        from ..diagnostics import format_diagnostics
+        from ..render import write_diagnostics
+        write_diagnostics(format_diagnostics(settings.diagnostics) + "\n")
+        return 1
+    path = settings.state_path()
+    if path is None:
+        from ..runtime.durable import NEEDS_PERSISTENCE
+        sys.stderr.write(NEEDS_PERSISTENCE + "\n")
+        return 1
+    from ..session import store_open_failure
+    from ..store.base import Busy, NewerFormat, Unavailable
+    from ..store.sqlite import SqliteStore
+    handler = {"list": _list, "show": _show, "resolve": _resolve, "prune": _prune}[command]
+    try:
+        store = SqliteStore(path) if os.path.exists(path) else None   # looking creates no store
+        try:
+            return handler(args, store)
+        finally:
+            if store is not None:
+                store.close()
+    except RunsError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
+    except (NewerFormat, Busy, Unavailable) as exc:   # worded as `sage run` words them
+        sys.stderr.write(store_open_failure(path, exc) + "\n")
+        return 1
+
+
+def find_run(store: Store | None, run_id: str) -> RunRecord:
+    """The run `run_id` names (`last`: the newest run of the project), found as `sage run --resume` finds it;
+    RunsError when there is none."""
+    from ..runtime.durable import DurableExit
+    from ..runtime.durable import find_run as find_durable_run
+    if store is None:   # no store file yet: no runs
+        from ..store.memory import MemoryStore
+        store = MemoryStore()
+    try:
+        return find_durable_run(store, run_id)
+    except DurableExit as exc:
+        raise RunsError(exc.message.removeprefix("error: ")) from None
+
+
+# ---------------------------------------------------------------- list
+
+def _list(args: argparse.Namespace, store: Store | None) -> int:
+    runs = store.list_runs() if store is not None else []
+    now = time.time()
+    if args.format == "json":
+        print(json.dumps([_run_json(run, now) for run in runs], ensure_ascii=False))
+        return 0
+    if not runs:
+        print("no durable runs yet")
+        return 0
+    for line in _run_lines(runs, now):
+        print(line)
+    return 0
+
+
+def _run_lines(runs: list[RunRecord], now: float) -> list[str]:
+    """id, start time, status, exit code and entry file of each run, in aligned columns."""
+    from ..store.leases import shown_status
+    rows = [(run.id, _utc(run.started_at), shown_status(run, now),
+             "-" if run.exit_code is None else str(run.exit_code), run.entry) for run in runs]
+    status_width = max(len(row[2]) for row in rows)
+    code_width = max(len(row[3]) for row in rows)
+    return [f"{rid}  {started}  {status:<{status_width}}  {code:>{code_width}}  {entry}"
+            for rid, started, status, code, entry in rows]
+
+
+def _run_json(run: RunRecord, now: float) -> dict[str, Any]:
+    from ..store.leases import shown_status
+    return {"id": run.id, "started_at": _utc(run.started_at, iso=True), "status": shown_status(run, now),
+            "exit_code": run.exit_code, "entry": run.entry}
+
+
+def _utc(stamp: float, iso: bool = False) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ" if iso else "%Y-%m-%d %H:%M:%S", time.gmtime(stamp))
+
+
+# ---------------------------------------------------------------- show
+
+def _show(args: argparse.Namespace, store: Store | None) -> int:
+    run = find_run(store, args.run_id)
+    assert store is not None   # find_run found the run in it
+    steps = store.steps(run.id)
+    if args.format == "json":
+        print(json.dumps([_step_json(step) for step in steps], ensure_ascii=False))
+        return 0
+    print(_run_lines([run], time.time())[0])
+    if not steps:
+        print("  (no journaled steps)")
+    path = None
+    for step in steps:
+        if step.path != path:
+            path = step.path
+            print(path)
+        line = f"  {step.number} {step.kind} {step.target} {step.safety} {step.status}"
+        if step.status != "started":
+            line += " " + _cut(json.dumps(step.outcome, ensure_ascii=False))
+        print(line)
+    return 0
+
+
+def _step_json(step: StepRecord) -> dict[str, Any]:
+    return {"path": step.path, "step": step.number, "kind": step.kind, "target": step.target,
+            "args_hash": step.args_hash, "class": step.safety, "status": step.status, "outcome": step.outcome}
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= OUTCOME_WIDTH else text[:OUTCOME_WIDTH - 1] + "…"
+
+
+# ---------------------------------------------------------------- resolve
+
+def _resolve(args: argparse.Namespace, store: Store | None) -> int:
+    from ..store.base import DONE, HALTED, STARTED, STEP_FAILED
+    run = find_run(store, args.run_id)
+    assert store is not None
+    path, number = args.step
+    if run.status != HALTED:
+        from ..store.leases import shown_status
+        raise RunsError(f"run {run.id} is {shown_status(run)}, not halted: only the step a halted run stopped "
+                        "at can be resolved")
+    step = next((s for s in store.steps(run.id) if s.path == path and s.number == number), None)
+    if step is None:
+        raise RunsError(f"run {run.id} has no step {path}:{number} (`sage runs show {run.id}` lists its steps)")
+    if step.status != STARTED:
+        raise RunsError(f"step {path}:{number} of run {run.id} is already {step.status}: only a step whose "
+                        "outcome is unknown (started) can be resolved")
+    if args.not_run:
+        store.delete_step(run.id, path, number)
+        done = "not run: the next resume performs it"
+    elif args.failed is not None:
+        # the message alone: on resume the journal raises it as an error of the kind the call raises
+        step.status, step.outcome = STEP_FAILED, {"message": args.failed}
+        store.record_step(run.id, step)
+        done = "failed"
+    else:
+        step.status, step.outcome = DONE, args.ok
+        store.record_step(run.id, step)
+        done = "done"
+    print(f"recorded {path}:{number} of run {run.id} as {done}; continue with `sage run --resume {run.id}`")
+    return 0
+
+
+# ---------------------------------------------------------------- prune
+
+def _prune(args: argparse.Namespace, store: Store | None) -> int:
+    pruned = store.prune_runs(args.keep) if store is not None else []
+    print(f"pruned {len(pruned)} run{'' if len(pruned) == 1 else 's'}")
+    return 0

@@ -1,0 +1,136 @@
+"""Durable runs from `sage run`'s side (SPEC §14): the run record, its id, resuming, the lease, the ending.
+
+A durable run is created (or, with `--resume`, found) in the project's store before the entry agent starts;
+its journal (sagepy.effects.journal) joins the effects chain; a heartbeat thread keeps its lease fresh while it
+runs; at the end the record gets its status and exit code, or, when the run stopped early (a halt, a
+divergence, a signal), stays resumable.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from ..store.base import COMPLETED, FAILED, HALTED, RUNNING, RunRecord
+from ..store.leases import HEARTBEAT_SECONDS, lease_is_stale
+
+NEEDS_PERSISTENCE = "error: durable runs need a [persistence] table in grove.toml"
+
+
+class DurableExit(Exception):
+    """`sage run` ends before (or instead of) running the program: args (exit code, message for stderr)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+
+
+def new_run_id(now: float | None = None) -> str:
+    """`YYYYMMDD-HHMMSS-xxxx`: the UTC start time and 4 random hex digits."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
+    return f"{stamp}-{secrets.token_hex(2)}"
+
+
+def find_run(store: Any, run_id: str) -> RunRecord:
+    """The run a RUN_ID argument names (`last`: the newest of the project); DurableExit when there is none."""
+    if run_id == "last":
+        run = store.newest_run()
+        if run is None:
+            raise DurableExit(1, "error: no durable run in this project yet")
+        return run
+    run = store.get_run(run_id)
+    if run is None:
+        raise DurableExit(1, f"error: no run {run_id} in this project")
+    return run
+
+
+class DurableRun:
+    """One execution of a durable run by this process."""
+
+    def __init__(self, store: Any, run: RunRecord | None, resumed: bool) -> None:
+        self.store = store            # the project's base.Store
+        self.run = run                # the record being resumed (None until `start` for a new run)
+        self.resumed = resumed
+        self.journal: Any = None
+        self._beating = threading.Event()
+        self._heart: threading.Thread | None = None
+
+    @classmethod
+    def prepare(cls, store: Any, resume: str | None) -> "DurableRun":
+        """Before the program is loaded: find the run to resume and refuse one that has ended."""
+        if resume is None:
+            return cls(store, None, False)
+        run = find_run(store, resume)
+        if run.status in (COMPLETED, FAILED):
+            code = run.exit_code if run.exit_code is not None else 0
+            raise DurableExit(code, f"run {run.id} already ended with exit code {code}")
+        return cls(store, run, True)
+
+    @property
+    def run_id(self) -> str:
+        return self.run.id if self.run is not None else ""
+
+    def start(self, entry: str, runtime: Any, effects: Any) -> None:
+        """Take the lease (a new run is created holding it), announce the run on stderr, load the journal into
+        the effects chain and start the heartbeat."""
+        from ..effects.factory import enable_journal
+        from ..effects.journal import Journal
+        store = self.store
+        pid, host, now = os.getpid(), socket.gethostname(), time.time()
+        if self.resumed:
+            run = self.run
+            if run.status == HALTED:   # resolved since (or not): running again, under this process's lease
+                store.end_run(run.id, RUNNING, None)
+            owner = store.acquire_lease(run.id, pid, host, now, lease_is_stale)
+            if owner is not None:
+                raise DurableExit(1, f"error: run {run.id} is being executed by process {owner.lease_pid} "
+                                     f"on {owner.lease_host}")
+            records = store.steps(run.id)
+            _announce(f"resuming run {run.id}")
+        else:
+            run_id = new_run_id(now)
+            while store.get_run(run_id) is not None:
+                run_id = new_run_id(now)
+            self.run = RunRecord(run_id, now, RUNNING, None, entry, pid, host, now)
+            store.create_run(self.run)
+            records = []
+            _announce(f"run id: {run_id}")
+        self.journal = Journal(store, self.run.id, records, runtime)
+        runtime.replay_horizon = self.journal.horizon
+        enable_journal(effects, self.journal)
+        self._heart = threading.Thread(target=self._heartbeat, args=(pid,), name="sage-lease", daemon=True)
+        self._heart.start()
+
+    def _heartbeat(self, pid: int) -> None:
+        while not self._beating.wait(HEARTBEAT_SECONDS):
+            try:
+                self.store.heartbeat(self.run.id, pid, time.time())
+            except Exception:  # a busy store this second: the lease stays fresh for 10 s, the next beat may pass
+                continue
+
+    def finish(self, code: int, ending: str) -> None:
+        """Record how this execution ended. `ending`: "completed" or "failed" (the run has ended), "halted",
+        or "stopped" (a divergence or a signal: the run stays resumable and its lease is released)."""
+        self._beating.set()
+        if self._heart is not None:
+            self._heart.join(5)
+        store = self.store
+        try:
+            if ending in (COMPLETED, FAILED):
+                store.end_run(self.run.id, ending, code)
+            elif ending == HALTED:
+                store.end_run(self.run.id, HALTED, code)
+            else:
+                store.release_lease(self.run.id)
+        except Exception as exc:  # the run still ended as reported; the record says `running` until resumed
+            sys.stderr.write(f"warning: could not record the end of run {self.run.id}: {exc}\n")
+
+
+def _announce(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
