@@ -54,8 +54,11 @@ def _list_handle(effects: Any, handle: str) -> list[OfferedFunction]:
     if effects.mocks is not None and handle in effects.mocks.issued_handles:
         return []
     manager = effects.world.mcp()
-    listing = manager.listing(handle)
-    label = manager.handle_label(handle)
+    live = effects.live_handle(handle)   # in a resumed durable run, the connection behind a recorded handle
+    listing = manager.listing(live)
+    label = manager.handle_label(live)
+    if label == live:   # unnamed: named after the program's handle, so that a resumed run offers the same names
+        label = handle
     server = "mcp" + label[len("mcp:"):] if label.startswith("mcp:") else label
     return [OfferedFunction.dynamic(handle, server, item) for item in listing]
 

@@ -96,3 +96,88 @@ def test_recorded_model_turns_are_not_asked_again(tmp_path: Path, model: tuple[s
         assert resumed.returncode == 0, resumed.stderr
         assert resumed.stdout == "answer 1 / 2 / answer 3\n"
         assert requests == ["first question", "second question -> Count", "third question"]
+
+
+class _ToolCalling(BaseHTTPRequestHandler):
+    """A model that asks for `charge` twice (1, then 2), then answers with the last result."""
+
+    requests: list[int] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.requests.append(1)
+        results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+        charge = next(t["function"]["name"] for t in body["tools"] if t["function"]["name"].endswith("__charge"))
+        if len(results) < 2:
+            call = {"id": f"c{len(results)}", "type": "function",
+                    "function": {"name": charge, "arguments": json.dumps({"amount": len(results) + 1})}}
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        else:
+            message = {"role": "assistant", "content": f"done: {results[-1]}"}
+        data = json.dumps({"choices": [{"message": message}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+LEDGER = '''
+import sys
+from mcp.server import MCPServer
+from mcp_types import ToolAnnotations
+
+server = MCPServer("ledger")
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True))
+def charge(amount: int) -> str:
+    with open("ledger.txt", "a", encoding="utf-8") as f:
+        f.write(f"{amount}\\n")
+    return f"charged {amount}"
+
+
+if __name__ == "__main__":
+    server.run()
+'''
+
+
+def test_a_resumed_tool_loop_replays_turns_and_calls_over_a_replayed_connection(tmp_path: Path) -> None:
+    requests: list[int] = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_ToolCalling,), {"requests": requests}))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        template = tmp_path / "loop"
+        (template / "src").mkdir(parents=True)
+        (template / "ledger_server.py").write_text(LEDGER, encoding="utf-8")
+        (template / "grove.toml").write_text('[project]\nname = "loop"\n\n[persistence]\n', encoding="utf-8")
+        config = '{"transport": "stdio", "command": "' + sys.executable + '", "args": ["ledger_server.py"]}'
+        (template / "src" / "main.sg").write_text(textwrap.dedent("""
+            agent Main {
+                on start {
+                    let h = try mcp_connect('CONFIG');
+                    let t = now_ms();
+                    print(try divine("charge twice", tools: [h]));
+                }
+            }
+            run Main;
+        """).replace("CONFIG", config), encoding="utf-8")
+        env = {"SAGE_LLM_URL": f"http://127.0.0.1:{server.server_address[1]}/v1", "SAGE_API_KEY": "test-key",
+               "SAGE_MODEL": "scripted"}
+        # writes: connect, now_ms, turn 1, charge 1 (started, done), turn 2, charge 2 (started, done), turn 3
+        for k in (2, 3, 5, 6, 8):
+            root = tmp_path / f"k{k}"
+            shutil.copytree(template, root)
+            requests.clear()
+            first = sage("run", cwd=root, env={**env, "SAGE_CRASH_AFTER_WRITE": str(k)})
+            assert first.returncode == 77, first.stderr
+            resumed = sage("run", "--resume", "last", cwd=root, env=env)
+            assert (resumed.returncode, resumed.stdout) == (0, "done: charged 2\n"), (k, resumed.stderr)
+            assert (root / "ledger.txt").read_text() == "1\n2\n", k
+            assert len(requests) == 3, k   # no turn asked twice
+    finally:
+        server.shutdown()
+        server.server_close()
