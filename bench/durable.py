@@ -8,8 +8,10 @@ reported):
             call, timed the same way. Journaled, each call commits its intent before it is sent and its
             outcome after (two journal writes). Target <= 1.5x.
 
-Every journal write is one SQLite transaction committed with `synchronous = FULL` in WAL mode: one fsync of
-the write-ahead log. The script counts the writes of one journaled run of each case (SAGE_COUNT_WRITES) and
+Every journal write is one SQLite transaction in WAL mode. A destructive step's intent commits with
+`synchronous = FULL` (one fsync of the write-ahead log); an outcome commits with `synchronous = NORMAL`
+(written to the log, flushed with the next intent or checkpoint). So `builtin` costs no fsync per call and
+`mcp` one. The script counts the writes of one journaled run of each case (SAGE_COUNT_WRITES) and
 prints them per step. The projects live in a scratch directory under --dir (default: the system's temporary
 directory); the store and the ledger are removed before every run, so each run starts from an empty file.
 
@@ -161,8 +163,8 @@ def main() -> None:
         timed = writes[case] - 2 - (2 if case == "mcp" else 0)
         print(f"{case:<10}{calls:>7}{plain:>10.1f}{journaled:>12.1f}{ratio:>8.2f}x{'<= ' + format(target, 'g') + 'x':>10}"
               f"{writes[case]:>9}{timed / calls:>10.2f}{verdict}")
-    print("writes: journal writes of one journaled run (each one SQLite commit: one fsync of the WAL); "
-          "per call: those of the timed calls, per call")
+    print("writes: journal writes of one journaled run (each one SQLite commit; only an intent waits for an "
+          "fsync); per call: those of the timed calls, per call")
 
 
 def filesystem(path: Path) -> str:

@@ -40,6 +40,12 @@ def _get() -> _Injector:
     return _injector
 
 
+def active() -> bool:
+    """Whether a hook is set: only then must each journal write be its own explicit transaction."""
+    injector = _get()
+    return injector.before is not None or injector.after is not None or injector.count_file is not None
+
+
 def before_commit() -> None:
     """Called right before a journal write's COMMIT, its statements executed."""
     injector = _get()
