@@ -14,9 +14,9 @@ from .values import ErrorValue, Record, Variant
 
 
 def spawn(agent: Any, fields: dict, parent: AgentInstance | None, runtime: Runtime,
-          path: str | None = None) -> AgentInstance:
+          path: str | None = None, llm_overrides: dict | None = None) -> AgentInstance:
     """Start `agent` (a compiled agent) at once in its own thread; `path` defaults to the next child path
-    of `parent` (SPEC §14)."""
+    of `parent` (SPEC §14); `llm_overrides`: a supervisor child's `handler Infer: H`, set before it starts."""
     number = runtime.next_number(agent.name)
     if path is None:
         # without a parent (summoned while a constant is first evaluated outside any agent) the number is
@@ -24,6 +24,7 @@ def spawn(agent: Any, fields: dict, parent: AgentInstance | None, runtime: Runti
         path = parent.child_path(agent.name) if parent is not None else f"{agent.name}#{number}"
     inst = AgentInstance(runtime, agent, number, parent, path)
     inst.fields = fields
+    inst.llm_overrides = llm_overrides
     runtime.register(inst)
     runtime.effects.trace(inst, "agent.spawn", {"parent": parent.display_name if parent is not None else None})
     inst.thread = start_thread(lambda: run_lifecycle(inst, entry=False), inst.display_name)

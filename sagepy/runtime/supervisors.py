@@ -84,10 +84,9 @@ def supervise(inst: AgentInstance, plan: SupervisorPlan) -> None:
         group = same_name[i]
         path = f"{inst.path}/{spec.name}#{(starts[i] - 1) * len(group) + group.index(i) + 1}"
         if spec.kind == "agent":
-            child = spawn(spec.target, fields, inst, runtime, path)
+            child = spawn(spec.target, fields, inst, runtime, path, spec.llm_overrides)
         else:
             child = start_supervisor(runtime, spec.target, inst, path=path)
-        child.llm_overrides = spec.llm_overrides
         children[i] = child
 
     def stop(indexes: list[int]) -> None:

@@ -343,3 +343,30 @@ def test_trace_of_model_and_tool_calls_holds_no_values(tmp_path: Path) -> None:
     results = [e for e in events if e["kind"] == "tool.result"]
     assert [(e["fn"], e["ok"], e["mocked"]) for e in results] == [("write", True, False), ("read", False, False)]
     assert "error" in results[1] and isinstance(results[1]["duration_ms"], int)
+
+
+def test_a_supervised_childs_effect_handler_applies_from_its_first_divine(tmp_path: Path) -> None:
+    """The handler's model is set before the child's thread starts: a `divine` at the very top of `on start`
+    used to race it and reach the default model (no model configured here)."""
+    write(tmp_path, {"main.sg": """\
+        handler Offline handles Infer {
+          model: "echo"
+        }
+        agent Worker {
+          on start { print(try divine("hello there")); yield(0); }
+          on error(e) { print("err: {e}"); yield(1); }
+        }
+        supervisor Sup {
+          strategy: OneForOne
+          children {
+            Worker { restart: Temporary, handler Infer: Offline }
+          }
+        }
+        run Sup;
+        """})
+    env = {k: v for k, v in os.environ.items() if k not in ("SAGE_API_KEY", "OPENAI_API_KEY", "SAGE_MODEL")}
+    for _ in range(5):
+        r = subprocess.run([sys.executable, "-m", "sagepy", "run", "main.sg"], cwd=tmp_path,
+                           env=dict(env, NO_COLOR="1", PYTHONPATH=str(REPO)), capture_output=True, text=True,
+                           timeout=60)
+        assert (r.returncode, r.stdout) == (0, "echo: hello there\n"), r.stderr
