@@ -13,6 +13,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from .groups import open_group
+
 if TYPE_CHECKING:
     from ..store.base import RunRecord, StepRecord, Store
 
@@ -81,18 +83,10 @@ def _count(text: str) -> int:
 
 
 def run_runs_command(args: argparse.Namespace) -> int:
-    from ..project import ProjectError
-    from ..session import Session
-    command = getattr(args, "runs_command", None)
-    if command is None:
-        sys.stderr.write("usage: sage runs {list,show,resolve,prune} …\n"
-                         "sage runs: error: a subcommand is required\n")
-        return 2
-    try:
-        session, _ = Session.open(None)
-    except ProjectError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
+    opened = open_group(args, "runs", ("list", "show", "resolve", "prune"))
+    if isinstance(opened, int):
+        return opened
+    command, session = opened
     settings = session.settings
     if settings.toml_broken:
         from ..diagnostics import format_diagnostics

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..diagnostics import Diagnostic, display_path
 from ..secrecy import mask_url, masked_command_line
+from .groups import open_group
 from .tools_target import declarations, log_dir, report, resolve_target
 
 if TYPE_CHECKING:
@@ -53,18 +54,10 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
 
 
 def run_tools_command(args: argparse.Namespace) -> int:
-    from ..project import ProjectError
-    from ..session import Session
-    command = getattr(args, "tools_command", None)
-    if command is None:
-        sys.stderr.write("usage: sage tools {list,inspect,generate,verify,call,import,add} …\n"
-                         "sage tools: error: a subcommand is required\n")
-        return 2
-    try:
-        session, _ = Session.open(None)
-    except ProjectError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
+    opened = open_group(args, "tools", ("list", "inspect", "generate", "verify", "call", "import", "add"))
+    if isinstance(opened, int):
+        return opened
+    command, session = opened
     handler = {"list": _list, "inspect": _inspect, "generate": _generate, "verify": _verify,
                "call": _call, "import": _import, "add": _add}[command]
     return handler(args, session.settings)
