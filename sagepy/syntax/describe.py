@@ -76,6 +76,8 @@ def describe_expected(names: set[str]) -> str:
     if texts & {"||", "&&", "+", "."}:
         texts -= _CONTINUATIONS
     parts = phrases + sorted(_display(t) for t in texts)
+    if not parts:   # Lark lists nothing after a whole expression inside `{…}`
+        return "an operator or the end of the expression"
     if len(parts) == 1:
         return parts[0]
     if len(parts) <= 4:
