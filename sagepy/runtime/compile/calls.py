@@ -14,6 +14,7 @@ from ...syntax import ast as A
 from ..errors import SageRaise, raise_at
 from ..operators import builtin_misuse
 from ..values import UNIT, Function, Variant, display
+from . import inplace
 from .frames import Code, direct_call1, located
 
 # Builtins compiled here rather than taken from the registry: they write output, read the clock or stdin, talk
@@ -192,31 +193,13 @@ class Calls:
         return read
 
     def map_update(self, name: str, node: Any) -> Code:
-        """`map_set(m, k, v)` / `map_delete(m, k)` rebind the variable `m` to an updated copy of its map."""
+        """`map_set(m, k, v)` / `map_delete(m, k)` rebind the variable `m` to its updated map (in place when
+        nothing else holds it: inplace.py)."""
         slot = node.args[0].slot
         key = self.expr(node.args[1])
         if name == "map_set":
-            value = self.expr(node.args[2])
-
-            def map_set(frame: list) -> Any:
-                m = frame[slot]
-                k = key(frame)
-                v = value(frame)
-                updated = dict(m)
-                updated[k] = v
-                frame[slot] = updated
-                return UNIT
-            return map_set
-
-        def map_delete(frame: list) -> Any:
-            m = frame[slot]
-            k = key(frame)
-            if k in m:
-                updated = dict(m)
-                del updated[k]
-                frame[slot] = updated
-            return UNIT
-        return map_delete
+            return inplace.map_set(slot, key, self.expr(node.args[2]))
+        return inplace.map_delete(slot, key)
 
     # ---------------------------------------------------------------- tools and persistent fields
     def tool_call(self, ref: ToolRef, node: Any) -> Code:
