@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import time
 from typing import Callable, Iterator, TypeVar
 
 THREAD_STACK_BYTES = 512 * 1024 * 1024
@@ -57,7 +58,23 @@ _call_in_large_chunk.__code__ = _call_in_large_chunk.__code__.replace(co_stacksi
 
 
 def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
-    """Start a daemon thread with a stack large enough for deep Sage recursion."""
+    """Start a daemon thread with a stack large enough for deep Sage recursion.
+
+    Python threads are detached: a thread that `join` saw finish may still hold its stack for a moment, so
+    under an address-space limit (`ulimit -v`) the next large stack can fail to map although the memory is
+    about to be free. Such a start is retried for up to a second before the failure is passed on."""
+    for _ in range(_START_RETRIES):
+        try:
+            return _start(target, name)
+        except RuntimeError:
+            time.sleep(0.01)
+    return _start(target, name)
+
+
+_START_RETRIES = 100
+
+
+def _start(target: Callable[[], None], name: str) -> threading.Thread:
     previous = threading.stack_size()
     try:
         threading.stack_size(THREAD_STACK_BYTES)

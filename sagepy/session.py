@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .runtime.agents import Runtime
     from .effects import Effects
     from .runtime.interpreter import Host
+    from .runtime.persistence import StateStore
 
 
 class RuntimeStack:
@@ -146,22 +147,43 @@ class Session:
                       program_args: list[str] | None = None) -> RuntimeStack:
         """The one place a Runtime, its effects, its host and its store are built.
 
-        `persistent`: `@persistent` fields use the project's store (`sage run`), else a fresh in-memory one;
+        `persistent`: `@persistent` fields use the project's store (`sage run`; `open_store` says what it
+        raises), else a fresh in-memory one;
         `mocks`: the test's mock queues (`sage test`), consulted before the real world; `program_args`: what
         `args()` returns (SPEC §6.1: what follows `--` on the `sage run` line, `[]` under `sage test`)."""
         from .effects import build_effects
         from .runtime.agents import Runtime
         from .runtime.interpreter import Host
+        store = self.open_store() if persistent else None   # first: it is what can refuse to open
         runtime = Runtime(out=out, err=err)
+        if store is not None:
+            runtime.store = store
         runtime.program_args = list(program_args or [])
         trace_path, trace_stderr = trace
         effects = build_effects(runtime, self.settings, trace_path=trace_path, trace_stderr=trace_stderr,
                                 mocks=mocks, real_llm=real_llm)
-        if persistent:
-            from .runtime.persistence import StateStore
-            runtime.store = StateStore(self.settings.state_path())
         host = Host(runtime, effects)
         return RuntimeStack(runtime, effects, host)
+
+    def open_store(self) -> StateStore:
+        """The project's `@persistent` store: the SQLite file of `[persistence]`, else process memory.
+        Raises sagepy.store.base.Unavailable or NewerFormat when the file cannot serve
+        (`store_open_failure` words them)."""
+        from .runtime.persistence import StateStore
+        path = self.settings.state_path()
+        if path is None:
+            return StateStore()
+        from .store.sqlite import SqliteStore
+        return StateStore(SqliteStore(path))
+
+
+def store_open_failure(path: str | None, exc: Exception) -> str:
+    """The `sage run` message for a store that cannot be opened (SPEC §4.8, §14)."""
+    from .store.base import NewerFormat
+    if isinstance(exc, NewerFormat):
+        found, supported = exc.args
+        return f"error: journal format {found} is newer than this sagepy supports ({supported})"
+    return f"error: persistent store unavailable: {path}: {exc}"
 
 
 def _has_errors(diags: list[Diagnostic]) -> bool:

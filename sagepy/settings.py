@@ -56,6 +56,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SAGE_OAUTH_OPEN", None, "command that opens OAuth authorisation URLs instead of the browser"),
     Variable("SAGE_DEBUG", None, "any value: an internal error shows its Python traceback (sagepy's addition, "
              "for its developers)"),
+    # Test hooks of the durable-run crash sweep (sagepy.store.crash reads them once per process)
+    Variable("SAGE_COUNT_WRITES", None, "append one line per committed journal write to this file"),
+    Variable("SAGE_CRASH_AFTER_WRITE", None, "k: exit with code 77 right after the k-th committed journal write"),
+    Variable("SAGE_CRASH_BEFORE_WRITE", None, "k: exit with code 77 right before the k-th journal write commits"),
 )
 _NAMES = frozenset(v.name for v in VARIABLES)
 _DEFAULTS = {v.name: v.default for v in VARIABLES}

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from sagepy.runtime.persistence import StateStore
+from sagepy.store.sqlite import SqliteStore
 from sagepy.secrecy import masked_command_line, open_private_log, private_directory
 
 
@@ -62,6 +62,6 @@ def test_logs_are_created_and_narrowed_to_0600(tmp_path):
 
 
 def test_the_state_store_directory_is_private(tmp_path):
-    store = StateStore(str(tmp_path / ".sage" / "state.db"))
+    store = SqliteStore(str(tmp_path / ".sage" / "state.db"))
     store.close()
     assert mode(tmp_path / ".sage") == 0o700

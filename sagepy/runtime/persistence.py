@@ -1,75 +1,100 @@
-"""`@persistent` agent fields (SPEC §4.8).
+"""`@persistent` agent fields (SPEC §4.8): the runtime's side of the store.
 
-Values are keyed by agent name and field name, shared by every instance of the agent (last write wins) and
-kept as JSON (SPEC §5) in SQLite at `[persistence] path` when grove.toml has a `[persistence]` section with
-the sqlite backend, otherwise in process memory; `sage test` gives each test a fresh in-memory store. Each write
-is one SQLite transaction, so a process killed between two writes leaves the last committed value, never a
-torn one.
+Values are keyed by agent name and field name and shared by every instance of the agent (last write wins).
+The store itself (`backend`, a sagepy.store.base.Store: SQLite at `[persistence] path`, else process memory;
+a fresh in-memory one per test under `sage test`) holds them as JSON (SPEC §5); this adapter converts with
+the field's type and keeps a per-process cache, so that `get` costs no read. `update` is the exception: it
+reads inside the store's transaction, never from the cache, so concurrent updates from other agents and other
+processes lose nothing. The store's failures become catchable Runtime errors with SPEC's messages.
 """
 from __future__ import annotations
 
-import os
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from .. import types as T
-from ..secrecy import private_directory
+from ..store.base import Busy, StepRecord, Store, Unavailable
+from .errors import runtime_error
+
+_UNREADABLE = object()   # a stored value that no longer converts to the field's type
 
 
 class StateStore:
-    def __init__(self, path: str | None) -> None:
-        self.path = path
-        self.lock = threading.Lock()
+    def __init__(self, backend: Store | None = None) -> None:
+        if backend is None:
+            from ..store.memory import MemoryStore
+            backend = MemoryStore()
+        self.backend = backend
+        # Held around every write and its cache update, so that the cache ends as the store does; reentrant
+        # because an `update` function may read fields (`get`) on the same thread.
+        self.lock = threading.RLock()
         self.cache: dict[tuple[str, str], Any] = {}
-        self.db = None
-        if path is not None:
-            import sqlite3
-            directory = os.path.dirname(path)
-            if directory:
-                private_directory(directory)
-            self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("CREATE TABLE IF NOT EXISTS sage_state (agent TEXT NOT NULL, field TEXT NOT NULL, "
-                            "value TEXT NOT NULL, PRIMARY KEY (agent, field))")
 
     def load(self, agent: str, field: str, t: T.Type, start: Any = None) -> Any:
         """The stored value, else `start` (the value a `summon` or child spec gave the field), else the type's
         default (SPEC §4.8). A start of `None` is the default: only an `Option` field can be given `None`."""
-        from ..convert import default_value, from_json
-        from ..json_text import parse_json
+        from ..convert import default_value
         key = (agent, field)
         with self.lock:
             if key in self.cache:
                 return self.cache[key]
-            value = None
-            if self.db is not None:
-                row = self.db.execute("SELECT value FROM sage_state WHERE agent = ? AND field = ?", key).fetchone()
-                if row is not None:
-                    try:
-                        value = from_json(parse_json(row[0]), t)
-                    except Exception:  # a stored value of an older type: start again from the default
-                        value = None
-            if value is None:
+            found, data = self._call(self.backend.get_field, agent, field)
+            value = _decode(data, t) if found else _UNREADABLE
+            if value is _UNREADABLE:   # nothing stored, or a value of an older type: start again
                 value = default_value(t) if start is None else start
             self.cache[key] = value
             return value
 
-    def save(self, agent: str, field: str, value: Any, data: Any = None) -> None:
-        """Store `value`; `data` is its JSON form (SPEC §5) when the caller has it already."""
-        from ..convert import compact_json, to_json
-        key = (agent, field)
-        text = compact_json(to_json(value) if data is None else data)
+    def save(self, agent: str, field: str, value: Any, data: Any = None, step: StepRecord | None = None,
+             run_id: str | None = None) -> None:
+        """Store `value`; `data` is its JSON form (SPEC §5) when the caller has it already. With `step`, its
+        journal record commits in the same transaction."""
+        from ..convert import to_json
         with self.lock:
-            self.cache[key] = value
-            if self.db is not None:
-                self.db.execute("INSERT INTO sage_state (agent, field, value) VALUES (?, ?, ?) "
-                                "ON CONFLICT (agent, field) DO UPDATE SET value = excluded.value", (*key, text))
+            self._call(self.backend.set_field, agent, field, to_json(value) if data is None else data, step, run_id)
+            self.cache[(agent, field)] = value
+
+    def update(self, agent: str, field: str, t: T.Type, apply: Callable[[Any], Any],
+               step: StepRecord | None = None, run_id: str | None = None) -> Any:
+        """`self.f.update(fn)`: `apply` maps the committed old value to the new one inside one store
+        transaction; returns the new value. A Sage error raised by `apply` rolls the transaction back and
+        propagates. The old value, when the store holds none, is the one `load` started the field at."""
+        from ..convert import default_value, to_json
+        key = (agent, field)
+        applied: list[Any] = []
+
+        def step_json(stored: tuple[bool, Any]) -> Any:
+            found, data = stored
+            old = _decode(data, t) if found else _UNREADABLE
+            if old is _UNREADABLE:
+                old = self.cache[key] if key in self.cache else default_value(t)
+            applied[:] = [apply(old)]
+            return to_json(applied[0])
+
+        with self.lock:
+            self._call(self.backend.update_field, agent, field, step_json, step, run_id)
+            self.cache[key] = applied[0]
+            return applied[0]
 
     def get(self, agent: str, field: str) -> Any:
         with self.lock:
             return self.cache[(agent, field)]
 
     def close(self) -> None:
-        if self.db is not None:
-            self.db.close()
-            self.db = None
+        self.backend.close()
+
+    def _call(self, method: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return method(*args)
+        except Busy:
+            raise runtime_error(f"persistent store busy: {self.backend.path}") from None
+        except Unavailable as exc:
+            raise runtime_error(f"persistent store unavailable: {self.backend.path}: {exc}") from None
+
+
+def _decode(data: Any, t: T.Type) -> Any:
+    from ..convert import from_json
+    try:
+        return from_json(data, t)
+    except Exception:  # any conversion failure means the stored value predates the field's type
+        return _UNREADABLE

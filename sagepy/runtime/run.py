@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -36,8 +37,15 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
 
 def _run_program(session: Session, entry_path: str, trace_file: str | None, trace_stderr: bool,
                  program_args: list[str]) -> int:
-    stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True,
-                                  program_args=program_args)
+    from ..session import store_open_failure
+    from ..store.base import NewerFormat, Unavailable
+    try:
+        stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True,
+                                      program_args=program_args)
+    except (Unavailable, NewerFormat) as exc:   # SPEC §4.8, §14: refused before anything runs
+        message = store_open_failure(session.settings.state_path(), exc)
+        sys.stderr.write(message + "\n")
+        return 1
     runtime, effects, host = stack.runtime, stack.effects, stack.host
     program, diags = session.compile(entry_path, stack, prestart=True)
     run_decl = None

@@ -43,6 +43,8 @@ class StepRecord:
     outcome: Any = None      # done: the value's JSON; failed: {"kind", "message", "code"?}
 
 
+# Every method may raise Busy or Unavailable; opening a file (SqliteStore(path)) raises Unavailable or
+# NewerFormat.
 class Busy(Exception):
     """The store stayed locked by another process for the whole busy timeout (30 s)."""
 
@@ -67,7 +69,8 @@ class Store(Protocol):
     def update_field(self, agent: str, field: str, fn: Callable[[tuple[bool, Any]], Any],
                      step: StepRecord | None = None, run_id: str | None = None) -> Any:
         """Atomic read-modify-write (SQLite BEGIN IMMEDIATE): fn((found, old JSON)) -> new JSON, written
-        with the optional journal record in the same transaction; returns the new JSON."""
+        with the optional journal record in the same transaction (its outcome set to the new JSON); returns
+        the new JSON. An exception from fn rolls everything back and propagates."""
 
     # ---- runs
     def create_run(self, run: RunRecord) -> None: ...
@@ -78,7 +81,8 @@ class Store(Protocol):
     def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
         """Sets the status and exit code and releases the lease."""
     def prune_runs(self, keep: int) -> list[str]:
-        """Deletes ended runs (completed, failed) beyond the newest `keep`, with their steps; returns their ids."""
+        """Deletes ended runs (completed, failed) beyond the newest `keep` ended ones, with their steps;
+        returns their ids, newest first."""
 
     # ---- journal steps
     def steps(self, run_id: str) -> list[StepRecord]:
@@ -91,7 +95,8 @@ class Store(Protocol):
     # ---- leases (one owner per run)
     def acquire_lease(self, run_id: str, pid: int, host: str, now: float,
                       is_stale: Callable[[RunRecord], bool]) -> RunRecord | None:
-        """Take the run's lease when it is free or `is_stale(run)`; else return the run as it is (the owner)."""
+        """Take the run's lease when it is free or `is_stale(run)`, in one transaction, and return None; else
+        return the run as it is (the owner). KeyError for an unknown run."""
     def heartbeat(self, run_id: str, pid: int, now: float) -> None: ...
     def release_lease(self, run_id: str) -> None: ...
 

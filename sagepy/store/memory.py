@@ -1,0 +1,124 @@
+"""The in-process store: the interface of base.Store in dictionaries, for programs without `[persistence]`
+(or with `backend = "memory"`) and for every test under `sage test`. Nothing outlives the process, so runs
+are not journaled in it (`durable = False`); its runs and steps serve tests of the code that uses the
+interface. One reentrant lock makes each method atomic, `update_field` included (a write inside its function
+runs on the same thread and joins it)."""
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import replace
+from typing import Any, Callable
+
+from .base import COMPLETED, FAILED, RunRecord, StepRecord
+
+
+class MemoryStore:
+    path = None
+    durable = False
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._fields: dict[tuple[str, str], Any] = {}
+        self._runs: dict[str, RunRecord] = {}
+        self._steps: dict[str, dict[tuple[str, int], StepRecord]] = {}
+
+    # A value read is a copy, as the SQLite store's JSON text is, so that a caller changing what it got does
+    # not change the store; a value written is kept as given (the caller made it for the store: to_json's
+    # fresh data), since copying every write would cost a program that sets a large field in a loop.
+
+    def get_field(self, agent: str, field: str) -> tuple[bool, Any]:
+        with self._lock:
+            key = (agent, field)
+            return (True, copy.deepcopy(self._fields[key])) if key in self._fields else (False, None)
+
+    def set_field(self, agent: str, field: str, value: Any, step: StepRecord | None = None,
+                  run_id: str | None = None) -> None:
+        with self._lock:
+            self._fields[(agent, field)] = value
+            if step is not None:
+                self.record_step(run_id, step)
+
+    def update_field(self, agent: str, field: str, fn: Callable[[tuple[bool, Any]], Any],
+                     step: StepRecord | None = None, run_id: str | None = None) -> Any:
+        with self._lock:
+            new = fn(self.get_field(agent, field))
+            self._fields[(agent, field)] = new
+            if step is not None:
+                step.outcome = new
+                self.record_step(run_id, step)
+            return new
+
+    def create_run(self, run: RunRecord) -> None:
+        with self._lock:
+            if run.id in self._runs:
+                raise ValueError(f"run {run.id} exists")
+            self._runs[run.id] = replace(run)
+            self._steps[run.id] = {}
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        with self._lock:
+            run = self._runs.get(run_id)
+            return replace(run) if run is not None else None
+
+    def newest_run(self) -> RunRecord | None:
+        runs = self.list_runs()
+        return runs[0] if runs else None
+
+    def list_runs(self) -> list[RunRecord]:
+        with self._lock:
+            return [replace(run) for run in sorted(self._runs.values(), key=lambda r: (r.started_at, r.id),
+                                                   reverse=True)]
+
+    def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is not None:
+                run.status, run.exit_code = status, exit_code
+                run.lease_pid = run.lease_host = run.lease_heartbeat = None
+
+    def prune_runs(self, keep: int) -> list[str]:
+        with self._lock:
+            ended = [run.id for run in self.list_runs() if run.status in (COMPLETED, FAILED)]
+            pruned = ended[max(0, keep):]
+            for run_id in pruned:
+                del self._runs[run_id]
+                del self._steps[run_id]
+            return pruned
+
+    def steps(self, run_id: str) -> list[StepRecord]:
+        with self._lock:
+            records = self._steps.get(run_id, {})
+            return [copy.deepcopy(records[key]) for key in sorted(records)]
+
+    def record_step(self, run_id: str, step: StepRecord) -> None:
+        with self._lock:
+            self._steps.setdefault(run_id, {})[(step.path, step.number)] = copy.deepcopy(step)
+
+    def delete_step(self, run_id: str, path: str, number: int) -> None:
+        with self._lock:
+            self._steps.get(run_id, {}).pop((path, number), None)
+
+    def acquire_lease(self, run_id: str, pid: int, host: str, now: float,
+                      is_stale: Callable[[RunRecord], bool]) -> RunRecord | None:
+        with self._lock:
+            run = self._runs[run_id]
+            if run.lease_pid is not None and not is_stale(replace(run)):
+                return replace(run)
+            run.lease_pid, run.lease_host, run.lease_heartbeat = pid, host, now
+            return None
+
+    def heartbeat(self, run_id: str, pid: int, now: float) -> None:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is not None and run.lease_pid == pid:
+                run.lease_heartbeat = now
+
+    def release_lease(self, run_id: str) -> None:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is not None:
+                run.lease_pid = run.lease_host = run.lease_heartbeat = None
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,261 @@
+"""The embedded store (`[persistence] backend = "sqlite"`): one SQLite file holding `@persistent` fields, runs,
+journal steps and the journal format version (SPEC §4.8, §14).
+
+Durability: WAL with `synchronous = FULL`, so each COMMIT is on disk before it returns. Every write is an
+explicit `BEGIN IMMEDIATE … COMMIT` (the connection is in autocommit mode, `isolation_level=None`): the write
+lock is taken before anything is read, which is what makes `update_field` and `acquire_lease` atomic across
+processes. One connection serves every agent thread, behind a reentrant lock; a write made while this thread
+already has a transaction open (a field `set` inside an `update` function) joins that transaction.
+
+Fields stay in the `sage_state (agent, field, value)` table older sagepy versions wrote, so their files keep
+their values: opening such a file adds the other tables and the format version.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from ..json_text import compact_json, parse_json
+from ..secrecy import private_directory
+from . import crash
+from .base import Busy, NewerFormat, RunRecord, StepRecord, Unavailable, COMPLETED, FAILED
+
+FORMAT = 1   # the journal format this sagepy writes and reads
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS sage_state (agent TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL, "
+    "PRIMARY KEY (agent, field))",
+    "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, started_at REAL NOT NULL, status TEXT NOT NULL, "
+    "exit_code INTEGER, entry TEXT NOT NULL, lease_pid INTEGER, lease_host TEXT, lease_heartbeat REAL)",
+    "CREATE TABLE IF NOT EXISTS steps (run_id TEXT NOT NULL, path TEXT NOT NULL, number INTEGER NOT NULL, "
+    "kind TEXT NOT NULL, target TEXT NOT NULL, args_hash TEXT NOT NULL, safety TEXT NOT NULL, "
+    "status TEXT NOT NULL, outcome TEXT NOT NULL, PRIMARY KEY (run_id, path, number))",
+)
+_RUN_COLUMNS = "id, started_at, status, exit_code, entry, lease_pid, lease_host, lease_heartbeat"
+_STEP_COLUMNS = "path, number, kind, target, args_hash, safety, status, outcome"
+_NEWEST_FIRST = "ORDER BY started_at DESC, id DESC"
+
+
+def _failure(exc: sqlite3.Error) -> Exception:
+    """The store's exception for an SQLite error: Busy when the lock outlasted the busy timeout."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return Busy(text)
+    return Unavailable(text)
+
+
+class SqliteStore:
+    durable = True
+
+    def __init__(self, path: str, busy_timeout_s: float = 30.0) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._depth = 0            # open transactions of the thread holding the lock (nested writes join)
+        self._journaled = False    # whether the open transaction carries a journal write
+        if os.path.isdir(path):
+            raise Unavailable("is a directory")
+        try:
+            directory = os.path.dirname(path)
+            if directory:
+                private_directory(directory)
+        except OSError as exc:
+            raise Unavailable(exc.strerror or str(exc)) from None
+        try:
+            self._db = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise Unavailable(str(exc)) from None
+        try:
+            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = FULL")
+            self._open_format()
+        except (sqlite3.Error, ValueError, NewerFormat, Busy) as exc:   # ValueError: a format that is no number
+            self._db.close()
+            if isinstance(exc, NewerFormat):
+                raise
+            raise Unavailable(str(exc)) from None
+
+    def _open_format(self) -> None:
+        """Refuse a newer format; give an older sagepy's file (only `sage_state`) or a new one the tables.
+        A file that has them all is only read, so opening does not wait for another process's write."""
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "meta" in tables:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+            if row is not None and int(row[0]) > FORMAT:
+                raise NewerFormat(int(row[0]), FORMAT)
+            if row is not None and tables >= {"sage_state", "runs", "steps"}:
+                return
+        with self._write():
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+            found = int(row[0]) if row is not None else None
+            if found is not None and found > FORMAT:
+                raise NewerFormat(found, FORMAT)
+            for statement in _SCHEMA:
+                self._db.execute(statement)
+            if found is None:
+                self._db.execute("INSERT INTO meta (key, value) VALUES ('format', ?)", (str(FORMAT),))
+
+    # ---------------------------------------------------------------- transactions
+
+    @contextmanager
+    def _write(self, journal: bool = False) -> Iterator[None]:
+        """One `BEGIN IMMEDIATE … COMMIT`; `journal`: it carries a journal write (crash injection counts it)."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                self._journaled = self._journaled or journal
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise _failure(exc) from None
+            self._depth, self._journaled = 1, journal
+            try:
+                yield
+                journaled = self._journaled
+                if journaled:
+                    crash.before_commit()
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                self._rollback()
+                if isinstance(exc, sqlite3.Error):
+                    raise _failure(exc) from None
+                raise
+            finally:
+                self._depth, self._journaled = 0, False
+            if journaled:
+                crash.after_commit()
+
+    def _rollback(self) -> None:
+        try:
+            self._db.execute("ROLLBACK")
+        except sqlite3.Error:   # SQLite rolled back already (an I/O error does)
+            pass
+
+    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except sqlite3.Error as exc:
+                raise _failure(exc) from None
+
+    # ---------------------------------------------------------------- @persistent fields
+
+    def get_field(self, agent: str, field: str) -> tuple[bool, Any]:
+        rows = self._read("SELECT value FROM sage_state WHERE agent = ? AND field = ?", (agent, field))
+        return (True, parse_json(rows[0][0])) if rows else (False, None)
+
+    def set_field(self, agent: str, field: str, value: Any, step: StepRecord | None = None,
+                  run_id: str | None = None) -> None:
+        with self._write(journal=step is not None):
+            self._put_field(agent, field, value)
+            if step is not None:
+                self._put_step(run_id, step)
+
+    def update_field(self, agent: str, field: str, fn: Callable[[tuple[bool, Any]], Any],
+                     step: StepRecord | None = None, run_id: str | None = None) -> Any:
+        with self._write(journal=step is not None):
+            rows = self._db.execute("SELECT value FROM sage_state WHERE agent = ? AND field = ?",
+                                    (agent, field)).fetchall()
+            new = fn((True, parse_json(rows[0][0])) if rows else (False, None))
+            self._put_field(agent, field, new)
+            if step is not None:
+                step.outcome = new
+                self._put_step(run_id, step)
+        return new
+
+    def _put_field(self, agent: str, field: str, value: Any) -> None:
+        self._db.execute("INSERT INTO sage_state (agent, field, value) VALUES (?, ?, ?) "
+                         "ON CONFLICT (agent, field) DO UPDATE SET value = excluded.value",
+                         (agent, field, compact_json(value)))
+
+    # ---------------------------------------------------------------- runs
+
+    def create_run(self, run: RunRecord) -> None:
+        with self._write():
+            self._db.execute(f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                             (run.id, run.started_at, run.status, run.exit_code, run.entry, run.lease_pid,
+                              run.lease_host, run.lease_heartbeat))
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+        return RunRecord(*rows[0]) if rows else None
+
+    def newest_run(self) -> RunRecord | None:
+        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST} LIMIT 1")
+        return RunRecord(*rows[0]) if rows else None
+
+    def list_runs(self) -> list[RunRecord]:
+        return [RunRecord(*row) for row in self._read(f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST}")]
+
+    def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
+        with self._write():
+            self._db.execute("UPDATE runs SET status = ?, exit_code = ?, lease_pid = NULL, lease_host = NULL, "
+                             "lease_heartbeat = NULL WHERE id = ?", (status, exit_code, run_id))
+
+    def prune_runs(self, keep: int) -> list[str]:
+        with self._write():
+            rows = self._db.execute(f"SELECT id FROM runs WHERE status IN (?, ?) {_NEWEST_FIRST}",
+                                    (COMPLETED, FAILED)).fetchall()
+            pruned = [row[0] for row in rows[max(0, keep):]]
+            for run_id in pruned:
+                self._db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
+                self._db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        return pruned
+
+    # ---------------------------------------------------------------- journal steps
+
+    def steps(self, run_id: str) -> list[StepRecord]:
+        rows = self._read(f"SELECT {_STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY path, number", (run_id,))
+        return [StepRecord(*row[:7], outcome=parse_json(row[7])) for row in rows]
+
+    def record_step(self, run_id: str, step: StepRecord) -> None:
+        with self._write(journal=True):
+            self._put_step(run_id, step)
+
+    def delete_step(self, run_id: str, path: str, number: int) -> None:
+        with self._write():
+            self._db.execute("DELETE FROM steps WHERE run_id = ? AND path = ? AND number = ?",
+                             (run_id, path, number))
+
+    def _put_step(self, run_id: str | None, step: StepRecord) -> None:
+        self._db.execute(f"INSERT OR REPLACE INTO steps (run_id, {_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (run_id, step.path, step.number, step.kind, step.target, step.args_hash, step.safety,
+                          step.status, compact_json(step.outcome)))
+
+    # ---------------------------------------------------------------- leases
+
+    def acquire_lease(self, run_id: str, pid: int, host: str, now: float,
+                      is_stale: Callable[[RunRecord], bool]) -> RunRecord | None:
+        with self._write():
+            rows = self._db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchall()
+            if not rows:
+                raise KeyError(run_id)
+            run = RunRecord(*rows[0])
+            if run.lease_pid is not None and not is_stale(run):
+                return run
+            self._db.execute("UPDATE runs SET lease_pid = ?, lease_host = ?, lease_heartbeat = ? WHERE id = ?",
+                             (pid, host, now, run_id))
+        return None
+
+    def heartbeat(self, run_id: str, pid: int, now: float) -> None:
+        with self._write():
+            self._db.execute("UPDATE runs SET lease_heartbeat = ? WHERE id = ? AND lease_pid = ?",
+                             (now, run_id, pid))
+
+    def release_lease(self, run_id: str) -> None:
+        with self._write():
+            self._db.execute("UPDATE runs SET lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL "
+                             "WHERE id = ?", (run_id,))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

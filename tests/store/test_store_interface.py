@@ -1,0 +1,194 @@
+"""Every method of sagepy.store.base.Store, on both backends (SQLite file and process memory)."""
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from sagepy.store import base
+from sagepy.store.memory import MemoryStore
+from sagepy.store.sqlite import SqliteStore
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def store(request, tmp_path: Path):
+    made = SqliteStore(str(tmp_path / ".sage" / "state.db")) if request.param == "sqlite" else MemoryStore()
+    yield made
+    made.close()
+
+
+def run(run_id: str, started_at: float, status: str = base.RUNNING, **lease) -> base.RunRecord:
+    return base.RunRecord(run_id, started_at, status, None, "src/main.sg", **lease)
+
+
+def step(path: str, number: int, status: str = base.DONE, outcome=None, kind: str = "tool") -> base.StepRecord:
+    return base.StepRecord(path, number, kind, "Http.get", "ab" * 32, "read_only", status, outcome)
+
+
+def test_the_backends_say_what_they_are(store, tmp_path: Path) -> None:
+    if isinstance(store, SqliteStore):
+        assert (store.path, store.durable) == (str(tmp_path / ".sage" / "state.db"), True)
+        assert store._db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert store._db.execute("PRAGMA synchronous").fetchone() == (2,)   # FULL: each COMMIT is on disk
+    else:
+        assert (store.path, store.durable) == (None, False)
+
+
+def test_a_field_holds_json_data(store) -> None:
+    assert store.get_field("Main", "count") == (False, None)
+    store.set_field("Main", "count", 3)
+    store.set_field("Main", "stats", {"runs": 2, "names": ["a", "é"], "ok": True, "x": None, "f": 1.5})
+    assert store.get_field("Main", "count") == (True, 3)
+    assert store.get_field("Main", "stats") == (True, {"runs": 2, "names": ["a", "é"], "ok": True, "x": None,
+                                                        "f": 1.5})
+    assert store.get_field("Other", "count") == (False, None)
+    store.set_field("Main", "count", None)
+    assert store.get_field("Main", "count") == (True, None)
+
+
+def test_a_value_read_is_a_copy(store) -> None:
+    store.set_field("Main", "log", [1, 2])
+    found, value = store.get_field("Main", "log")
+    value.append(3)
+    assert store.get_field("Main", "log") == (True, [1, 2])
+
+
+def test_a_field_write_with_a_step_records_both(store) -> None:
+    store.create_run(run("r1", 1.0))
+    store.set_field("Main", "count", 5, step("Main", 1, kind="state", outcome=5), "r1")
+    assert store.get_field("Main", "count") == (True, 5)
+    assert [(s.path, s.number, s.kind, s.outcome) for s in store.steps("r1")] == [("Main", 1, "state", 5)]
+
+
+def test_update_field_reads_the_stored_value_and_records_the_new_one(store) -> None:
+    store.create_run(run("r1", 1.0))
+    seen = []
+
+    def add_one(stored):
+        seen.append(stored)
+        found, old = stored
+        return (old if found else 10) + 1
+
+    assert store.update_field("Main", "n", add_one) == 11
+    assert store.update_field("Main", "n", add_one, step("Main", 1, kind="state"), "r1") == 12
+    assert seen == [(False, None), (True, 11)]
+    assert store.get_field("Main", "n") == (True, 12)
+    assert [s.outcome for s in store.steps("r1")] == [12]   # the record holds the value written
+
+
+def test_an_update_whose_function_raises_writes_nothing(store) -> None:
+    store.create_run(run("r1", 1.0))
+    store.set_field("Main", "n", 1)
+
+    def fails(stored):
+        raise RuntimeError("no")
+
+    with pytest.raises(RuntimeError):
+        store.update_field("Main", "n", fails, step("Main", 1), "r1")
+    assert store.get_field("Main", "n") == (True, 1)
+    assert store.steps("r1") == []
+
+
+def test_a_write_inside_an_update_joins_it(store) -> None:
+    def also_set(stored):
+        store.set_field("Main", "other", "x")
+        return 1
+
+    assert store.update_field("Main", "n", also_set) == 1
+    assert store.get_field("Main", "other") == (True, "x")
+
+    def set_then_fail(stored):
+        store.set_field("Main", "other", "y")
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        store.update_field("Main", "n", set_then_fail)
+    if isinstance(store, SqliteStore):   # one transaction: the joined write is rolled back with it
+        assert store.get_field("Main", "other") == (True, "x")
+
+
+def test_concurrent_updates_from_threads_lose_nothing(store) -> None:
+    def work():
+        for _ in range(200):
+            store.update_field("Main", "n", lambda stored: (stored[1] if stored[0] else 0) + 1)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert store.get_field("Main", "n") == (True, 800)
+
+
+def test_runs_are_listed_newest_first_and_ended(store) -> None:
+    assert store.newest_run() is None and store.list_runs() == []
+    store.create_run(run("20260101-000000-aaaa", 100.0))
+    store.create_run(run("20260101-000002-cccc", 102.0, lease_pid=7, lease_host="h", lease_heartbeat=102.5))
+    store.create_run(run("20260101-000001-bbbb", 101.0))
+    assert [r.id for r in store.list_runs()] == ["20260101-000002-cccc", "20260101-000001-bbbb",
+                                                 "20260101-000000-aaaa"]
+    newest = store.newest_run()
+    assert newest == run("20260101-000002-cccc", 102.0, lease_pid=7, lease_host="h", lease_heartbeat=102.5)
+    assert store.get_run("nope") is None
+    store.end_run("20260101-000002-cccc", base.COMPLETED, 0)
+    ended = store.get_run("20260101-000002-cccc")
+    assert (ended.status, ended.exit_code, ended.lease_pid, ended.lease_host, ended.lease_heartbeat) == (
+        base.COMPLETED, 0, None, None, None)
+
+
+def test_steps_are_ordered_by_path_then_number_and_replaced_by_their_outcome(store) -> None:
+    store.create_run(run("r1", 1.0))
+    store.create_run(run("r2", 2.0))
+    store.record_step("r1", step("Main/Worker#1", 1))
+    store.record_step("r1", step("Main", 2, status=base.STARTED))
+    store.record_step("r1", step("Main", 1, outcome={"a": [1, "x"]}))
+    store.record_step("r2", step("Main", 1))
+    store.record_step("r1", step("Main", 2, status=base.STEP_FAILED,
+                                 outcome={"kind": "Tool", "message": "boom", "code": None}))
+    records = store.steps("r1")
+    assert [(s.path, s.number, s.status) for s in records] == [
+        ("Main", 1, base.DONE), ("Main", 2, base.STEP_FAILED), ("Main/Worker#1", 1, base.DONE)]
+    assert records[0] == step("Main", 1, outcome={"a": [1, "x"]})
+    assert records[1].outcome == {"kind": "Tool", "message": "boom", "code": None}
+    store.delete_step("r1", "Main", 2)
+    assert [(s.path, s.number) for s in store.steps("r1")] == [("Main", 1), ("Main/Worker#1", 1)]
+    assert len(store.steps("r2")) == 1 and store.steps("unknown") == []
+
+
+def test_prune_keeps_the_newest_ended_runs_and_never_touches_unended_ones(store) -> None:
+    statuses = [base.COMPLETED, base.FAILED, base.RUNNING, base.HALTED, base.COMPLETED, base.COMPLETED]
+    for i, status in enumerate(statuses):
+        store.create_run(run(f"r{i}", float(i), status))
+        store.record_step(f"r{i}", step("Main", 1))
+    assert store.prune_runs(1) == ["r4", "r1", "r0"]
+    assert [r.id for r in store.list_runs()] == ["r5", "r3", "r2"]
+    assert store.steps("r0") == [] and len(store.steps("r5")) == 1
+    assert store.prune_runs(0) == ["r5"]
+    assert [r.id for r in store.list_runs()] == ["r3", "r2"]
+
+
+def test_a_lease_is_taken_when_free_or_stale_and_refused_when_fresh(store) -> None:
+    store.create_run(run("r1", 1.0))
+    never_stale = lambda owner: False  # noqa: E731
+    assert store.acquire_lease("r1", 100, "host-a", 10.0, never_stale) is None
+    owner = store.acquire_lease("r1", 200, "host-b", 11.0, never_stale)
+    assert (owner.lease_pid, owner.lease_host, owner.lease_heartbeat) == (100, "host-a", 10.0)
+    store.heartbeat("r1", 100, 12.0)
+    store.heartbeat("r1", 200, 99.0)   # not the owner: ignored
+    assert store.get_run("r1").lease_heartbeat == 12.0
+    seen = []
+
+    def stale_after_20(owner):
+        seen.append(replace(owner))
+        return owner.lease_heartbeat < 20.0
+
+    assert store.acquire_lease("r1", 200, "host-b", 30.0, stale_after_20) is None
+    assert seen[0].lease_pid == 100
+    assert (store.get_run("r1").lease_pid, store.get_run("r1").lease_host) == (200, "host-b")
+    store.release_lease("r1")
+    assert store.get_run("r1").lease_pid is None
+    assert store.acquire_lease("r1", 300, "host-c", 31.0, never_stale) is None
+    with pytest.raises(KeyError):
+        store.acquire_lease("missing", 1, "h", 1.0, never_stale)
