@@ -217,10 +217,27 @@ class Calls:
         return call
 
     def persistent_method(self, field: str, method: str, node: Any) -> Code:
-        """`self.f.get()`, `self.f.set(v)`, `self.f.checkpoint()` on a `@persistent` field."""
+        """`self.f.get()`, `self.f.set(v)`, `self.f.update(fn)`, `self.f.checkpoint()` on a `@persistent` field."""
         name = self.agent.name
         if method == "set":
             arg = self.expr(node.args[0])
             return lambda frame: frame[0].runtime.effects.persistent(frame[0], name, field, "set", arg(frame))
+        if method == "update":
+            return self.persistent_update(name, field, self.expr(node.args[0]), node.span)
         return lambda frame: frame[0].runtime.effects.persistent(frame[0], name, field, method)
+
+    def persistent_update(self, name: str, field: str, fn: Code, span: tuple) -> Code:
+        """`self.f.update(fn)`: the store applies `fn` to the stored value in one transaction (SPEC §4.8); an
+        error raised by `fn` leaves the value unchanged and is reported here unless it knows its own site."""
+        file = self.file
+
+        def update(frame: list) -> Any:
+            f = fn(frame)
+            try:
+                return frame[0].runtime.effects.persistent(frame[0], name, field, "update", f)
+            except SageRaise as exc:
+                raise located(exc, file, span, frame[0])
+            except RecursionError:
+                raise raise_at("Runtime", "call depth exceeded", "E205", file, span)
+        return update
 
