@@ -128,3 +128,26 @@ def test_a_restarted_child_failure_is_not_reported_again(tmp_path: Path) -> None
         """
     result = sage("run", "main.sg", cwd=write(tmp_path, {"main.sg": source}))
     assert (result.returncode, result.stdout, result.stderr) == (0, "try 2\n", "")
+
+
+def test_an_agent_sleeping_the_longest_int_is_still_asleep_at_exit(tmp_path: Path) -> None:
+    """Found by the fuzz run: `sleep_ms(9223372036854775807)` was an internal OverflowError (past threading's
+    longest wait); it sleeps, and the program ends without it."""
+    source = """\
+        agent Sleeper {
+            on start {
+                sleep_ms(9223372036854775807);
+            }
+        }
+        agent Main {
+            on start {
+                let h = summon Sleeper {};
+                try await h timeout(50) catch(e) { print("{e}"); };
+                print("main done");
+            }
+        }
+        run Main;
+        """
+    result = sage("run", "main.sg", cwd=write(tmp_path, {"main.sg": source}))
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == "Timeout: await timed out after 50 ms\nmain done\n"
