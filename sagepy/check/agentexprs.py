@@ -1,4 +1,4 @@
-"""Agents, messages, LLM calls and `retry` in expressions (SPEC §3.4, §3.5, §4.10).
+"""Agents, messages and `retry` in expressions (SPEC §3.4, §3.5); `divine` is in tooluse.py.
 
 Fallible operations (`await`, `send`, `divine`/`infer`, `retry`, tool calls, `fails` calls, fallible builtins)
 must lie under a `try` operand, in the left operand of a `catch`, or in the argument of `assert_fails`: that is
@@ -143,13 +143,6 @@ class AgentExpressions:
     def e_TraceExpr(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
         self.expr(node.value, cx, lc)
         return T.UNIT
-
-    def e_DivineExpr(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
-        word = "infer" if node.infer else "divine"
-        self.require_covered(f"call `{word}`", node.span, cx, f"{word}(…)")
-        self.expect(node.prompt, T.STRING, cx, lc)
-        node.target = T.STRING if node.type is None else self.resolve_type(node.type, cx.scope, cx.tparams)
-        return node.target
 
     def e_RetryExpr(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
         self.require_covered("operation `retry`", node.span, cx, "retry(…) { … }")

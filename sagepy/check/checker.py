@@ -3,7 +3,8 @@ tracks fallibility and reports every error it finds (it never stops at the first
 
 The work is split by concern into mixins, each in its own module: `env.Namespaces` (modules, `use`, types),
 `names.Names` (values and variants), `exprs.Expressions`, `agentexprs.AgentExpressions`, `calls.Calls`,
-`intrinsics.Intrinsics`, `stmts.Statements`, `patterns.Patterns` and `items.Items`. `Checker` holds the shared
+`intrinsics.Intrinsics`, `tooluse.ToolUse` (`divine` and its tools), `stmts.Statements`, `patterns.Patterns` and
+`items.Items`. `Checker` holds the shared
 state: the prelude, the module scopes, the agents, and the diagnostics.
 
 Checking is linear in the size of the program: every body is visited once (agents possibly earlier than their
@@ -25,9 +26,11 @@ from .patterns import Patterns
 from .prelude import load_prelude
 from .stmts import Statements
 from .symbols import AgentInfo
+from .tooluse import ToolUse
 
 
-class Checker(Namespaces, Names, Expressions, AgentExpressions, Calls, Intrinsics, Statements, Patterns, Items):
+class Checker(Namespaces, Names, Expressions, AgentExpressions, Calls, Intrinsics, ToolUse, Statements, Patterns,
+              Items):
     def __init__(self, program: Any, configured_tools: Collection[str], test_file: bool) -> None:
         self.program = program
         self.test_file = test_file

@@ -260,7 +260,8 @@ class Namespaces:
                 seen.add(p.name)
                 params.append((p.name, self.resolve_type(p.type, scope)))
             fns[fn.name] = FnSig(fn.name, [], params, self.resolve_type(fn.ret, scope), True, fn.span)
-        return ToolInfo(decl.name, fns, False, {fn.name: remote_name(fn) for fn in decl.fns})
+        return ToolInfo(decl.name, fns, False, {fn.name: remote_name(fn) for fn in decl.fns},
+                        {fn.name: fn.doc for fn in decl.fns if fn.doc})
 
     def fill_agent(self, agent: AgentInfo, scope: ModuleScope) -> None:
         decl = agent.decl

@@ -63,7 +63,8 @@ def _read_stdlib() -> Prelude:
             for fn in item.fns:
                 params = [(p.name, _type(p.type, prelude, ())) for p in fn.params]
                 fns[fn.name] = FnSig(fn.name, [], params, _type(fn.ret, prelude, ()), True, None)
-            prelude.tools[item.name] = ToolInfo(item.name, fns, True, {fn.name: remote_name(fn) for fn in item.fns})
+            prelude.tools[item.name] = ToolInfo(item.name, fns, True, {fn.name: remote_name(fn) for fn in item.fns},
+                                                {fn.name: fn.doc for fn in item.fns if fn.doc})
     return prelude
 
 

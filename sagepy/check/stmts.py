@@ -210,6 +210,9 @@ class Statements:
             if not (is_open(t) or prim_named(t, "String")):
                 self.error("E058", f"the message of a failure mock must be a String, found {show(t)}",
                            value.expr.span, cx.file)
+        elif isinstance(value, A.MockCalls):
+            if cx.kind == "test":   # elsewhere E050/E056 says it all; its calls would only add E038s
+                self.mock_calls(value, cx, lc)
         elif not (node.kind == "elicit" and isinstance(value, A.Name) and value.name in ("decline", "cancel")):
             self.expr(value, cx, lc)
         return False

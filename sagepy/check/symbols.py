@@ -46,16 +46,19 @@ class FnSig:
 
 
 class ToolInfo:
-    """A tool block (or built-in tool): its functions by Sage name, and the name each has on the server (its
-    `#[mcp_name]`, else its Sage name)."""
+    """A tool block (or built-in tool): its functions by Sage name, the name each has on the server (its
+    `#[mcp_name]`, else its Sage name) and the `///` doc comment of each function that has one (what the model
+    is shown, SPEC §4.12)."""
 
-    __slots__ = ("name", "fns", "builtin", "remotes")
+    __slots__ = ("name", "fns", "builtin", "remotes", "docs")
 
-    def __init__(self, name: str, fns: dict[str, FnSig], builtin: bool, remotes: dict[str, str]) -> None:
+    def __init__(self, name: str, fns: dict[str, FnSig], builtin: bool, remotes: dict[str, str],
+                 docs: dict[str, str] | None = None) -> None:
         self.name = name
         self.fns = fns
         self.builtin = builtin
         self.remotes = remotes
+        self.docs = docs or {}
 
 
 def remote_name(fn: Any) -> str:
@@ -66,7 +69,7 @@ def remote_name(fn: Any) -> str:
 class ToolRef:
     """What a checked tool call `T.f(…)` resolves to (the annotation `Call.ref`)."""
 
-    __slots__ = ("tool", "fn", "remote", "params", "ret", "builtin")
+    __slots__ = ("tool", "fn", "remote", "params", "param_types", "ret", "builtin", "doc")
 
     def __init__(self, tool: ToolInfo, fn: str) -> None:
         sig = tool.fns[fn]
@@ -74,8 +77,10 @@ class ToolRef:
         self.fn = fn
         self.remote = tool.remotes.get(fn, fn)
         self.params = [name for name, _ in sig.params]
+        self.param_types = [t for _, t in sig.params]
         self.ret = sig.ret
         self.builtin = tool.builtin
+        self.doc = tool.docs.get(fn)
 
 
 class FieldInfo:

@@ -47,6 +47,12 @@ class Effects:
         return self.perform(Step(LLM, "infer" if infer else "divine", [prompt], target, "read_only", ctx,
                                  overrides))
 
+    def divine_with_tools(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None,
+                          offered: list, max_steps: int | None) -> Any:
+        """`divine(p, tools: [...])`: the model's turns and the calls it asks for, each one step (§4.12)."""
+        from .model_tools import divine_with_tools
+        return divine_with_tools(self, ctx, prompt, target, infer, overrides, offered, max_steps)
+
     def sample(self, server: str, messages: list, system: str | None, max_tokens: int | None) -> str:
         """An MCP server's sampling request (SPEC §8), answered like `divine`."""
         from ..runtime.agents import current_context
@@ -55,10 +61,15 @@ class Effects:
 
     # ---------------------------------------------------------------- tools
     def tool_call(self, ctx: Any, info: ToolCallInfo, args: list) -> Any:
+        return self.perform(self.tool_step(ctx, info, args))
+
+    def tool_step(self, ctx: Any, info: ToolCallInfo, args: list) -> Step:
+        """The step of a call of `info` with Sage values `args` (performed by `tool_call`, or by the model's
+        tool loop)."""
         if info.builtin:   # every parameter of a built-in tool is a String: already wire data
-            return self.perform(Step(TOOL, info.label, args, info.ret, self.world.tool_safety(info), ctx, info))
-        return self.perform(Step(TOOL, info.label, (_wire or _load_wire()).tool_arguments(info, args), info.ret,
-                                 None, ctx, info, self._tool_safety))
+            return Step(TOOL, info.label, args, info.ret, self.world.tool_safety(info), ctx, info)
+        return Step(TOOL, info.label, (_wire or _load_wire()).tool_arguments(info, args), info.ret, None, ctx, info,
+                    self._tool_safety)
 
     def _tool_safety(self, step: Step) -> str:
         return self.world.tool_safety(step.detail)
@@ -68,8 +79,12 @@ class Effects:
         if name == "mcp_connection":   # a lookup of this run's handles, not a step
             return self._connection(args[0])
         if name == "mcp_call":
-            return self.perform(Step(MCP, name, args, T.STRING, None, ctx, None, self._dynamic_safety))
+            return self.perform(self.mcp_call_step(ctx, args))
         return self.perform(Step(MCP, name, args, None, _MCP_SAFETY[name], ctx))
+
+    def mcp_call_step(self, ctx: Any, args: list, caller: ToolCallInfo | None = None) -> Step:
+        """The step of `mcp_call(handle, tool, args_json)`; `caller` describes a call the model asked for."""
+        return Step(MCP, "mcp_call", args, T.STRING, None, ctx, caller, self._dynamic_safety)
 
     def _dynamic_safety(self, step: Step) -> str:
         return self.world.dynamic_safety(step.arguments[0], step.arguments[1])

@@ -7,7 +7,8 @@ from typing import Any
 from .. import types as T
 from ..runtime.errors import SageRaise, TestAbort
 from ..runtime.values import UNIT, ErrorValue
-from ..testing.mocks import EMPTY, Failure, convert_mock
+from ..llm.tool_loop import ModelTurn, final_answer, scripted_answer
+from ..testing.mocks import EMPTY, Failure, ScriptedCalls, convert_mock
 from .chain import Perform
 from .step import LLM, MCP, TOOL, Step
 from .wire import tool_records
@@ -47,7 +48,14 @@ class MockLayer:
             raise SageRaise(ErrorValue("Llm", f"no mock left for {name} (E054)", "E054"))
         if isinstance(mock, Failure):
             raise SageRaise(ErrorValue("Llm", mock.message))
-        return convert_mock(name, mock, step.ret)
+        turn = step.detail if type(step.detail) is ModelTurn else None   # a turn of `divine(p, tools: [...])`
+        if isinstance(mock, ScriptedCalls):
+            if turn is None:
+                raise TestAbort(f"mock for {name}: tool calls mocked for a {name} that offers no tools")
+            return scripted_answer(mock.calls, turn.offer, turn.turn)
+        if turn is None:
+            return convert_mock(name, mock, step.ret)
+        return final_answer(convert_mock(name, mock, turn.target))
 
     def _tool(self, step: Step, next: Perform) -> Any:
         info = step.detail

@@ -71,6 +71,11 @@ class RealLayer:
         if step.target == "sampling":
             a = step.arguments
             return client.chat(a["messages"], system=a["system"], max_tokens=a["max_tokens"], server=a["server"])
+        from ..llm.tool_loop import ModelTurn
+        turn = step.detail
+        if type(turn) is ModelTurn:   # a turn of `divine(p, tools: [...])`
+            return client.turn(step.arguments["messages"], turn.offer.definitions, turn.target, step=turn.turn,
+                               **(turn.overrides or {}))
         return client.divine(step.arguments[0], step.ret, infer=step.target == "infer", **(step.detail or {}))
 
     def _tool(self, step: Step) -> Any:

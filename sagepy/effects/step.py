@@ -17,11 +17,13 @@ KINDS = (LLM, TOOL, MCP, IO, RECEIVE, STATE, AWAIT)
 
 
 class ToolCallInfo:
-    """What a compiled `T.f(…)` call site knows about its target."""
+    """What a compiled `T.f(…)` call site knows about its target. `source` is `"model"` for the calls a
+    model asks for in `divine(p, tools: [...])` (SPEC §4.12), which are traced as such."""
 
-    __slots__ = ("tool", "fn", "remote", "params", "ret", "builtin", "label")
+    __slots__ = ("tool", "fn", "remote", "params", "ret", "builtin", "label", "source")
 
-    def __init__(self, tool: str, fn: str, remote: str, params: list[str], ret: T.Type, builtin: bool) -> None:
+    def __init__(self, tool: str, fn: str, remote: str, params: list[str], ret: T.Type, builtin: bool,
+                 source: str | None = None) -> None:
         self.tool = tool
         self.fn = fn
         self.remote = remote
@@ -29,6 +31,7 @@ class ToolCallInfo:
         self.ret = ret
         self.builtin = builtin
         self.label = f"{tool}.{fn}"
+        self.source = source
 
 
 class Step:

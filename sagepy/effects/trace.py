@@ -13,7 +13,7 @@ from typing import Any
 
 from ..runtime.errors import SageRaise
 from .chain import Perform
-from .step import TOOL, Step
+from .step import MCP, TOOL, Step
 
 
 class Tracer:
@@ -53,30 +53,32 @@ class Tracer:
 
 
 class TraceLayer:
-    """`tool.call` before and `tool.result` after each tool step; other steps pass untouched. In the chain
-    only when tracing is on. Mocks sit above this layer, so every step traced here is performed (or
-    replayed) below: `mocked` is false."""
+    """`tool.call` before and `tool.result` after each tool step, and each dynamic call a model asked for
+    (with `"source": "model"`, SPEC §4.12); other steps pass untouched. In the chain only when tracing is on.
+    Mocks sit above this layer, so every step traced here is performed (or replayed) below: `mocked` is
+    false."""
 
     def __init__(self, tracer: Tracer) -> None:
         self.tracer = tracer
 
     def perform(self, step: Step, next: Perform) -> Any:
-        if step.kind != TOOL:
+        if step.kind != TOOL and (step.kind != MCP or step.detail is None):
             return next(step)
         info = step.detail
         ctx = step.agent
+        source = {} if info.source is None else {"source": info.source}
         self.tracer.emit(ctx, "tool.call", {"tool": info.tool, "fn": info.fn,
                                             **({} if info.builtin else {"remote": info.remote}),
-                                            "safety": step.safety})
+                                            "safety": step.safety, **source})
         started = time.monotonic()
         try:
             value = next(step)
         except SageRaise as exc:
             self.tracer.emit(ctx, "tool.result", {"tool": info.tool, "fn": info.fn, "ok": False,
                                                   "duration_ms": int((time.monotonic() - started) * 1000),
-                                                  "error": exc.error.display(), "mocked": False})
+                                                  "error": exc.error.display(), "mocked": False, **source})
             raise
         self.tracer.emit(ctx, "tool.result", {"tool": info.tool, "fn": info.fn, "ok": True,
                                               "duration_ms": int((time.monotonic() - started) * 1000),
-                                              "mocked": False})
+                                              "mocked": False, **source})
         return value

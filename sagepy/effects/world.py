@@ -22,6 +22,7 @@ class World:
         self._llm: Any = None
         self._mcp: Any = None
         self._safety: dict[str, str] = {}   # `T.f` of a typed MCP tool -> its class, once its server is listed
+        self._descriptions: dict[str, dict[str, str]] = {}   # server key -> remote tool -> its description
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- LLM
@@ -29,7 +30,9 @@ class World:
         with self._lock:
             if self._llm is None:
                 from ..llm import LlmClient
-                self._llm = LlmClient(self.settings.llm, trace=lambda kind, data: self.tracer.emit(None, kind, data))
+                tracer = self.tracer   # tracing is decided once per run: without it the client traces nothing
+                self._llm = LlmClient(self.settings.llm, trace=(lambda kind, data: tracer.emit(None, kind, data))
+                                      if tracer.on else None)
             return self._llm
 
     # ---------------------------------------------------------------- MCP
@@ -50,8 +53,9 @@ class World:
             return self._mcp
 
     def _mcp_event(self, kind: str, data: dict) -> None:
-        if kind == "mcp.tools_changed":   # annotations may have changed with the listing
+        if kind == "mcp.tools_changed":   # annotations and descriptions may have changed with the listing
             self._safety.clear()
+            self._descriptions.clear()
         self.tracer.emit(None, kind, data)
 
     def server_key(self, tool: str) -> str:
@@ -83,6 +87,21 @@ class World:
         if manager.listed(server):   # a failed connect is not remembered: the next call tries again
             self._safety[info.label] = safety
         return safety
+
+    def remote_description(self, tool: str, remote: str) -> str | None:
+        """The server's description of a typed tool function (SPEC §4.12), from its tool listing, fetched
+        once per connection; None when the server has none or cannot be listed (the call will say why)."""
+        server = self.server_key(tool)
+        known = self._descriptions.get(server)
+        if known is None:
+            from ..mcp.failures import McpFailure
+            try:
+                tools = self.mcp().describe(server)["tools"]
+            except (McpFailure, KeyError):
+                return None
+            known = self._descriptions[server] = {t["name"]: t["description"] for t in tools
+                                                  if isinstance(t.get("description"), str)}
+        return known.get(remote) or None
 
     def dynamic_safety(self, handle: str, tool: str) -> str:
         """The class of a tool of a dynamic connection: as listed; `destructive` when unknown."""

@@ -316,12 +316,70 @@ test "tool down" {
 }
 """),
     ErrorCode("E064", "invalid `divine` options",
-              """Options of `divine` for model tool use (`tools:`, `max_steps:`). Model tool use is not built
-              yet: sagepy does not report this code in this version."""),
+              """`divine(p, tools: [...], max_steps: n)` lets the model call tools. The only options are `tools`
+              (a list written out, not empty) and `max_steps` (which needs `tools`); each may be given once.
+              A `tools` entry is a tool `T`, a tool function `T.f` or a `String` handle from `mcp_connect`;
+              no function may be offered twice (`T` already offers every function of `T`).""",
+              wrong="""\
+agent Librarian {
+    use Fs
+
+    on start {
+        let notes = try divine("Summarise the notes", tools: [Fs, Fs.read]);
+        print(notes);
+    }
+}
+""",
+              fixed="""\
+agent Librarian {
+    use Fs
+
+    on start {
+        let notes = try divine("Summarise the notes", tools: [Fs.list, Fs.read], max_steps: 5);
+        print(notes);
+    }
+}
+"""),
     ErrorCode("E065", "a function offered to the model has no JSON form",
-              """A tool function offered to the model through `divine(…, tools: […])` whose parameter or
-              return type cannot be converted to JSON. Model tool use is not built yet: sagepy does not report
-              this code in this version."""),
+              """The model calls tools with JSON arguments and reads JSON results, so every parameter and the
+              return type of a function offered through `tools:` must have a JSON form: no `Fn` and no agent
+              handle anywhere inside. Offer the other functions of the tool one by one.""",
+              wrong="""\
+tool Jobs {
+    fn schedule(name: String, job: Fn(Int) -> Int) -> String
+    fn status(name: String) -> String
+}
+
+agent Operator {
+    use Jobs
+
+    on start {
+        print(try divine("Is the nightly job done?", tools: [Jobs]));
+    }
+}
+
+// file: grove.toml
+[tools.Jobs]
+command = "jobs-server"
+""",
+              fixed="""\
+tool Jobs {
+    fn schedule(name: String, job: Fn(Int) -> Int) -> String
+    fn status(name: String) -> String
+}
+
+agent Operator {
+    use Jobs
+
+    on start {
+        print(try divine("Is the nightly job done?", tools: [Jobs.status]));
+    }
+}
+
+// file: grove.toml
+[tools.Jobs]
+command = "jobs-server"
+"""),
     ErrorCode("E085", "invalid `#[mcp_name]`",
               """The remote name given by `#[mcp_name]` must be 1 to 128 characters of `A-Z a-z 0-9 _ . -`,
               and two functions of one tool block may not map to the same remote name.""",

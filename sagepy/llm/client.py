@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable
 
 from .. import types as T
-from ..convert import ConversionError, compact_json, from_json, json_schema
+from ..convert import ConversionError, compact_json, from_json, json_schema, to_json
 from ..runtime.errors import SageRaise
 from ..runtime.values import ErrorValue
 from .config import ECHO_MODEL, LlmConfig
@@ -53,7 +53,7 @@ def _typed_instructions(schema: dict) -> str:
             "explanations, comments or code fences.\n\nJSON Schema:\n" + compact_json(schema))
 
 
-def _retry_instructions(error: str) -> str:
+def retry_instructions(error: str) -> str:
     return (f"Your previous reply could not be used: {error}\nReply again with only the JSON value, "
             "matching the JSON Schema.")
 
@@ -95,6 +95,26 @@ def _content(data: Any) -> str:
         content = data["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
         return ""
+    return _text_of(content)
+
+
+def _message(data: Any) -> dict:
+    """`choices[0].message` of a turn with tools: the content as text (None when absent) and the tool calls
+    as the server sent them."""
+    try:
+        message = data["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        message = None
+    if not isinstance(message, dict):
+        return {"role": "assistant", "content": ""}
+    answer: dict[str, Any] = {"role": "assistant",
+                              "content": None if message.get("content") is None else _text_of(message["content"])}
+    if message.get("tool_calls"):
+        answer["tool_calls"] = message["tool_calls"]
+    return answer
+
+
+def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -137,6 +157,33 @@ class LlmClient:
 
         return self._traced({"model": model, "prompt_chars": len(prompt), "typed": typed}, answer)
 
+    def turn(self, messages: list[dict], tools: Callable[[], list[dict]], target: T.Type, *, step: int,
+             model: str | None = None, temperature: float | None = None, max_tokens: int | None = None) -> dict:
+        """One model turn of `divine(p, tools: [...])` (SPEC §4.12): one request carrying the conversation,
+        the tools (`tools()`, called only when the request goes out) and `"tool_choice": "auto"`, and for a
+        typed `divine` its `response_format`. Returns the answer (`choices[0].message`). The `echo` model and
+        the `mock` key never call tools: they answer as a plain `divine` would."""
+        model = model or self.config.model
+        typed = target != T.STRING
+
+        def answer(tally: _Tally) -> tuple[dict, int, bool]:
+            offline = self._offline(model)
+            if offline is not None:
+                value = offline(_first_user_text(messages), target)
+                text = value if isinstance(value, str) else compact_json(to_json(value))
+                return {"role": "assistant", "content": text}, len(text), True
+            self._check_ready(model)
+            body = self._body(model, messages, temperature, max_tokens)
+            body["tools"] = tools()
+            body["tool_choice"] = "auto"
+            reply = _message(self._request(body, _response_format(target)[1] if typed else None, tally))
+            return reply, len(reply["content"] or ""), False
+
+        # the conversation grows with each turn: measured only for a trace that shows it
+        chars = sum(len(m["content"]) for m in messages if isinstance(m.get("content"), str)) if self._trace else 0
+        return self._traced({"model": model, "prompt_chars": chars, "typed": typed, "step": step}, answer,
+                            lambda reply: {"step": step, "tool_calls": len(reply.get("tool_calls") or ())})
+
     def chat(self, messages: list[dict], *, system: str | None = None, max_tokens: int | None = None,
              server: str | None = None) -> str:
         """Answer an MCP server's sampling request: its messages (OpenAI chat form) and system prompt, sent
@@ -165,9 +212,10 @@ class LlmClient:
         self._transport.close()
 
     # ---------------------------------------------------------------- steps
-    def _traced(self, request: dict, answer: Callable[[_Tally], tuple[Any, int, bool]]) -> Any:
-        """Run `answer` (returning value, reply length, mocked) between `llm.request` and `llm.response`,
-        or `llm.error` when it raises."""
+    def _traced(self, request: dict, answer: Callable[[_Tally], tuple[Any, int, bool]],
+                more: Callable[[Any], dict] | None = None) -> Any:
+        """Run `answer` (returning value, reply length, mocked) between `llm.request` and `llm.response`
+        (with `more(value)` added), or `llm.error` when it raises."""
         self._emit("llm.request", request)
         tally = _Tally()
         try:
@@ -175,7 +223,10 @@ class LlmClient:
         except SageRaise as exc:
             self._emit("llm.error", {"error": exc.error.display()})
             raise
-        self._emit("llm.response", tally.event(chars, mocked))
+        event = tally.event(chars, mocked)
+        if more is not None:
+            event.update(more(value))
+        self._emit("llm.response", event)
         return value
 
     def _offline(self, model: str) -> Callable[[str, T.Type], Any] | None:
@@ -213,12 +264,7 @@ class LlmClient:
 
     def _typed(self, body: dict, target: T.Type, tally: _Tally) -> tuple[Any, str]:
         """(value, last raw reply) for a typed call, asking again after each unusable reply."""
-        try:
-            schema = json_schema(target)
-        except ConversionError as exc:
-            raise _llm_error(f"cannot ask for a value of type {T.type_name(target)}: {exc}") from None
-        response_format = {"type": "json_schema",
-                           "json_schema": {"name": schema_name(target), "schema": schema, "strict": False}}
+        schema, response_format = _response_format(target)
         messages = [{"role": "system", "content": _typed_instructions(schema)}] + body["messages"]
         attempts = max(1, self.config.infer_retries)
         reply = ""
@@ -230,13 +276,18 @@ class LlmClient:
             except (ValueError, ConversionError) as exc:
                 error = str(exc)
             messages = messages + [{"role": "assistant", "content": reply},
-                                   {"role": "user", "content": _retry_instructions(error)}]
+                                   {"role": "user", "content": retry_instructions(error)}]
         last = self._transport.redact(reply)[:REPLY_LIMIT]
         raise _llm_error(f"failed to parse structured response after {attempts} attempts: {error}; "
                          f"last reply: {last}")
 
     def _complete(self, body: dict, response_format: dict | None, tally: _Tally) -> str:
         """Send one request (with the transport's retries) and return the reply text."""
+        return _content(self._request(body, response_format, tally))
+
+    def _request(self, body: dict, response_format: dict | None, tally: _Tally) -> Any:
+        """Send one request (with the transport's retries, and once more without `response_format` when the
+        server refuses it) and return the decoded answer."""
         endpoint = self._transport.endpoint
         with _WITHOUT_FORMAT_LOCK:
             with_format = response_format is not None and endpoint not in _WITHOUT_FORMAT
@@ -254,7 +305,7 @@ class LlmClient:
                 answer = self._post(body, tally)
             except TransportError as retry_exc:
                 raise _llm_error(retry_exc.message) from None
-        return _content(answer.data)
+        return answer.data
 
     def _post(self, body: dict, tally: _Tally) -> Any:
         try:
@@ -269,6 +320,32 @@ class LlmClient:
     def _emit(self, kind: str, data: dict) -> None:
         if self._trace is not None:
             self._trace(kind, data)
+
+
+def opening_messages(prompt: str, target: T.Type) -> list[dict]:
+    """The first messages of a conversation with tools: the prompt, after the JSON instructions of a typed
+    `divine` (§4.10)."""
+    user = {"role": "user", "content": prompt}
+    if target == T.STRING:
+        return [user]
+    schema, _ = _response_format(target)
+    return [{"role": "system", "content": _typed_instructions(schema)}, user]
+
+
+def _response_format(target: T.Type) -> tuple[dict, dict]:
+    """The JSON Schema of a typed `divine`'s target and the `response_format` that asks for it (§4.10)."""
+    try:
+        schema = json_schema(target)
+    except ConversionError as exc:
+        raise _llm_error(f"cannot ask for a value of type {T.type_name(target)}: {exc}") from None
+    return schema, {"type": "json_schema",
+                    "json_schema": {"name": schema_name(target), "schema": schema, "strict": False}}
+
+
+def _first_user_text(messages: list[dict]) -> str:
+    """The prompt of a conversation: its first user message."""
+    return next((m["content"] for m in messages
+                 if m.get("role") == "user" and isinstance(m.get("content"), str)), "")
 
 
 def _last_user_text(messages: list[dict]) -> str:

@@ -22,6 +22,8 @@ FALLBACK_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_TIMEOUT_MS = 120_000
 DEFAULT_RETRIES = 2
 DEFAULT_INFER_RETRIES = 3
+DEFAULT_MAX_TOOL_STEPS = 10
+DEFAULT_MAX_TOOL_RESULT_CHARS = 20_000
 
 ECHO_MODEL = "echo"
 MOCK_KEY = "mock"
@@ -74,6 +76,9 @@ _SETTINGS: list[tuple[str, str, str, Callable[[Any, str], Any], Any]] = [
     ("timeout_ms", "SAGE_LLM_TIMEOUT_MS", "timeout_ms", _integer(1), DEFAULT_TIMEOUT_MS),
     ("retries", "SAGE_LLM_RETRIES", "retries", _integer(0), DEFAULT_RETRIES),
     ("infer_retries", "SAGE_INFER_RETRIES", "infer_retries", _integer(1), DEFAULT_INFER_RETRIES),
+    ("max_tool_steps", "SAGE_MAX_TOOL_STEPS", "max_tool_steps", _integer(1), DEFAULT_MAX_TOOL_STEPS),
+    ("max_tool_result_chars", "SAGE_MAX_TOOL_RESULT_CHARS", "max_tool_result_chars", _integer(1),
+     DEFAULT_MAX_TOOL_RESULT_CHARS),
 ]
 
 
@@ -83,12 +88,13 @@ class LlmConfig:
     (or would have been), which a refused key's error message points to."""
 
     __slots__ = ("url", "model", "api_key", "temperature", "max_tokens", "timeout_ms", "retries",
-                 "infer_retries", "configured", "error", "key_env")
+                 "infer_retries", "max_tool_steps", "max_tool_result_chars", "configured", "error", "key_env")
 
     def __init__(self, url: str = DEFAULT_URL, model: str = DEFAULT_MODEL, api_key: str | None = None,
                  temperature: float | None = None, max_tokens: int | None = None,
                  timeout_ms: int = DEFAULT_TIMEOUT_MS, retries: int = DEFAULT_RETRIES,
-                 infer_retries: int = DEFAULT_INFER_RETRIES, configured: bool = False,
+                 infer_retries: int = DEFAULT_INFER_RETRIES, max_tool_steps: int = DEFAULT_MAX_TOOL_STEPS,
+                 max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS, configured: bool = False,
                  error: str | None = None, key_env: str = DEFAULT_KEY_ENV) -> None:
         self.url = url
         self.model = model
@@ -98,6 +104,8 @@ class LlmConfig:
         self.timeout_ms = timeout_ms
         self.retries = retries
         self.infer_retries = infer_retries
+        self.max_tool_steps = max_tool_steps
+        self.max_tool_result_chars = max_tool_result_chars
         self.configured = configured
         self.error = error
         self.key_env = key_env
@@ -108,7 +116,8 @@ class LlmConfig:
         return (f"LlmConfig(url={self.url!r}, model={self.model!r}, api_key=<{key}>, "
                 f"temperature={self.temperature!r}, max_tokens={self.max_tokens!r}, "
                 f"timeout_ms={self.timeout_ms!r}, retries={self.retries!r}, "
-                f"infer_retries={self.infer_retries!r}, configured={self.configured!r})")
+                f"infer_retries={self.infer_retries!r}, max_tool_steps={self.max_tool_steps!r}, "
+                f"max_tool_result_chars={self.max_tool_result_chars!r}, configured={self.configured!r})")
 
     @property
     def mock(self) -> bool:

@@ -12,6 +12,7 @@ is an object becomes a record with a `result` field (§8.4 unwraps `result` only
 """
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from typing import Any
@@ -218,10 +219,10 @@ def generate(tools: list[dict], *, block_name: str, server_name: str, server_ver
             t = gen.type_of(props[prop], defs, stem + pascal_case(prop), notes, prop, output=False)
             params.append(f"{prop}: {t}" if prop in required else f"{prop}: Option<{t}>")
         ret = _return_type(gen, tool.get("outputSchema"), stem, notes)
-        description = (tool.get("description") or "").strip().split("\n")[0].strip()
         safety = tool.get("safety", "destructive")
-        lines = [f"    // {description} [{safety}]" if description else f"    // [{safety}]"]
+        lines = [f"    // [{safety}]"]
         lines.extend(f"    // {note}" for note in notes)
+        lines.extend(doc_comment(tool.get("description"), "    "))
         if fn_name != remote:
             lines.append(f'    #[mcp_name = "{remote}"]')
         lines.append(f"    fn {fn_name}({', '.join(params)}) -> {ret}")
@@ -232,6 +233,15 @@ def generate(tools: list[dict], *, block_name: str, server_name: str, server_ver
     body = [d for d in gen.decls if d]
     out = header + body + ([""] if body else []) + [f"pub tool {block_name} {{", "\n\n".join(fns), "}", ""]
     return "\n".join(out)
+
+
+def doc_comment(description: Any, indent: str) -> list[str]:
+    """The server's description as `///` lines: the doc comment a tool function shows the model (SPEC §1.1,
+    §4.12), so the model sees what the server says, and the reader too."""
+    if not isinstance(description, str) or not description.strip():
+        return []
+    lines = [line.rstrip() for line in inspect.cleandoc(description).splitlines()]
+    return [f"{indent}/// {line}" if line else f"{indent}///" for line in lines]
 
 
 def _return_type(gen: _Generator, output: Any, stem: str, notes: list[str]) -> str:

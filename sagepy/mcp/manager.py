@@ -350,6 +350,10 @@ class McpManager:
             raise dynamic_error(f"mcp_list_tools failed: {failure.display()}") from None
         return {"name": conn.server_name, "version": conn.server_version}
 
+    def handle_label(self, handle: str) -> str:
+        """The name of a dynamic connection: its config's `name`, else `mcp:<n>`."""
+        return self._slot(handle).label
+
     def connection(self, handle: str) -> int | None:
         """n of an open connection `mcp:<n>`, else None."""
         n = handle_id(handle)

@@ -11,8 +11,10 @@ from typing import Any
 
 from ..secrecy import mask_urls, open_private_log, private_directory
 
-# Logger names of the SDK and the libraries under it whose records belong in sdk.log.
-_SDK_LOGGERS = ("mcp", "mcp_types", "httpx2", "httpcore2")
+# Logger names of the SDK and the libraries under it whose records belong in sdk.log; sagepy's own httpx (LLM
+# client, Http tool) too: an in-process server's SDK sets up root logging at INFO, which would otherwise print
+# a line per model request to the terminal.
+_SDK_LOGGERS = ("mcp", "mcp_types", "httpx2", "httpcore2", "httpx", "httpcore")
 _log_handler: logging.Handler | None = None
 _lock = threading.Lock()
 

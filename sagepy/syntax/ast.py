@@ -3,7 +3,8 @@
 Plain classes with `__slots__`, generated once from a compact table: a `@dataclass` per node would cost about a
 millisecond of import time each. Every node has `span = (line, col, end_line, end_col)` (1-based, columns in
 code points). The checker fills the annotation slots (the second column of `_TABLE`); the parser leaves them
-None. Nodes pickle (the AST cache of SPEC §0.1 stores them). The AST holds no runtime value: `()` is
+None, except `doc` (the `///` doc comment of an item or tool function, SPEC §1.1), which the parser sets after
+building the tree. Nodes pickle (the AST cache of SPEC §0.1 stores them). The AST holds no runtime value: `()` is
 `Literal(UNIT)` with this module's `UNIT` marker.
 """
 from __future__ import annotations
@@ -51,22 +52,22 @@ _TABLE: dict[str, tuple[str, str]] = {
     "Module": ("path items source", "name parent children namespace sibling"),
     "ModDecl": ("name pub", "module"),
     "UseDecl": ("path kind alias names pub", ""),        # kind: "leaf" | "group" | "glob"; names: [(name, alias)]
-    "RecordDecl": ("name tparams fields pub", ""),   # fields: [Field]
+    "RecordDecl": ("name tparams fields pub", "doc"),   # fields: [Field]
     "FieldDecl": ("name type", ""),
-    "EnumDecl": ("name tparams variants pub", ""),   # variants: [VariantDecl]
+    "EnumDecl": ("name tparams variants pub", "doc"),   # variants: [VariantDecl]
     "VariantDecl": ("name type", ""),
-    "ConstDecl": ("name type value pub", "nslots"),
-    "FnDecl": ("name tparams params ret fails body extern pub", "nslots info"),
+    "ConstDecl": ("name type value pub", "nslots doc"),
+    "FnDecl": ("name tparams params ret fails body extern pub", "nslots info doc"),
     "Param": ("name type", ""),
-    "ToolDecl": ("name fns pub", ""),
-    "ToolFn": ("name params ret attrs", ""),             # attrs: [Attribute]
+    "ToolDecl": ("name fns pub", "doc"),
+    "ToolFn": ("name params ret attrs", "doc"),             # attrs: [Attribute]
     "Attribute": ("name value", ""),
-    "AgentDecl": ("name receives follows uses fields handlers pub", "info"),
+    "AgentDecl": ("name receives follows uses fields handlers pub", "info doc"),
     "AgentField": ("name type annotation", ""),
     "Handler": ("kind param param_type body", "nslots"),   # kind: start/waking/.../message/error
-    "SupervisorDecl": ("name strategy children pub", ""),
+    "SupervisorDecl": ("name strategy children pub", "doc"),
     "ChildSpec": ("name restart handlers fields", "nslots"),  # handlers: [(name, handler)], fields: [(name, expr)]
-    "ProtocolDecl": ("name steps pub", ""),
+    "ProtocolDecl": ("name steps pub", "doc"),
     "EffectHandlerDecl": ("name effect entries pub", ""),
     "TestDecl": ("name annotation body", "nslots"),
     "RunDecl": ("name", ""),
@@ -86,6 +87,7 @@ _TABLE: dict[str, tuple[str, str]] = {
     "SpanStmt": ("name body", ""),
     "CheckpointStmt": ("", ""),
     "MockStmt": ("kind tool fn value", ""),   # kind: divine infer tool elicit/other (tool/fn for `mock tool`)
+    "MockCalls": ("calls", ""),                # the value of `mock divine -> call T.f(…), …`: [Call]
     "ExprStmt": ("expr", ""),
     "MatchStmt": ("match", ""),
     "TargetName": ("name", "slot"),
@@ -117,7 +119,8 @@ _TABLE: dict[str, tuple[str, str]] = {
     "ArmContinue": ("", ""),
     "ArmReturn": ("value", ""),
     "RetryExpr": ("count delay kinds body", ""),
-    "DivineExpr": ("prompt type infer", "target"),
+    "DivineExpr": ("prompt type infer options", "target offered max_steps"),   # options: [DivineOption]
+    "DivineOption": ("name value", ""),
     "SummonExpr": ("agent fields", "ref"),     # fields: [(name, expr, span)]
     "SendExpr": ("target message", ""),
     "ReceiveExpr": ("", ""),

@@ -75,6 +75,20 @@ class ExpressionRules(BuilderBase):
     def mock_infer(self, meta, c):
         return A.MockStmt("infer", None, None, c[0], span=meta_span(meta))
 
+    def mock_divine_calls(self, meta, c):
+        return A.MockStmt("divine", None, None, c[0], span=meta_span(meta))
+
+    def mock_infer_calls(self, meta, c):
+        return A.MockStmt("infer", None, None, c[0], span=meta_span(meta))
+
+    def mock_calls(self, meta, c):
+        calls = [x for x in c if x is not None]
+        for call in calls:
+            if not (isinstance(call, A.Call) and isinstance(call.fn, A.FieldAccess)
+                    and isinstance(call.fn.obj, A.Name)):
+                self.ctx.error("E005", "expected a tool call `T.f(…)` after `call`", call.span)
+        return A.MockCalls(calls, span=meta_span(meta))
+
     def mock_tool(self, meta, c):
         return A.MockStmt("tool", c[0].value, c[1], c[2], span=meta_span(meta))
 
@@ -195,10 +209,16 @@ class ExpressionRules(BuilderBase):
         return [x for x in c if x is not None]
 
     def divine_expr(self, meta, c):
-        return A.DivineExpr(c[0], c[1], False, span=meta_span(meta))
+        return A.DivineExpr(c[0], c[1], False, c[2], span=meta_span(meta))
 
     def infer_expr(self, meta, c):
-        return A.DivineExpr(c[0], c[1], True, span=meta_span(meta))
+        return A.DivineExpr(c[0], c[1], True, c[2], span=meta_span(meta))
+
+    def divine_options(self, meta, c):
+        return [x for x in c if x is not None]
+
+    def divine_option(self, meta, c):
+        return A.DivineOption(c[0].value, c[1], span=meta_span(meta))
 
     def summon_expr(self, meta, c):
         return A.SummonExpr(c[0].value, c[1] or [], span=meta_span(meta))

@@ -20,6 +20,7 @@ from .item_rules import ItemRules
 from .lexical import lexical_errors
 from .nesting import NESTING_MESSAGE, first_token_too_deep
 from .describe import report_syntax_error
+from .doc_comments import attach_doc_comments
 from .recovery import dedupe, report_later_syntax_errors, scan_literals
 
 
@@ -38,6 +39,7 @@ def parse_source(text: str, path: str) -> tuple[list, list[Diagnostic]]:
         too_deep = first_token_too_deep(tree)
         if too_deep is None:
             items = builder.transform(tree)
+            attach_doc_comments(items, text)
         else:
             ctx.error("E005", NESTING_MESSAGE, too_deep)
             scan_literals(ctx, text, builder.decode_string)

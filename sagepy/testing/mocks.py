@@ -3,7 +3,7 @@
 
 Keys: "llm" (divine and infer share one queue), "T.f" for tool functions (Sage names), "mcp.connect",
 "mcp.list_tools", "mcp.server_info", "mcp.call", "mcp.disconnect", and "elicit". A mock is either a value or a
-failure (`-> fail("m")`). Values are converted to the mocked call's return type when they are taken.
+failure (`-> fail("m")`); the LLM queue also holds scripted model turns that call tools (`ScriptedCalls`). Values are converted to the mocked call's return type when they are taken.
 """
 from __future__ import annotations
 
@@ -23,6 +23,16 @@ class Failure:
 
     def __init__(self, message: str) -> None:
         self.message = message
+
+
+class ScriptedCalls:
+    """A model turn that calls tools, `mock divine -> call T.f(a), …;` (SPEC §4.12): (tool, fn, arguments
+    object) per call, the arguments keyed by parameter name as a direct call sends them."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self, calls: list[tuple[str, str, dict]]) -> None:
+        self.calls = calls
 
 
 EMPTY = object()   # what `take` returns for an empty queue

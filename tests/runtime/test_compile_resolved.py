@@ -48,6 +48,8 @@ def run_start(program, externs: dict) -> list[str]:
         agent.handlers["start"].run(inst)
     except YieldSignal:
         pass
+    finally:   # pytest's thread is shared by later tests, which must not find this agent as theirs
+        set_current_context(None)
     return out
 
 

@@ -63,7 +63,7 @@ def test_generate_check_and_run(project, capsys, monkeypatch):
     assert "from MCP server sage-suite 1.2.3 (protocol 2026-07-28)." in source
     assert "pub record MakePointResult { x: Int, y: Int }" in source
     assert "pub record PeopleResultItem { name: String, age: Int, email: Option<String> }" in source
-    assert "    // Echo the text. [read_only]\n    fn echo(text: String) -> String\n" in source
+    assert "    // [read_only]\n    /// Echo the text.\n    fn echo(text: String) -> String\n" in source
     assert "    fn slow(seconds: Float, tag: Option<String>) -> String\n" in source
     assert "    fn people(count: Int) -> List<PeopleResultItem>\n" in source
     write(project / "src" / "main.sg", '''

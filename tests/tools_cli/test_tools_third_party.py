@@ -64,11 +64,11 @@ def test_generated_declarations(generated):
     assert "from MCP server mcp-time " in time and "(protocol 2026-07-28)" in time
     assert "pub record GetCurrentTimeResult { timezone: String, datetime: String, day_of_week: String, " \
            "is_dst: Bool }" in time
-    assert "    // Get current time in a specific timezone [read_only]\n" \
+    assert "    // [read_only]\n    /// Get current time in a specific timezone\n" \
            "    fn get_current_time(timezone: String) -> GetCurrentTimeResult\n" in time
     git = generated["Git"]
     assert "    fn git_log(repo_path: String, max_count: Option<Int>, " in git
-    assert "    // Unstages all staged changes [idempotent]\n    fn git_reset(repo_path: String) -> String" in git
+    assert "    // [idempotent]\n    /// Unstages all staged changes\n    fn git_reset(repo_path: String) -> String" in git
     everything = generated["Everything"]
     assert "(protocol 2025-11-25)" in everything
     assert '    #[mcp_name = "get-sum"]\n    fn get_sum(a: Float, b: Float) -> String\n' in everything

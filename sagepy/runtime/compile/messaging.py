@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...check.symbols import ToolRef
 from ..agents import AgentInstance, MailboxClosed, YieldSignal
 from ..errors import SageRaise, raise_at
 from ..lifecycle import spawn
@@ -131,6 +132,8 @@ class Messaging:
         target = node.target
         infer = node.infer
         file, span = self.file, node.span
+        if node.offered is not None:
+            return self.divine_with_tools(node, prompt)
 
         def divine(frame: list) -> Any:
             p = prompt(frame)
@@ -139,4 +142,33 @@ class Messaging:
                 return ctx.runtime.effects.divine(ctx, p, target, infer, ctx.llm_overrides)
             except SageRaise as exc:
                 raise located(exc, file, span, frame[0])
+        return divine
+
+    def divine_with_tools(self, node: Any, prompt: Code) -> Code:
+        """`divine(p, tools: [...], max_steps: n)` (SPEC §4.12): the offered functions are fixed here; a
+        dynamic handle is evaluated with the call, like `max_steps`."""
+        from ...effects import ToolCallInfo
+        from ...llm.offer import OfferedFunction
+        offered: list = []
+        for entry in node.offered:
+            if isinstance(entry, ToolRef):
+                info = ToolCallInfo(entry.tool, entry.fn, entry.remote, entry.params, entry.ret, entry.builtin,
+                                    "model")
+                offered.append(OfferedFunction.typed(info, entry.param_types, entry.doc))
+            else:
+                offered.append(self.expr(entry))
+        steps = self.expr(node.max_steps) if node.max_steps is not None else None
+        target, infer = node.target, node.infer
+        file, span = self.file, node.span
+
+        def divine(frame: list) -> Any:
+            p = prompt(frame)
+            entries = [entry if isinstance(entry, OfferedFunction) else entry(frame) for entry in offered]
+            max_steps = steps(frame) if steps is not None else None
+            ctx = frame[0]
+            try:
+                return ctx.runtime.effects.divine_with_tools(ctx, p, target, infer, ctx.llm_overrides, entries,
+                                                             max_steps)
+            except SageRaise as exc:
+                raise located(exc, file, span, ctx)
         return divine

@@ -20,6 +20,8 @@ class TestCode:
             key = "elicit"
         else:
             key = f"{node.tool}.{node.fn}"
+        if isinstance(node.value, A.MockCalls):
+            return self.mock_calls(node.value)
         failure = isinstance(node.value, A.FailExpr)
         value_node = node.value.expr if failure else node.value
         if node.kind == "elicit" and isinstance(value_node, A.Name) and value_node.name in ("decline", "cancel"):
@@ -33,6 +35,24 @@ class TestCode:
             v = value(frame)
             mocks = frame[0].runtime.effects.mocks
             mocks.push(key, Failure(v if type(v) is str else display(v)) if failure else v)
+            return None
+        return run
+
+    def mock_calls(self, value: Any) -> Code:
+        """`mock divine -> call T.f(a), …;`: a model turn that calls tools, its arguments keyed by parameter
+        name as a direct call sends them (None left out, SPEC §5)."""
+        calls = [(call.ref.tool, call.ref.fn, call.ref.params, [self.expr(a) for a in call.args])
+                 for call in value.calls]
+
+        def run(frame: list) -> Any:
+            from ...convert import to_json
+            from ...testing.mocks import ScriptedCalls
+            scripted = []
+            for tool, fn, params, args in calls:
+                values = [a(frame) for a in args]
+                scripted.append((tool, fn, {name: to_json(v) for name, v in zip(params, values)
+                                            if not (type(v) is Variant and v.enum == "Option" and v.name == "None")}))
+            frame[0].runtime.effects.mocks.push("llm", ScriptedCalls(scripted))
             return None
         return run
 

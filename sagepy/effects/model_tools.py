@@ -1,0 +1,71 @@
+"""`divine(p, tools: [...])` on the effects path (SPEC §4.12): the tool loop of sagepy/llm/tool_loop.py, with
+each model turn one `llm` step and each call the model asks for one step built as the program's own call
+would be (`Effects.tool_step`, `Effects.mcp_call_step`), so every layer of the chain sees both alike.
+
+A model turn's step has the conversation so far and the offered tool names as its arguments
+(`{"messages": […], "tools": […]}`), no `ret` (its outcome is the model's answer, `choices[0].message`, as JSON
+data, which needs no conversion), and a `ModelTurn` as its detail.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from .. import types as T
+from ..json_text import compact_json
+from ..llm.client import opening_messages
+from ..llm.offer import Offer, OfferedFunction
+from ..llm.tool_loop import Callbacks, LoopSettings, ModelTurn, run_tool_loop
+from ..runtime.agents import set_current_context
+from .step import LLM, Step, ToolCallInfo
+
+
+def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None,
+                      offered: list, max_steps: int | None) -> Any:
+    """`offered`: an `OfferedFunction` per typed or built-in function, and the handle (a `str`) of each
+    dynamic connection, in offer order."""
+    config = effects.settings.llm
+    static = [entry for entry in offered if isinstance(entry, OfferedFunction)]
+    handles = [entry for entry in offered if isinstance(entry, str)]
+    offer = Offer(static, handles, lambda handle: _list_handle(effects, handle), effects.world.remote_description)
+    settings = LoopSettings(max_steps if max_steps is not None else config.max_tool_steps,
+                            config.max_tool_result_chars, config.infer_retries)
+    target_name = "infer" if infer else "divine"
+
+    def ask(messages: list[dict], turn: int) -> dict:
+        return effects.perform(Step(LLM, target_name, {"messages": messages, "tools": offer.names}, None,
+                                    "read_only", ctx, ModelTurn(offer, target, overrides, turn)))
+
+    def call_step(function: OfferedFunction, arguments: Any) -> Step:
+        if function.info is not None:
+            return effects.tool_step(ctx, function.info, arguments)
+        caller = ToolCallInfo(function.server, function.remote, function.remote, [], T.STRING, False, "model")
+        return effects.mcp_call_step(ctx, [function.handle, function.remote, compact_json(arguments)], caller)
+
+    callbacks = Callbacks(ask, call_step, effects.perform, lambda step: step.safety, ctx.check,
+                          # under `sage test` the calls of one answer take their mocks in the model's order
+                          concurrent=effects.mocks is None, run_in_thread=_thread_of(ctx))
+    return run_tool_loop(opening_messages(prompt, target), offer, target, settings, callbacks)
+
+
+def _list_handle(effects: Any, handle: str) -> list[OfferedFunction]:
+    """The tools of a dynamic connection, every page (SPEC §8.5). A handle from a mocked `mcp_connect` has
+    no server behind it: it offers nothing."""
+    if effects.mocks is not None and handle in effects.mocks.issued_handles:
+        return []
+    manager = effects.world.mcp()
+    listing = manager.listing(handle)
+    label = manager.handle_label(handle)
+    server = "mcp" + label[len("mcp:"):] if label.startswith("mcp:") else label
+    return [OfferedFunction.dynamic(handle, server, item) for item in listing]
+
+
+def _thread_of(ctx: Any) -> Callable[[Callable[[], None]], threading.Thread]:
+    def run_in_thread(target: Callable[[], None]) -> threading.Thread:
+        def run() -> None:
+            set_current_context(ctx)   # the layers below find the calling agent (cancellation, trace)
+            target()
+        thread = threading.Thread(target=run, name="model-tool-call", daemon=True)
+        thread.start()
+        return thread
+    return run_in_thread
