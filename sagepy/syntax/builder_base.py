@@ -38,8 +38,11 @@ class BuilderBase(Transformer_NonRecursive):
         """Parse the text of `{…}` that starts at line:col with the `expr` start symbol; the positions Lark
         gives are moved onto the file's own afterwards (padding the text to its place instead would make a
         line of n interpolations quadratic). A syntax error inside is E007."""
-        if _is_plain_name(text):   # `{name}`, by far the most common, without a parse
-            return A.Name(text, None, span=(line, col, line, col + len(text)))
+        span = (line, col, line, col + len(text))
+        if _is_plain_name(text):   # `{name}` and `{42}`, by far the most common, without a parse
+            return A.Name(text, None, span=span)
+        if _DIGITS.fullmatch(text):
+            return self._int(Token("INT", text), span)
         ctx = self.ctx
         sub = ParseContext(ctx.path)
         lexical_errors(text, sub)
@@ -71,6 +74,9 @@ class BuilderBase(Transformer_NonRecursive):
         sub.report_big_ints()
         ctx.errors.extend(e for e in sub.errors if e not in ctx.errors)
         return node
+
+
+_DIGITS = re.compile(r"[0-9]+")   # the grammar's INT
 
 
 @functools.lru_cache(maxsize=None)

@@ -40,13 +40,20 @@ def test_work_per_interpolation_does_not_grow_along_the_line(parsed_lengths: lis
     assert sum(interpolations) == n * len("x + 1")
 
 
-def test_a_plain_name_needs_no_parse(parsed_lengths: list[int]) -> None:
-    source = 'const T: String = "' + "{x}" * 500 + '";\n'
+def test_a_plain_name_or_int_needs_no_parse(parsed_lengths: list[int]) -> None:
+    source = 'const T: String = "' + "{x}{1}" * 500 + '";\n'
     parse_source(source, "main.sg")
     assert len(parsed_lengths) == 1
 
 
-@pytest.mark.parametrize("text", ["x", "x + 1", "f(x)", "start", "true", "self"])
+@pytest.mark.parametrize("text", ["99999999999999999999", " 99999999999999999999"])
+def test_an_int_too_large_in_an_interpolation_is_e004_at_its_place(text: str) -> None:
+    _, errors = parse_source('const T: String = "{1} {' + text + '}";\n', "main.sg")
+    start = 25 + len(text) - len(text.lstrip())
+    assert [(e.code, e.span) for e in errors] == [("E004", (1, start, 1, start + 20))]
+
+
+@pytest.mark.parametrize("text", ["x", "7", "x + 1", "f(x)", "start", "true", "self"])
 def test_nodes_inside_an_interpolation_have_file_positions(text: str) -> None:
     source = f'const T: String =\n    "ab{{{text}}} and {{{text}}}";\n'
     parts = [p for p in template_of(source).parts if not isinstance(p, str)]
@@ -82,3 +89,9 @@ def test_two_expressions_in_one_interpolation_are_e007(text: str) -> None:
     _, errors = parse_source('const T: String = "{a} {' + text + '}";\n', "main.sg")
     assert [e.code for e in errors] == ["E007"]
     assert "expected an operator" in errors[0].message
+
+
+def test_a_plain_int_is_the_node_the_parser_would_build() -> None:
+    fast = template_of('const T: String = "{0042}";\n').parts[0]
+    parsed = template_of('const T: String = "{ 0042}";\n').parts[0]
+    assert (type(fast), fast.value) == (type(parsed), parsed.value) == (A.Literal, 42)
