@@ -21,6 +21,11 @@ class AgentExpressions:
     """Mixin of the checker."""
 
     def require_covered(self, what: str, span: tuple, cx: Body, shown: str | None = None) -> None:
+        if cx.update_fn:
+            self.error("E066", f"fallible {what} inside the function given to `update`", span, cx.file,
+                       hint="`update` runs its function inside the store's transaction: do the fallible work "
+                            "before and use its result in the function")
+            return
         if cx.covered:
             return
         self.error("E013", f"fallible {what} must be covered by `try` or `catch`", span, cx.file,

@@ -213,13 +213,22 @@ class Calls:
         return ANY
 
     def persisted_method(self, cell: PersistedT, fa: Any, node: Any, cx: Body, lc: Locals) -> T.Type:
-        signatures = {"get": ([], cell.inner), "set": ([cell.inner], T.UNIT), "checkpoint": ([], T.UNIT)}
+        inner = cell.inner
+        signatures = {"get": ([], inner), "set": ([inner], T.UNIT), "checkpoint": ([], T.UNIT),
+                      "update": ([T.FnT([inner], inner)], inner)}
         if fa.name not in signatures:
-            self.error("E021", f"a persistent field has no method `{fa.name}` (it has get, set and checkpoint)",
-                       fa.span, cx.file)
+            self.error("E021", f"a persistent field has no method `{fa.name}` (it has get, set, update and "
+                       "checkpoint)", fa.span, cx.file)
             self.skip_args(node, cx, lc)
             return ANY
         params, ret = signatures[fa.name]
+        if fa.name == "update" and len(node.args) == 1 and isinstance(node.args[0], A.Closure):
+            saved = self.update_closure
+            self.update_closure = node.args[0]
+            try:
+                return self.call_value(T.FnT(params, ret), node, cx, lc)
+            finally:
+                self.update_closure = saved
         return self.call_value(T.FnT(params, ret), node, cx, lc)
 
     def tool_call(self, tool: ToolInfo, name: str, fa: Any, node: Any, cx: Body, lc: Locals) -> T.Type:

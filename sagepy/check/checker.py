@@ -41,6 +41,7 @@ class Checker(Namespaces, Names, Expressions, AgentExpressions, Calls, Intrinsic
         self.root_scope: ModuleScope | None = None
         self.agents: dict[str, AgentInfo] = {}        # by name: `Agent<A>` names its agent
         self.agent_decls: dict[int, AgentInfo] = {}   # by declaration, duplicates included
+        self.update_closure: Any = None               # the closure literal given to `self.f.update` (E066)
 
     def error(self, code: str, message: str, span: tuple | None, file: str, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic(code, message, file, span, hint=hint))

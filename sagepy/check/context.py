@@ -3,7 +3,8 @@
 A `Body` describes the code being checked: which module it belongs to, what kind of body it is (function,
 handler, test, constant, supervisor child), what it may do (`try`/`fail`, tool calls, `yield`, `return`), and
 where it stands inside an expression (under a `try` or the left operand of a `catch`, §3.4). Closures get a
-child `Body` that inherits the context they are written in but not the coverage of an outer `try`.
+child `Body` that inherits the context they are written in but not the coverage of an outer `try`. The body of
+the closure given to `self.f.update` runs inside a store transaction and may do nothing fallible (E066).
 
 `Locals` is a chain of lexical scopes. Each variable remembers the body (closure level) that declared it, so
 that assigning to a captured variable can be refused (E047).
@@ -70,7 +71,7 @@ class Body:
     """kind: fn, handler, test, const, child (a supervisor child's field initialisers)."""
 
     __slots__ = ("scope", "kind", "fallible", "stop", "agent", "handler", "ret", "returns", "loops", "covered",
-                 "in_catch", "tparams", "parent", "nslots", "captures", "captured")
+                 "in_catch", "tparams", "parent", "nslots", "captures", "captured", "update_fn")
 
     def __init__(self, scope: ModuleScope, kind: str, fallible: bool = False, agent: AgentInfo | None = None,
                  handler: str | None = None, ret: Type | None = None, tparams: tuple = (),
@@ -91,6 +92,7 @@ class Body:
         self.nslots = 1                     # the frame's size so far; slot 0 holds the running agent
         self.captures: list[tuple[int, int]] = []   # (slot in the parent's frame, slot in this one)
         self.captured: dict[Var, int] = {}
+        self.update_fn = False              # inside the function given to `self.f.update` (E066), nested ones too
 
     def new_slot(self) -> int:
         self.nslots += 1
@@ -115,6 +117,7 @@ class Body:
         """The body of a closure written here: same context, own loops and returns, no outer coverage."""
         inner = Body(self.scope, self.kind, self.fallible, self.agent, self.handler, ret, self.tparams, self)
         inner.stop = self.stop
+        inner.update_fn = self.update_fn
         if ret is None:
             inner.returns = []
         return inner

@@ -349,6 +349,8 @@ class Expressions:
         want = expected if isinstance(expected, T.FnT) and len(expected.params) == len(node.params) else None
         ret = want.ret if want is not None and not is_open(want.ret) else None
         body_cx = cx.closure(ret)
+        if node is self.update_closure:
+            body_cx.update_fn = True
         inner = lc.child()
         params = []
         for i, p in enumerate(node.params):

@@ -35,7 +35,7 @@ class Hole(Type):
 
 
 class PersistedT(Type):
-    """`self.f` for `@persistent f: T`: a cell with `get()`, `set(v)` and `checkpoint()` (SPEC §3.2)."""
+    """`self.f` for `@persistent f: T`: a cell with `get()`, `set(v)`, `update(fn)` and `checkpoint()` (§4.8)."""
 
     __slots__ = ("inner",)
 

@@ -127,7 +127,10 @@ class Effects:
         return self.perform(Step(AWAIT, "await", [ms], None, "read_only", ctx, handle))
 
     def persistent(self, ctx: Any, agent: str, field: str, method: str, value: Any = None) -> Any:
-        """`self.f.get()`, `self.f.set(v)`, `self.f.checkpoint()` of agent's persistent field f."""
+        """`self.f.get()`, `self.f.set(v)`, `self.f.update(fn)` (value: the Sage function), `self.f.checkpoint()`
+        of agent's persistent field f."""
+        if method == "update":
+            return self.perform(Step(STATE, f"{field}.update", [], None, "idempotent", ctx, (agent, field, value)))
         if method == "set":
             from ..convert import to_json
             return self.perform(Step(STATE, f"{field}.set", [to_json(value)], None, "idempotent", ctx,

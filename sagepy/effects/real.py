@@ -122,6 +122,8 @@ class RealLayer:
         if step.target.endswith(".set"):
             store.save(agent_name, field, value, step.arguments[0])
             return UNIT
+        if step.target.endswith(".update"):   # value: the Sage function, applied to the old value in the store
+            return store.update(agent_name, field, step.agent.agent.persistent_types[field], value)
         for name in ([field] if field is not None else [f.name for f in step.agent.agent.persistent]):
             store.save(agent_name, name, store.get(agent_name, name))   # checkpoint: save what is there
         return UNIT

@@ -254,9 +254,35 @@ supervisor Root {
 }
 """),
     ErrorCode("E066", "fallible operation inside `self.f.update`",
-              """The function given to `self.f.update(fn)` of a persistent field runs inside a store
-              transaction and may not call tools or other fallible operations. `update` is not built yet:
-              sagepy does not report this code in this version."""),
+              """The function given to `self.f.update(fn)` of a persistent field runs inside the store's
+              transaction, which no other agent or process can interleave; it may not call tools, `divine`,
+              `await`, `send` or any other fallible operation, covered or not (SPEC §3.4). Do the fallible work
+              before `update` and use its result inside the function.""",
+              wrong="""\
+agent Counter {
+    use Http
+    @persistent total: Int
+
+    on waking {}
+    on start {
+        let total = self.total.update(|n: Int| n + (try Http.get("https://example.com/n")).status);
+        print(total);
+    }
+}
+""",
+              fixed="""\
+agent Counter {
+    use Http
+    @persistent total: Int
+
+    on waking {}
+    on start {
+        let response = try Http.get("https://example.com/n");
+        let total = self.total.update(|n: Int| n + response.status);
+        print(total);
+    }
+}
+"""),
     ErrorCode("E070", "unknown protocol",
               """`follows P as R` names a protocol `P` that is not declared.""",
               wrong="""\

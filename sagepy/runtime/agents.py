@@ -232,8 +232,8 @@ class AgentInstance:
         self.mailbox.close()
 
     def sleep(self, seconds: float) -> None:
-        if seconds > 0:
-            self.cancel_event.wait(seconds)
+        if seconds > 0:   # past threading's limit (some 292 years) a wait is an OverflowError: that long is forever
+            self.cancel_event.wait(min(seconds, threading.TIMEOUT_MAX))
         self.check()
 
     # ---- results

@@ -48,7 +48,11 @@ def run_lifecycle(inst: AgentInstance, entry: bool) -> None:
         except YieldSignal as y:
             inst.result = y.value
         except SageRaise as exc:
-            _handle_error(inst, exc.error)
+            if exc.error.by_shutdown:   # no `on error`, no warning: the program is ending (SPEC §4.6)
+                inst.error = exc.error
+                inst.quiet_failure = True
+            else:
+                _handle_error(inst, exc.error)
         except AgentCancelled:
             inst.error = ErrorValue("Agent", "agent stopped", "E204")
             inst.quiet_failure = True
@@ -117,6 +121,8 @@ def _message_loop(inst: AgentInstance) -> None:
         except YieldSignal:
             pass
         except SageRaise as exc:
+            if exc.error.by_shutdown:   # the agent ends quietly rather than fail once per queued message
+                return
             error_handler = inst.agent.handlers.get("error")
             if error_handler is not None:
                 try:

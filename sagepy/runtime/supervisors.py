@@ -113,8 +113,10 @@ def supervise(inst: AgentInstance, plan: SupervisorPlan) -> None:
                     continue   # restarted meanwhile by a strategy
                 spec = plan.children[i]
                 failed = child.error is not None and not child.quiet_failure
-                child.awaited = True
                 due = spec.restart == "Permanent" or (spec.restart == "Transient" and failed)
+                # a restart answers a failure; a failed Temporary child is reported at exit like any agent
+                # that failed and was never awaited (SPEC §4.5)
+                child.awaited = due
                 if not due:
                     children[i] = None
                     continue

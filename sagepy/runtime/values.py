@@ -137,7 +137,7 @@ class ErrorValue:
     `display` overrides the kind prefix where SPEC gives a different display (MCP sub-kinds).
     """
 
-    __slots__ = ("kind", "message", "code", "span", "agent", "display_text")
+    __slots__ = ("kind", "message", "code", "span", "agent", "display_text", "by_shutdown")
 
     def __init__(self, kind: str, message: str, code: str | None = None, span: Any = None,
                  display_text: str | None = None) -> None:
@@ -147,6 +147,7 @@ class ErrorValue:
         self.span = span
         self.agent = None
         self.display_text = display_text
+        self.by_shutdown = False   # an E204 caused by program or test shutdown: ends its agent quietly (§4.6)
 
     def display(self) -> str:
         if self.display_text is not None:

@@ -21,7 +21,8 @@ OUT_OF_RANGE = 1 << 64
 
 def int_literal(text: str) -> int:
     """The value of an INT token; OUT_OF_RANGE (E004 follows) for one too long to be an Int."""
-    return int(text) if len(text.lstrip("0")) <= _INT_DIGITS_MAX else OUT_OF_RANGE
+    digits = text.lstrip("0")   # leading zeros do not count, and int() would count them against its limit
+    return int(digits or "0") if len(digits) <= _INT_DIGITS_MAX else OUT_OF_RANGE
 
 
 class ParseContext:

@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+from copy import copy
 from typing import Iterator
 
 from lark import Token
@@ -76,6 +77,8 @@ def describe_expected(names: set[str]) -> str:
     if texts & {"||", "&&", "+", "."}:
         texts -= _CONTINUATIONS
     parts = phrases + sorted(_display(t) for t in texts)
+    if not parts:   # Lark lists nothing after a whole expression inside `{…}`
+        return "an operator or the end of the expression"
     if len(parts) == 1:
         return parts[0]
     if len(parts) <= 4:
@@ -169,7 +172,12 @@ def _fits_after(exc: UnexpectedToken, *inserted: str) -> bool:
     attempt = getattr(exc, "interactive_parser", None)
     if attempt is None:
         return False
-    attempt = attempt.copy()
+    # The values are not copied (Lark's default deep copy recurses once per level of a deeply nested input,
+    # past Python's recursion limit), so no callback may build on them: the copy runs without callbacks.
+    attempt = attempt.copy(deepcopy_values=False)
+    conf = copy(attempt.parser_state.parse_conf)
+    conf.callbacks = {}
+    attempt.parser_state.parse_conf = conf
     for text in inserted:
         name = _TERMINAL_OF[text]
         if name not in attempt.accepts():

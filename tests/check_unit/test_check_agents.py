@@ -120,6 +120,48 @@ agent A {
     }
 }
 """, [("E052", 9), ("E052", 10), ("E052", 11), ("E052", 12), ("E052", 13)]),
+    "persistent update: Fn(T) -> T in, T out (SPEC §4.8)": ("""\
+agent A {
+    @persistent n: Int
+    @persistent s: String
+    on waking {}
+    on start {
+        let a: Int = self.n.update(|x: Int| x + 1);
+        let b: String = self.n.update(|x: Int| x + 1);
+        let c = self.n.update(|x: String| x);
+        let d = self.n.update(|x: Int| "text");
+        let e = self.n.update();
+        let f = self.n.update(|x: Int| x, 2);
+        let g = self.s.update(|x: String| x ++ "!");
+        let h = self.n.updates(|x: Int| x);
+        print("{a} {b} {c} {d} {e} {f} {g} {h}");
+    }
+}
+""", [("E018", 7), ("E018", 8), ("E018", 8), ("E018", 9), ("E020", 10), ("E020", 11), ("E021", 13)]),
+    "persistent update: fallible operations in its function are E066, nowhere else (SPEC §4.8)": ("""\
+fn risky() -> Int fails { fail "x"; }
+agent W { on start { yield(1); } }
+agent A {
+    use Http
+    @persistent n: Int
+    on waking {}
+    on start {
+        let w = summon W {};
+        let before = try risky();
+        let a = self.n.update(|x: Int| x + before);
+        let b = self.n.update(|x: Int| x + (try await w));
+        let c = self.n.update(|x: Int| x + (retry(2) { 1 } catch { 0 }));
+        let d = self.n.update(|x: Int| x + (json_decode::<Int>("1") catch { 0 }));
+        let e = self.n.update(|x: Int| { send(w, 1) catch { () }; return x; });
+        let f = self.n.update(|x: Int| x + Http.get("u").status);
+        let g = risky() + self.n.update(|x: Int| x + 1);
+        let k = self.n.update(|x: Int| x + risky());
+        print("{a} {b} {c} {d} {e} {f} {g} {k}");
+        yield(0);
+    }
+}
+""", [("E066", 11), ("E066", 12), ("E066", 13), ("E035", 14), ("E066", 14), ("E066", 15), ("E013", 16),
+      ("E066", 17)]),
     "waking without persistent fields, and fields never read": ("""\
 agent A {
     unused: Int

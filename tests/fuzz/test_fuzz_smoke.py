@@ -42,4 +42,7 @@ def test_internal_error_evidence() -> None:
     assert internal_evidence("", "error: unhandled error in agent Main#0: Runtime error: internal error: "
                              "ValueError: math domain error\n", None) is not None
     assert internal_evidence("internal error", "error[E010]: undefined name `x`\n", None) is None
+    quoted = ("error[E005]: unexpected `/`\n --> main.sg:1:1\n  |\n"
+              "1 | / raises E206 (no internal error: ValueError: x).\n")
+    assert internal_evidence("", quoted, None) is None   # the input's own text, quoted by a diagnostic
     assert internal_evidence("", "", "Traceback (most recent call last):\nRecursionError\n") is not None

@@ -16,6 +16,7 @@ import faulthandler
 import io
 import os
 import pickle
+import re
 import shutil
 import socket
 import sys
@@ -94,12 +95,18 @@ def _command(argv: list[str]) -> tuple[int | None, str, str, str | None]:
     return code, texts[0], texts[1], escaped
 
 
+_INTERNAL = re.compile(r"internal error: [A-Za-z_][\w.]*: ")
+_QUOTED_SOURCE = re.compile(r"\s*\d*\s*\|")
+
+
 def internal_evidence(stdout: str, stderr: str, escaped: str | None) -> str | None:
     """The evidence of an internal error in a command's result, or None."""
     if escaped is not None:
         return escaped
     for line in stderr.splitlines():
-        if "internal error" in line:
+        # sagepy writes `internal error: <Exception>: …`; a diagnostic's quoted source line (`3 | …`) may say
+        # "internal error" in a comment or string of the input itself, and is no evidence
+        if _INTERNAL.search(line) and not _QUOTED_SOURCE.match(line):
             return line.strip()
     return None
 

@@ -238,6 +238,26 @@ def test_an_int_literal_out_of_range_is_e004_whatever_its_length(text: str) -> N
     assert (code, message) == ("E004", "integer literal out of the 64-bit range")
 
 
+@pytest.mark.parametrize("text", [
+    f"fn f() -> Int {{ return {'0' * 4400}7; }}",
+    f"fn f() -> Int {{ return -{'0' * 4400}; }}",
+    f"fn f(x: Int) -> Int {{ match x {{ -{'0' * 4400}1 => 1, _ => 0 }} }}",
+    f"fn f(t: (Int, Int)) -> Int {{ return t.{'0' * 4400}1; }}",
+])
+def test_leading_zeros_do_not_count_against_the_digit_limit(text: str) -> None:
+    """Found by the fuzz run: `-000…0` with 4,401 digits was a ValueError from int(), not a value."""
+    assert diagnostics(text) == []
+
+
 def test_the_smallest_int_is_a_valid_literal() -> None:
     assert diagnostics("const C: Int = -9223372036854775808;\nfn f() -> Int { return -9223372036854775808; }") == []
 
+
+
+@pytest.mark.parametrize("nested", ["|| " * 400 + "1", "(" * 900 + "1" + ")" * 899, "-" * 3000 + "1"],
+                         ids=["closures", "parentheses", "negations"])
+def test_a_syntax_error_after_a_deeply_nested_expression_is_a_diagnostic(nested: str) -> None:
+    """Found by the fuzz run: explaining the error copied Lark's whole value stack deeply, and a deep tree on
+    it was an internal RecursionError."""
+    found = diagnostics(f"fn pick() -> Int {{\n    let inner = {nested};\nrecord Point {{ x: Int }}\n")
+    assert [d.code for d in found] == ["E005"]

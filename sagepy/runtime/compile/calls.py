@@ -14,6 +14,7 @@ from ...syntax import ast as A
 from ..errors import SageRaise, raise_at
 from ..operators import builtin_misuse
 from ..values import UNIT, Function, Variant, display
+from . import inplace
 from .frames import Code, direct_call1, located
 
 # Builtins compiled here rather than taken from the registry: they write output, read the clock or stdin, talk
@@ -195,31 +196,13 @@ class Calls:
         return read
 
     def map_update(self, name: str, node: Any) -> Code:
-        """`map_set(m, k, v)` / `map_delete(m, k)` rebind the variable `m` to an updated copy of its map."""
+        """`map_set(m, k, v)` / `map_delete(m, k)` rebind the variable `m` to its updated map (in place when
+        nothing else holds it: inplace.py)."""
         slot = node.args[0].slot
         key = self.expr(node.args[1])
         if name == "map_set":
-            value = self.expr(node.args[2])
-
-            def map_set(frame: list) -> Any:
-                m = frame[slot]
-                k = key(frame)
-                v = value(frame)
-                updated = dict(m)
-                updated[k] = v
-                frame[slot] = updated
-                return UNIT
-            return map_set
-
-        def map_delete(frame: list) -> Any:
-            m = frame[slot]
-            k = key(frame)
-            if k in m:
-                updated = dict(m)
-                del updated[k]
-                frame[slot] = updated
-            return UNIT
-        return map_delete
+            return inplace.map_set(slot, key, self.expr(node.args[2]))
+        return inplace.map_delete(slot, key)
 
     # ---------------------------------------------------------------- tools and persistent fields
     def tool_call(self, ref: ToolRef, node: Any) -> Code:
@@ -237,10 +220,27 @@ class Calls:
         return call
 
     def persistent_method(self, field: str, method: str, node: Any) -> Code:
-        """`self.f.get()`, `self.f.set(v)`, `self.f.checkpoint()` on a `@persistent` field."""
+        """`self.f.get()`, `self.f.set(v)`, `self.f.update(fn)`, `self.f.checkpoint()` on a `@persistent` field."""
         name = self.agent.name
         if method == "set":
             arg = self.expr(node.args[0])
             return lambda frame: frame[0].runtime.effects.persistent(frame[0], name, field, "set", arg(frame))
+        if method == "update":
+            return self.persistent_update(name, field, self.expr(node.args[0]), node.span)
         return lambda frame: frame[0].runtime.effects.persistent(frame[0], name, field, method)
+
+    def persistent_update(self, name: str, field: str, fn: Code, span: tuple) -> Code:
+        """`self.f.update(fn)`: the store applies `fn` to the stored value in one transaction (SPEC §4.8); an
+        error raised by `fn` leaves the value unchanged and is reported here unless it knows its own site."""
+        file = self.file
+
+        def update(frame: list) -> Any:
+            f = fn(frame)
+            try:
+                return frame[0].runtime.effects.persistent(frame[0], name, field, "update", f)
+            except SageRaise as exc:
+                raise located(exc, file, span, frame[0])
+            except RecursionError:
+                raise raise_at("Runtime", "call depth exceeded", "E205", file, span)
+        return update
 

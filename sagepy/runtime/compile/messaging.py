@@ -15,6 +15,14 @@ from ..values import UNIT, display
 from .frames import Code, located
 
 
+def closed(runtime: Any, message: str, file: str, span: tuple) -> SageRaise:
+    """Agent error E204 of a `send` or `receive` that found a mailbox closed or its agent ended; while the
+    program or test shuts down that is the shutdown's doing, and it ends the agent quietly (SPEC §4.6)."""
+    exc = raise_at("Agent", message, "E204", file, span)
+    exc.error.by_shutdown = runtime.shutting_down
+    return exc
+
+
 class Messaging:
     """Mixin of the compiler."""
 
@@ -65,11 +73,11 @@ class Messaging:
                 raise raise_at("Runtime", f"cannot send to {display(h)}: not an agent handle", None, file, span)
             sender = frame[0]
             if h.done.is_set():
-                raise raise_at("Agent", f"send to finished agent {h.display_name}", "E204", file, span)
+                raise closed(h.runtime, f"send to finished agent {h.display_name}", file, span)
             try:
                 h.mailbox.put((m, sender if isinstance(sender, AgentInstance) and sender.agent else None), sender)
             except MailboxClosed:
-                raise raise_at("Agent", "mailbox closed", "E204", file, span)
+                raise closed(h.runtime, "mailbox closed", file, span)
             return UNIT
         return send
 
@@ -81,8 +89,7 @@ class Messaging:
             try:
                 message, sender = inst.runtime.effects.receive(inst)
             except MailboxClosed:
-                inst.quiet_failure = inst.runtime.shutting_down
-                raise raise_at("Agent", "mailbox closed", "E204", file, span)
+                raise closed(inst.runtime, "mailbox closed", file, span)
             inst.current_sender = sender
             return message
         return receive

@@ -9,6 +9,7 @@ from ..errors import raise_at
 from ..operators import BOOLEAN_OPS, COMPARISONS, type_error
 from ..values import UNIT, display
 from .frames import BREAK, CONTINUE, Code, ControlFlow, Return, discard, sequence
+from .inplace import grow, growing_call
 
 
 class Statements:
@@ -114,6 +115,9 @@ class Statements:
 
     def s_AssignStmt(self, node: Any) -> Code:
         slot = node.slot
+        growing = growing_call(node)
+        if growing is not None:
+            return grow(slot, growing[0], self.expr(growing[1]))
         value = self.expr(node.value)
 
         def run(frame: list) -> None:
