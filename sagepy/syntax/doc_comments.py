@@ -6,8 +6,6 @@ right above the start of each item (its first attribute, for a tool function) th
 """
 from __future__ import annotations
 
-from typing import Any
-
 from . import ast as A
 
 _DOCUMENTED = (A.RecordDecl, A.EnumDecl, A.ConstDecl, A.FnDecl, A.ToolDecl, A.AgentDecl, A.SupervisorDecl,

@@ -12,7 +12,7 @@ import pytest
 from sagepy.builtins.json_ import BUILTINS
 from sagepy.runtime.errors import SageRaise
 from sagepy.runtime.values import NONE, Function, Record, Variant, some
-from sagepy.types import BOOL, INT, STRING, ListT, MapT, OptionT, RecordInfo, RecordT
+from sagepy.types import INT, STRING, ListT, MapT, OptionT, RecordInfo, RecordT
 
 STDLIB = Path(__file__).resolve().parents[2] / "stdlib"
 
