@@ -138,10 +138,13 @@ def run(coro: Coroutine[Any, Any, Any], checkpoint: Callable[[], None] | None = 
             _start(loop, coro, call)
         else:
             _inbox.append((coro, call))
-            if _selecting:   # the driver may be blocked waiting for I/O: wake it
-                loop.call_soon_threadsafe(_start_submitted)
+            # Ask the background driver to stop before the coroutine is started: its first step is then
+            # scheduled after the stop and runs on this thread once it takes over (in the other order a
+            # preemption between the two requests let the background thread run it)
             if _driver == _background_ident():
                 loop.call_soon_threadsafe(_yield_background, loop)
+            if _selecting:   # the driver may be blocked waiting for I/O: wake it
+                loop.call_soon_threadsafe(_start_submitted)
         while True:
             if drive:
                 if not call.done:
