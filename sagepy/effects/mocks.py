@@ -14,7 +14,12 @@ from .step import LLM, MCP, TOOL, Step
 from .wire import tool_records
 
 _MCP_KEYS = {"mcp_connect": "mcp.connect", "mcp_list_tools": "mcp.list_tools", "mcp_tools": "mcp.list_tools",
-             "mcp_server_info": "mcp.server_info", "mcp_call": "mcp.call", "mcp_disconnect": "mcp.disconnect"}
+             "mcp_server_info": "mcp.server_info", "mcp_call": "mcp.call", "mcp_disconnect": "mcp.disconnect",
+             "mcp_resources": "mcp.resources", "mcp_resource_templates": "mcp.resource_templates",
+             "mcp_read_resource": "mcp.read_resource", "mcp_prompts": "mcp.prompts", "mcp_get_prompt": "mcp.get_prompt"}
+# The builtins of §8.11 whose value is a list of prelude records.
+_RECORD_LISTS = {"mcp_resources": "McpResource", "mcp_resource_templates": "McpResourceTemplate",
+                 "mcp_prompts": "McpPrompt"}
 
 
 class MockLayer:
@@ -77,8 +82,10 @@ class MockLayer:
             return next(step)
         if isinstance(mock, Failure):
             message = mock.message
-            if name == "mcp_call":
-                message = f"mcp_call '{step.arguments[1]}' failed: MCP tool error: {mock.message}"
+            if name in ("mcp_call", "mcp_read_resource", "mcp_get_prompt"):
+                message = f"{name} '{step.arguments[1]}' failed: MCP tool error: {mock.message}"
+            elif name in _RECORD_LISTS:
+                message = f"{name} failed: MCP tool error: {mock.message}"
             raise SageRaise(ErrorValue("Mcp", message, display_text=message))
         if name == "mcp_connect":
             value = convert_mock(key, mock, T.STRING)
@@ -86,9 +93,9 @@ class MockLayer:
             return value
         if name == "mcp_disconnect":
             return UNIT
-        if name == "mcp_server_info":
+        if name == "mcp_server_info" or name in _RECORD_LISTS:
             from ..check.prelude import load_prelude   # loaded already: the test file was checked
-            return convert_mock(key, mock, T.RecordT(load_prelude().records["McpServerInfo"]))
+            return convert_mock(key, mock, load_prelude().fns[name].ret)
         if name == "mcp_tools":
             from ..json_text import parse_json
             text = convert_mock(key, mock, T.STRING)

@@ -28,6 +28,7 @@ from ..secrecy import private_directory
 from .. import aio as loop
 from ..progress import waiting
 from ..runtime.errors import SageRaise
+from .catalogue import Catalogue
 from .config import McpSettings, ServerConfig
 from .dynamic import handle_id, listing_object, log_name, parse_arguments, parse_connect_config
 from .failures import McpFailure, dynamic_error, typed_error
@@ -80,8 +81,8 @@ class _Slot:
         self.warned = False
 
 
-class McpManager:
-    """All MCP connections of one program run (or one test)."""
+class McpManager(Catalogue):
+    """All MCP connections of one program run (or one test); resources and prompts in the Catalogue mixin."""
 
     def __init__(self, project_root: str, servers: dict[str, ServerConfig], settings: McpSettings | None, *,
                  elicitation: Callable | None = None, sampling: Callable | None = None,

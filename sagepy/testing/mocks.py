@@ -2,7 +2,8 @@
 (sagepy/effects/mocks.py) before any real call.
 
 Keys: "llm" (divine and infer share one queue), "T.f" for tool functions (Sage names), "mcp.connect",
-"mcp.list_tools", "mcp.server_info", "mcp.call", "mcp.disconnect", and "elicit". A mock is either a value or a
+"mcp.list_tools", "mcp.server_info", "mcp.call", "mcp.disconnect", the resource and prompt keys of §8.11
+("mcp.resources", "mcp.resource_templates", "mcp.read_resource", "mcp.prompts", "mcp.get_prompt"), and "elicit". A mock is either a value or a
 failure (`-> fail("m")`); the LLM queue also holds scripted model turns that call tools (`ScriptedCalls`). Values are converted to the mocked call's return type when they are taken.
 """
 from __future__ import annotations
