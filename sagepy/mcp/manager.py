@@ -239,7 +239,7 @@ class McpManager(Catalogue):
             block = label.split(".", 1)[0]
             raise McpFailure("tool not found", f"no [tools.{block}] entry in grove.toml")
         conn = self._live(slot) or await self._connection(slot)
-        return await conn.call(remote, arguments)
+        return await conn.call(remote, arguments, label)
 
     def safety(self, server: str, remote: str) -> str:
         """The safety class of a configured server's tool; `destructive` when it cannot be listed (the
@@ -288,7 +288,7 @@ class McpManager(Catalogue):
     def call_tool(self, server: str, remote: str, arguments: dict) -> dict:
         """One call to a configured server's tool for `sage tools call`: the result in MCP wire form.
         Raises McpFailure when the call fails (a result with `isError` is returned)."""
-        return self._run(self._call_typed(server, server, remote, arguments))
+        return self._run(self._call_typed(server, remote, remote, arguments))
 
     # ------------------------------------------------------------ dynamic builtins
 
