@@ -1,0 +1,162 @@
+"""Resources, prompts and progress as a user meets them (SPEC §8.11): Sage programs run by `sage run` and
+`sage test` as subprocesses, `sage tools read` and `sage tools prompt`, against server-everything (Node,
+2025-11-25) and the project's suite server (Python, 2026-07-28) over real stdio."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SUITE = REPO / "tests" / "mcp" / "servers" / "suite.py"
+EVERYTHING = REPO / "tests" / "mcp" / "node" / "node_modules" / "@modelcontextprotocol" / "server-everything" \
+    / "dist" / "index.js"
+
+pytestmark = pytest.mark.usefixtures("node_servers")
+
+GROVE = f"""\
+[project]
+name = "reader"
+
+[tools.Everything]
+command = "node"
+args = [{json.dumps(str(EVERYTHING))}, "stdio"]
+
+[tools.Suite]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SUITE))}]
+"""
+
+READER = """\
+tool Suite {
+    fn count_rows(rows: Int) -> String
+}
+
+agent Main {
+    use Suite;
+    on start {
+        let resources = try mcp_resources("Everything");
+        match find(resources, |r: McpResource| r.mime_type == "text/markdown") {
+            Some(r) => {
+                let text = try mcp_read_resource("Everything", r.uri);
+                print(r.uri ++ ": " ++ str(str_len(text) > 100));
+            }
+            None => print("no markdown resource"),
+        }
+        let prompts = try mcp_prompts("everything");
+        for p in prompts {
+            if p.name == "args-prompt" { print(p.name ++ " " ++ str(p.arguments) ++ " " ++ str(p.required)); }
+        }
+        print(try mcp_get_prompt("Everything", "args-prompt", '{"city": "Paris"}'));
+        let templates = try mcp_resource_templates("Suite");
+        for t in templates { print(str(len(templates)) ++ " " ++ t.uri_template); }
+        print(mcp_read_resource("Suite", "suite://images/pixel") catch(e) { e.message });
+        let missing = mcp_prompts("Nope") catch(e) { print(e.message); [] };
+        print(str(len(missing)));
+        print(try Suite.count_rows(2));
+        yield(0);
+    }
+}
+
+run Main;
+"""
+
+MOCKED = """\
+test "resources and prompts are mocked" {
+    mock tool mcp.resources -> '[{"uri": "a://1", "name": "one", "description": "", "mime_type": "text/plain"}]';
+    mock tool mcp.resource_templates -> fail("no templates");
+    mock tool mcp.read_resource -> "the text";
+    mock tool mcp.read_resource -> fail("gone");
+    mock tool mcp.prompts -> [McpPrompt { name: "p", description: "d", arguments: ["x"], required: [] }];
+    mock tool mcp.get_prompt -> fail("bad prompt");
+    let listed = try mcp_resources("mcp:77");
+    assert_eq(map(listed, |r: McpResource| r.uri), ["a://1"]);
+    let none = mcp_resource_templates("AnyName") catch(e) {
+        assert_eq(e.message, "mcp_resource_templates failed: MCP tool error: no templates");
+        []
+    };
+    assert_eq(len(none), 0);
+    assert_eq(try mcp_read_resource("x", "a://1"), "the text");
+    assert_eq(mcp_read_resource("x", "a://2") catch(e) { e.message },
+              "mcp_read_resource 'a://2' failed: MCP tool error: gone");
+    let prompts = try mcp_prompts("x");
+    assert_eq(map(prompts, |p: McpPrompt| p.arguments), [["x"]]);
+    assert_eq(mcp_get_prompt("x", "p", "not json") catch(e) { e.message },
+              "mcp_get_prompt 'p' failed: MCP tool error: bad prompt");
+}
+"""
+
+
+def make_project(root: Path, main: str, test: str | None = None) -> Path:
+    (root / "src").mkdir(parents=True)
+    (root / "grove.toml").write_text(GROVE, encoding="utf-8")
+    (root / "src" / "main.sg").write_text(main, encoding="utf-8")
+    if test is not None:
+        (root / "src" / "main_test.sg").write_text(test, encoding="utf-8")
+    return root
+
+
+def sage(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SAGE_")}
+    env["SAGE_CACHE_DIR"] = str(project.parent / "sage-cache")
+    return subprocess.run([sys.executable, "-m", "sagepy", *args], cwd=project, env=env, capture_output=True,
+                          text=True, timeout=180, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    root = make_project(tmp_path_factory.mktemp("reader"), READER, MOCKED)
+    with open(root / "grove.toml", "a", encoding="utf-8") as fh:
+        fh.write("\n[persistence]\n")   # runs are durable: the builtins are journaled
+    return root
+
+
+def test_a_program_reads_resources_and_renders_prompts(project):
+    result = sage(project, "run", ".", "--trace-file", "trace.jsonl")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        "demo://resource/static/document/architecture.md: true",
+        'args-prompt ["city", "state"] ["city"]',
+        "What's weather in Paris?",
+        "1 suite://notes/{topic}",
+        "mcp_read_resource 'suite://images/pixel' failed: binary content (image/png)",
+        "unknown MCP server or handle: Nope",
+        "0",
+        "2 rows",
+    ]
+    assert "rows parsed" not in result.stderr   # stderr is no terminal: no status line
+    events = [json.loads(line) for line in (project / "trace.jsonl").read_text().splitlines()]
+    progress = [e for e in events if e["kind"] == "mcp.progress"]
+    assert [(e["server"], e["tool"], e["progress"], e["total"], e["message"]) for e in progress] == \
+        [("Suite", "Suite.count_rows", 1, 2, "1 rows parsed"), ("Suite", "Suite.count_rows", 2, 2, "2 rows parsed")]
+    shown = sage(project, "runs", "show", "last")
+    assert shown.returncode == 0, shown.stderr
+    steps = [line.split()[1:5] for line in shown.stdout.splitlines() if " mcp " in line]
+    assert steps == [["mcp", "mcp_resources", "read_only", "done"], ["mcp", "mcp_read_resource", "read_only", "done"],
+                     ["mcp", "mcp_prompts", "read_only", "done"], ["mcp", "mcp_get_prompt", "read_only", "done"],
+                     ["mcp", "mcp_resource_templates", "read_only", "done"],
+                     ["mcp", "mcp_read_resource", "read_only", "failed"], ["mcp", "mcp_prompts", "read_only", "failed"]]
+
+
+def test_mocks_answer_every_builtin(project):
+    result = sage(project, "test")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+
+
+def test_sage_tools_read_and_prompt(project):
+    read = sage(project, "tools", "read", "Suite", "suite://notes/readme")
+    assert (read.returncode, read.stdout, read.stderr) == (0, "# Suite\nA test server.\n", "")
+    prompt = sage(project, "tools", "prompt", "Suite", "review", "code=print(1)", "language=python")
+    assert (prompt.returncode, prompt.stdout) == (0, "Review this python code:\nprint(1)\n\nI will review it.\n")
+    missing = sage(project, "tools", "read", "suite", "suite://nowhere")
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.stderr.startswith("error: mcp_read_resource 'suite://nowhere' failed: MCP protocol error: ")
+    unknown = sage(project, "tools", "prompt", "Nope", "p")
+    assert (unknown.returncode, unknown.stderr) == (1, "error: unknown MCP server or handle: Nope\n")
+    bad = sage(project, "tools", "prompt", "Suite", "review", "code")
+    assert bad.returncode == 2 and "arguments are k=v, got 'code'" in bad.stderr
