@@ -49,7 +49,7 @@ def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
 def _with_server(args: argparse.Namespace, settings: Settings, action: Callable[[McpManager, str], str]) -> int:
     from ..mcp.elicitation import TerminalElicitation
     from ..mcp.manager import McpManager
-    from ..runtime.errors import SageRaise
+    from ..core.errors import SageRaise
     from .tools_target import report
     report(settings.tool_diagnostics)
     # NAME is matched as the builtins match it (the exact key, else the one case-insensitive match).

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..json_text import parse_json
+from ..core.json_text import parse_json
 from .dynamic import handle_id
 from .failures import McpFailure, dynamic_error
 

@@ -11,7 +11,7 @@ import pytest
 
 from mcp_helpers import SUITE, node_server, suite_server
 from sagepy.effects.wire import prompts_records, resource_templates_records, resources_records
-from sagepy.runtime.errors import SageRaise
+from sagepy.core.errors import SageRaise
 
 
 @pytest.fixture(scope="module")
