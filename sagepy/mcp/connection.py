@@ -313,7 +313,7 @@ class Connection:
             return types.ErrorData(code=types.INTERNAL_ERROR,
                                    message=error.display() if error is not None else str(exc))
         finally:
-            self.hooks.trace("mcp.elicit", {"server": self.label, "mode": mode, "action": action})
+            self.hooks.trace("mcp.elicit", {"server": self.label, "mode": mode, "action": action, "policy": setting})
 
     async def _on_sampling(self, context: Any, params: Any) -> Any:
         messages = [{"role": m.role, "content": _sampling_text(m.content)} for m in params.messages]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -160,3 +162,48 @@ def test_sage_tools_read_and_prompt(project):
     assert (unknown.returncode, unknown.stderr) == (1, "error: unknown MCP server or handle: Nope\n")
     bad = sage(project, "tools", "prompt", "Suite", "review", "code")
     assert bad.returncode == 2 and "arguments are k=v, got 'code'" in bad.stderr
+
+
+def test_progress_updates_the_status_line_on_a_terminal(tmp_path):
+    project = make_project(tmp_path / "terminal", """\
+tool Suite {
+    fn count_rows(rows: Int, pause: Float) -> String
+}
+
+agent Main {
+    use Suite;
+    on start {
+        print(try Suite.count_rows(3, 0.4));
+        yield(0);
+    }
+}
+
+run Main;
+""")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SAGE_")}
+    env["SAGE_CACHE_DIR"] = str(tmp_path / "sage-cache")
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "sagepy", "run", "."], cwd=project, env=env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    seen = b""
+    try:
+        while True:
+            ready, _, _ = select.select([leader], [], [], 60)
+            if not ready:
+                break
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:   # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            seen += chunk
+        out, _ = process.communicate(timeout=60)
+    finally:
+        os.close(leader)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0 and out == b"3 rows\n"
+    assert b"Suite.count_rows: 2/3 2 rows parsed" in seen

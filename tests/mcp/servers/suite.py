@@ -211,10 +211,11 @@ async def grow(ctx: Context) -> int:
 
 
 @server.tool()
-async def count_rows(rows: int, ctx: Context) -> str:
-    """Report progress row by row."""
+async def count_rows(rows: int, ctx: Context, pause: float = 0.0) -> str:
+    """Report progress row by row, `pause` seconds apart."""
     for done in range(1, rows + 1):
         await ctx.report_progress(done, rows, f"{done} rows parsed")
+        await asyncio.sleep(pause)
     return f"{rows} rows"
 
 
