@@ -13,7 +13,6 @@ or opened. Secrets and keys never appear in a message.
 from __future__ import annotations
 
 import os
-import re
 import time
 import warnings
 from typing import Any, AsyncGenerator
@@ -23,12 +22,9 @@ from mcp.client.auth import OAuthFlowError
 from mcp.client.auth.extensions.client_credentials import (ClientCredentialsOAuthProvider,
                                                            PrivateKeyJWTOAuthProvider, SignedJWTParameters)
 
-from .config import ServerConfig
+from .config import ServerConfig, private_key_reference
 from .failures import McpFailure
 from .oauth import EXPIRY_MARGIN_S, TokenFile, secret_method, token_path
-
-_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))\Z")
-
 
 class _Unattended:
     """The part both client-credentials providers share (a mixin in front of the SDK's provider)."""
@@ -137,9 +133,8 @@ def private_key(config: ServerConfig, root: str) -> str:
     variable holding it; checked by signing a throw-away assertion, so a bad key fails the connection with
     its reason before any request is sent."""
     written = config.private_key_file or ""
-    reference = _VARIABLE.match(written)
-    if reference is not None:
-        name = reference.group(1) or reference.group(2)
+    name = private_key_reference(config)
+    if name is not None:
         pem = os.environ.get(name)
         if pem is None:
             raise McpFailure("config error", f"{config.table[:-1]}.private_key_file] {name} refers to unset "

@@ -13,7 +13,6 @@ checks time the client's reconnection against a 500 ms retry field and would mea
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
