@@ -45,9 +45,13 @@ class _Unattended:
         server; renewing needs the metadata discovered in this process (a token cached by an earlier run is
         renewed the first time the server refuses it instead)."""
         context = self.context
-        return (self._initialized and context.current_tokens is not None and context.oauth_metadata is not None
-                and context.token_expiry_time is not None
-                and time.time() >= context.token_expiry_time - EXPIRY_MARGIN_S)
+        tokens = context.current_tokens
+        if not self._initialized or tokens is None or context.oauth_metadata is None \
+                or context.token_expiry_time is None:
+            return False
+        # A short-lived token is renewed in the second half of its life, not before every request.
+        margin = min(EXPIRY_MARGIN_S, int(tokens.expires_in) / 2) if tokens.expires_in else EXPIRY_MARGIN_S
+        return time.time() >= context.token_expiry_time - margin
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         try:
