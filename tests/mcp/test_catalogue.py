@@ -1,6 +1,6 @@
 """Resources, prompts, progress and server log messages (SPEC §8.11) through the MCP manager, on both
-protocol eras, against the project's suite server over real stdio (its resources and prompts come two per
-page) and server-everything."""
+protocol eras, against the project's library server over real stdio (its resources and prompts come two
+per page) and server-everything."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,13 @@ import sys
 
 import pytest
 
-from mcp_helpers import SUITE, node_server, suite_server
+from mcp_helpers import SERVERS, node_server
+
+LIBRARY = os.path.join(SERVERS, "library.py")
+
+
+def library_server(**keys) -> dict:
+    return {"command": sys.executable, "args": [LIBRARY], **keys}
 from sagepy.effects.wire import prompts_records, resource_templates_records, resources_records
 from sagepy.core.errors import SageRaise
 
@@ -21,17 +27,18 @@ def events():
 
 @pytest.fixture(scope="module")
 def manager(module_managers, events):
-    return module_managers({"Suite": suite_server(timeout_ms=5000), "LegacySuite": suite_server(protocol="legacy")},
+    return module_managers({"Library": library_server(timeout_ms=5000),
+                            "LegacyLibrary": library_server(protocol="legacy")},
                            trace=lambda kind, data: events.append((kind, data)))
 
 
-@pytest.fixture(scope="module", params=["Suite", "LegacySuite", "handle"])
+@pytest.fixture(scope="module", params=["Library", "LegacyLibrary", "handle"])
 def server(request, manager):
     """A configured server on each era, and a dynamic handle."""
     if request.param != "handle":
         yield request.param
         return
-    h = manager.connect(json.dumps({"command": sys.executable, "args": [SUITE], "name": "dynamic-suite"}))
+    h = manager.connect(json.dumps({"command": sys.executable, "args": [LIBRARY], "name": "dynamic-library"}))
     yield h
     manager.disconnect(h)
 
@@ -46,16 +53,16 @@ def error_of(fn, *args) -> str:
 
 def test_resources_of_every_page(manager, server):
     listing = manager.resources(server)
-    assert [item["uri"] for item in listing] == ["suite://notes/readme", "suite://notes/plain", "suite://images/pixel"]
+    assert [item["uri"] for item in listing] == ["library://notes/readme", "library://notes/plain", "library://images/pixel"]
     records = resources_records(listing)
-    assert records[0].fields == {"uri": "suite://notes/readme", "name": "readme", "description": "The readme.",
+    assert records[0].fields == {"uri": "library://notes/readme", "name": "readme", "description": "The readme.",
                                  "mime_type": "text/markdown"}
     assert records[1].fields["description"] == ""
 
 
 def test_templates_and_prompts(manager, server):
     templates = resource_templates_records(manager.resource_templates(server))
-    assert [t.fields for t in templates] == [{"uri_template": "suite://notes/{topic}", "name": "note",
+    assert [t.fields for t in templates] == [{"uri_template": "library://notes/{topic}", "name": "note",
                                               "description": "A note on a topic.", "mime_type": "text/plain"}]
     prompts = prompts_records(manager.prompts(server))
     assert [p.fields["name"] for p in prompts] == ["review", "hello", "goodbye"]   # two pages
@@ -64,13 +71,13 @@ def test_templates_and_prompts(manager, server):
 
 
 def test_read_resource(manager, server):
-    assert manager.read_resource(server, "suite://notes/readme") == "# Suite\nA test server."
-    assert manager.read_resource(server, "suite://notes/sage") == "note on sage"   # from the template
-    assert error_of(manager.read_resource, server, "suite://images/pixel") == \
-        "mcp_read_resource 'suite://images/pixel' failed: binary content (image/png)"
-    message = error_of(manager.read_resource, server, "suite://nowhere")
-    assert message.startswith("mcp_read_resource 'suite://nowhere' failed: MCP protocol error: server ")
-    assert "Unknown resource: suite://nowhere" in message
+    assert manager.read_resource(server, "library://notes/readme") == "# Library\nA test server."
+    assert manager.read_resource(server, "library://notes/sage") == "note on sage"   # from the template
+    assert error_of(manager.read_resource, server, "library://images/pixel") == \
+        "mcp_read_resource 'library://images/pixel' failed: binary content (image/png)"
+    message = error_of(manager.read_resource, server, "library://nowhere")
+    assert message.startswith("mcp_read_resource 'library://nowhere' failed: MCP protocol error: server ")
+    assert "Unknown resource: library://nowhere" in message
 
 
 def test_get_prompt(manager, server):
@@ -86,10 +93,10 @@ def test_get_prompt(manager, server):
 
 
 def test_unknown_servers_and_handles(manager):
-    for name in ("Nope", "mcp:4242", "", "suite "):
+    for name in ("Nope", "mcp:4242", "", "library "):
         assert error_of(manager.resources, name) == f"unknown MCP server or handle: {name}"
-    assert manager.read_resource("suite", "suite://notes/plain") == "plain text"   # case-insensitive binding
-    h = manager.connect(json.dumps({"command": sys.executable, "args": [SUITE]}))
+    assert manager.read_resource("library", "library://notes/plain") == "plain text"   # case-insensitive binding
+    h = manager.connect(json.dumps({"command": sys.executable, "args": [LIBRARY]}))
     manager.disconnect(h)
     assert error_of(manager.prompts, h) == f"unknown MCP server or handle: {h}"
 
@@ -98,7 +105,7 @@ def test_progress_events(manager, events, server):
     events.clear()
     if server.startswith("mcp:"):
         assert manager.call(server, "count_rows", '{"rows": 3}') == "3 rows"
-        name, tool = "dynamic-suite", "count_rows"
+        name, tool = "dynamic-library", "count_rows"
     else:
         assert manager.call_typed(server, "Ledger.import_rows", "count_rows", {"rows": 3})["content"][0]["text"] \
             == "3 rows"
@@ -111,14 +118,14 @@ def test_progress_events(manager, events, server):
 def test_log_messages_go_to_the_server_log(manager, server):
     if server.startswith("mcp:"):
         manager.call(server, "chatty", "{}")
-        log = os.path.join(manager.log_dir, "dynamic-suite.log")
+        log = os.path.join(manager.log_dir, "dynamic-library.log")
     else:
-        manager.call_typed(server, "Suite.chatty", "chatty", {})
+        manager.call_typed(server, "Library.chatty", "chatty", {})
         log = os.path.join(manager.log_dir, f"{server}.log")
     with open(log, encoding="utf-8") as fh:
         lines = fh.read().splitlines()
-    assert any(line.endswith(" [info] suite: an info message") for line in lines)
-    assert any(line.endswith(" [warning] suite: a warning message") for line in lines)
+    assert any(line.endswith(" [info] library: an info message") for line in lines)
+    assert any(line.endswith(" [warning] library: a warning message") for line in lines)
 
 
 @pytest.mark.usefixtures("node_servers")

@@ -1,6 +1,6 @@
 """Resources, prompts and progress as a user meets them (SPEC §8.11): Sage programs run by `sage run` and
 `sage test` as subprocesses, `sage tools read` and `sage tools prompt`, against server-everything (Node,
-2025-11-25) and the project's suite server (Python, 2026-07-28) over real stdio."""
+2025-11-25) and the project's library server (Python, 2026-07-28) over real stdio."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SUITE = REPO / "tests" / "mcp" / "servers" / "suite.py"
+LIBRARY = REPO / "tests" / "mcp" / "servers" / "library.py"
 EVERYTHING = REPO / "tests" / "mcp" / "node" / "node_modules" / "@modelcontextprotocol" / "server-everything" \
     / "dist" / "index.js"
 
@@ -28,18 +28,18 @@ name = "reader"
 command = "node"
 args = [{json.dumps(str(EVERYTHING))}, "stdio"]
 
-[tools.Suite]
+[tools.Library]
 command = {json.dumps(sys.executable)}
-args = [{json.dumps(str(SUITE))}]
+args = [{json.dumps(str(LIBRARY))}]
 """
 
 READER = """\
-tool Suite {
+tool Library {
     fn count_rows(rows: Int) -> String
 }
 
 agent Main {
-    use Suite;
+    use Library;
     on start {
         let resources = try mcp_resources("Everything");
         match find(resources, |r: McpResource| r.mime_type == "text/markdown") {
@@ -54,12 +54,12 @@ agent Main {
             if p.name == "args-prompt" { print(p.name ++ " " ++ str(p.arguments) ++ " " ++ str(p.required)); }
         }
         print(try mcp_get_prompt("Everything", "args-prompt", '{"city": "Paris"}'));
-        let templates = try mcp_resource_templates("Suite");
+        let templates = try mcp_resource_templates("Library");
         for t in templates { print(str(len(templates)) ++ " " ++ t.uri_template); }
-        print(mcp_read_resource("Suite", "suite://images/pixel") catch(e) { e.message });
+        print(mcp_read_resource("Library", "library://images/pixel") catch(e) { e.message });
         let missing = mcp_prompts("Nope") catch(e) { print(e.message); [] };
         print(str(len(missing)));
-        print(try Suite.count_rows(2));
+        print(try Library.count_rows(2));
         yield(0);
     }
 }
@@ -124,8 +124,8 @@ def test_a_program_reads_resources_and_renders_prompts(project):
         "demo://resource/static/document/architecture.md: true",
         'args-prompt ["city", "state"] ["city"]',
         "What's weather in Paris?",
-        "1 suite://notes/{topic}",
-        "mcp_read_resource 'suite://images/pixel' failed: binary content (image/png)",
+        "1 library://notes/{topic}",
+        "mcp_read_resource 'library://images/pixel' failed: binary content (image/png)",
         "unknown MCP server or handle: Nope",
         "0",
         "2 rows",
@@ -134,7 +134,7 @@ def test_a_program_reads_resources_and_renders_prompts(project):
     events = [json.loads(line) for line in (project / "trace.jsonl").read_text().splitlines()]
     progress = [e for e in events if e["kind"] == "mcp.progress"]
     assert [(e["server"], e["tool"], e["progress"], e["total"], e["message"]) for e in progress] == \
-        [("Suite", "Suite.count_rows", 1, 2, "1 rows parsed"), ("Suite", "Suite.count_rows", 2, 2, "2 rows parsed")]
+        [("Library", "Library.count_rows", 1, 2, "1 rows parsed"), ("Library", "Library.count_rows", 2, 2, "2 rows parsed")]
     shown = sage(project, "runs", "show", "last")
     assert shown.returncode == 0, shown.stderr
     steps = [line.split()[1:5] for line in shown.stdout.splitlines() if " mcp " in line]
@@ -151,29 +151,29 @@ def test_mocks_answer_every_builtin(project):
 
 
 def test_sage_tools_read_and_prompt(project):
-    read = sage(project, "tools", "read", "Suite", "suite://notes/readme")
-    assert (read.returncode, read.stdout, read.stderr) == (0, "# Suite\nA test server.\n", "")
-    prompt = sage(project, "tools", "prompt", "Suite", "review", "code=print(1)", "language=python")
+    read = sage(project, "tools", "read", "Library", "library://notes/readme")
+    assert (read.returncode, read.stdout, read.stderr) == (0, "# Library\nA test server.\n", "")
+    prompt = sage(project, "tools", "prompt", "Library", "review", "code=print(1)", "language=python")
     assert (prompt.returncode, prompt.stdout) == (0, "Review this python code:\nprint(1)\n\nI will review it.\n")
-    missing = sage(project, "tools", "read", "suite", "suite://nowhere")
+    missing = sage(project, "tools", "read", "library", "library://nowhere")
     assert missing.returncode == 1 and missing.stdout == ""
-    assert missing.stderr.startswith("error: mcp_read_resource 'suite://nowhere' failed: MCP protocol error: ")
+    assert missing.stderr.startswith("error: mcp_read_resource 'library://nowhere' failed: MCP protocol error: ")
     unknown = sage(project, "tools", "prompt", "Nope", "p")
     assert (unknown.returncode, unknown.stderr) == (1, "error: unknown MCP server or handle: Nope\n")
-    bad = sage(project, "tools", "prompt", "Suite", "review", "code")
+    bad = sage(project, "tools", "prompt", "Library", "review", "code")
     assert bad.returncode == 2 and "arguments are k=v, got 'code'" in bad.stderr
 
 
 def test_progress_updates_the_status_line_on_a_terminal(tmp_path):
     project = make_project(tmp_path / "terminal", """\
-tool Suite {
+tool Library {
     fn count_rows(rows: Int, pause: Float) -> String
 }
 
 agent Main {
-    use Suite;
+    use Library;
     on start {
-        print(try Suite.count_rows(3, 0.4));
+        print(try Library.count_rows(3, 0.4));
         yield(0);
     }
 }
@@ -206,4 +206,4 @@ run Main;
             process.kill()
             process.wait()
     assert process.returncode == 0 and out == b"3 rows\n"
-    assert b"Suite.count_rows: 2/3 2 rows parsed" in seen
+    assert b"Library.count_rows: 2/3 2 rows parsed" in seen

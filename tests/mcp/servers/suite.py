@@ -3,9 +3,7 @@
 One MCPServer with a tool for every behaviour the client must handle: structured records, plain text,
 JSON in text, tool errors, a slow tool that records its cancellation, a crash mid-call, a huge result, a
 result that violates its own outputSchema, elicitation (resolver style, which works on both protocol eras),
-a tool list that changes, and 23 tools served five per page; resources (text, binary, several contents)
-and prompts, also served two per page, a resource template, a prompt with arguments; a tool that reports
-progress and one that sends log messages.
+a tool list that changes, and 23 tools served five per page.
 
 Flags: `--pages-loop` makes tools/list repeat its cursor forever; `--marker-dir D` is where `slow` writes
 `cancelled-<tag>` when the client cancels it.
@@ -24,9 +22,7 @@ from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
-from mcp_types import (ImageContent, ListPromptsResult, ListResourcesResult, ListToolsResult, TextContent,
-                       ToolAnnotations)
+from mcp_types import ListToolsResult, ToolAnnotations
 from pydantic import BaseModel
 
 PAGE_SIZE = 5
@@ -53,22 +49,6 @@ class PagedServer(MCPServer):
         if OPTIONS.pages_loop:
             return ListToolsResult(tools=tools[start:end], next_cursor=str(PAGE_SIZE))
         return ListToolsResult(tools=tools[start:end], next_cursor=str(end) if end < len(tools) else None)
-
-
-    async def _handle_list_resources(self, ctx, params):  # type: ignore[override]
-        items = await self.list_resources()
-        start, end = _page(params, len(items))
-        return ListResourcesResult(resources=items[start:end], next_cursor=str(end) if end < len(items) else None)
-
-    async def _handle_list_prompts(self, ctx, params):  # type: ignore[override]
-        items = await self.list_prompts()
-        start, end = _page(params, len(items))
-        return ListPromptsResult(prompts=items[start:end], next_cursor=str(end) if end < len(items) else None)
-
-
-def _page(params, count: int, size: int = 2) -> tuple[int, int]:
-    start = int(params.cursor) if params is not None and params.cursor else 0
-    return start, min(start + size, count)
 
 
 server = PagedServer("sage-suite", version="1.2.3")
@@ -208,60 +188,6 @@ async def grow(ctx: Context) -> int:
     else:
         await ctx.session.send_tool_list_changed()
     return n
-
-
-@server.tool()
-async def count_rows(rows: int, ctx: Context, pause: float = 0.0) -> str:
-    """Report progress row by row, `pause` seconds apart."""
-    for done in range(1, rows + 1):
-        await ctx.report_progress(done, rows, f"{done} rows parsed")
-        await asyncio.sleep(pause)
-    return f"{rows} rows"
-
-
-@server.tool()
-async def chatty(ctx: Context) -> str:
-    """Send log messages at two levels."""
-    await ctx.info("suite: an info message")
-    await ctx.warning("suite: a warning message")
-    return "logged"
-
-
-@server.resource("suite://notes/readme", name="readme", description="The readme.", mime_type="text/markdown")
-def readme() -> str:
-    return "# Suite\nA test server."
-
-
-@server.resource("suite://notes/plain", name="plain")
-def plain() -> str:
-    return "plain text"
-
-
-@server.resource("suite://images/pixel", name="pixel", mime_type="image/png")
-def pixel() -> bytes:
-    return b"\x89PNG\r\n\x1a\n"
-
-
-@server.resource("suite://notes/{topic}", name="note", description="A note on a topic.", mime_type="text/plain")
-def note(topic: str) -> str:
-    return f"note on {topic}"
-
-
-@server.prompt(description="Review some code.")
-def review(code: str, language: str = "python") -> list:
-    return [UserMessage(f"Review this {language} code:\n{code}"),
-            UserMessage(ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")),
-            AssistantMessage(TextContent(type="text", text="I will review it."))]
-
-
-@server.prompt()
-def hello() -> str:
-    return "Say hello."
-
-
-@server.prompt()
-def goodbye() -> str:
-    return "Say goodbye."
 
 
 # Fillers up to 23 tools, so that the listing spans five pages.
