@@ -18,7 +18,7 @@ import re
 from bisect import bisect_right
 from typing import Any, Iterator
 
-from .. import types as T
+from ..core import types as T
 from .context import Var
 from .env import ModuleScope
 from .symbols import AgentInfo, Entity, ToolInfo

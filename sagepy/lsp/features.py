@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import types as T
+from ..core import types as T
 from ..check.index import Occurrence, PERSISTED_METHODS, Symbol, locals_of
 from ..check.types import PersistedT, show
 from ..syntax import ast as A
