@@ -218,10 +218,15 @@ def _names(ws: Workspace, analysis: Analysis | None, path: str, line: int, col: 
             items.setdefault(sym.name, Item(sym.name, "variable", signature(sym)))
         scope = analysis.index.scopes.get(path)
         if scope is not None:
+            declared: dict[int, Symbol] = {}
+            for occs in analysis.index.occurrences.values():
+                for occ in occs:
+                    if occ.define and occ.symbol is not None and occ.symbol.decl is not None:
+                        declared[id(occ.symbol.decl)] = occ.symbol
             for name, entity in list(scope.items.items()) + list(scope.imports.items()):
                 if name.startswith(PLACEHOLDER) or entity.kind == "error":
                     continue
-                sym = _entity_symbol(analysis, entity)
+                sym = declared.get(id(entity.decl)) if entity.decl is not None else None
                 detail = signature(sym) if sym is not None else entity.kind
                 items.setdefault(name, Item(name, entity.kind, detail, documentation(sym) if sym else None))
     from ..check.prelude import load_prelude
@@ -237,16 +242,6 @@ def _names(ws: Workspace, analysis: Analysis | None, path: str, line: int, col: 
     return list(items.values())
 
 
-def _entity_symbol(analysis: Analysis, entity: Any) -> Symbol | None:
-    decl = entity.decl
-    if decl is None or entity.scope is None:
-        return None
-    for occ in analysis.index.occurrences.get(entity.scope.path, ()):
-        if occ.define and occ.symbol is not None and occ.symbol.decl is decl:
-            return occ.symbol
-    return None
-
-
 _SCOPES = (A.Block, A.Arm, A.Closure, A.FnDecl, A.Handler, A.ForStmt, A.CatchExpr, A.TestDecl)
 
 
@@ -254,15 +249,17 @@ def _visible_locals(analysis: Analysis, path: str, line: int, col: int) -> list[
     """The locals declared before the cursor whose scope (the innermost block, arm, closure, function,
     handler, loop or `catch` around their declaration) holds the cursor."""
     module = analysis.modules.get(path)
-    if module is None:
+    cursor = (line, col)
+    item = next((i for i in (module.items if module is not None else ())
+                 if i.span and i.span[:2] <= cursor <= i.span[2:]), None)
+    if item is None:
         return []
     regions: list[tuple] = []
-    _collect_regions(module.items, regions)
-    cursor = (line, col)
+    _collect_regions(item, regions)
     visible = []
     for sym in locals_of(analysis.index, path):
         at = sym.span[:2]
-        if at >= cursor or sym.name.startswith(PLACEHOLDER):
+        if at >= cursor or not item.span[:2] <= at or sym.name.startswith(PLACEHOLDER):
             continue
         around = [r for r in regions if r[:2] <= at < r[2:]]
         if not around:
