@@ -27,7 +27,7 @@ _HEX = "0123456789abcdefABCDEF"
 # ---------------------------------------------------------------- invalid characters and comments
 
 @functools.lru_cache(maxsize=None)
-def _skipped_token_scanner() -> re.Pattern:
+def skipped_token_scanner() -> re.Pattern:
     """The terminals a skipped token cannot hide in, then the skipped ones: a `//` inside a string is not a
     comment, and `&&&&` is two `&&` tokens, not one with a stray `&`. No other terminal contains a character
     that BAD_CHAR matches, a quote or a `/` followed by `/` or `*`."""
@@ -39,7 +39,7 @@ def _skipped_token_scanner() -> re.Pattern:
 def lexical_errors(text: str, ctx: ParseContext, start: int = 0) -> None:
     """Report every invalid character (E001) and unterminated block comment (E002) of `text` from `start` on."""
     line, line_start = 1, 0
-    for match in _skipped_token_scanner().finditer(text, start):
+    for match in skipped_token_scanner().finditer(text, start):
         kind = match.lastgroup
         if kind not in ("BAD_CHAR", "BLOCK_COMMENT"):
             continue
