@@ -31,6 +31,8 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"
 
 INSPECT = ["tools", "inspect", "Conformance"]
 CALL_TEST_TOOL = ["tools", "call", "Conformance.test-tool"]
+# How long one sage command may take: less than the suite's client timeout (tests/conformance sets 60 s).
+SAGE_TIMEOUT_S = 50
 # The scenarios where the right answer is a refusal.
 REFUSALS = ("auth/resource-mismatch", "auth/scope-retry-limit")
 
@@ -97,8 +99,15 @@ def main() -> int:
         with open(os.path.join(project, "grove.toml"), "w", encoding="utf-8") as fh:
             fh.write("\n".join(['[project]', 'name = "conformance"', "", "[tools.Conformance]",
                                 f"url = {json.dumps(url)}", *keys]) + "\n")
-        result = subprocess.run([sys.executable, "-m", "sagepy", *command], cwd=project, env=env,
-                                stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            result = subprocess.run([sys.executable, "-m", "sagepy", *command], cwd=project, env=env,
+                                    stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                    timeout=SAGE_TIMEOUT_S)
+        except subprocess.TimeoutExpired as expired:
+            # Said here, and within the suite's own client timeout: the runner would otherwise wait for
+            # a sage it cannot kill (it stops only this script) and report nothing.
+            sys.stderr.write(f"{expired.stderr or ''}client.py: sage did not finish within {SAGE_TIMEOUT_S} s\n")
+            return 1
     sys.stderr.write(result.stderr)
     if scenario in REFUSALS:
         refused = result.returncode == 1 and "error: MCP auth error: " in result.stderr
