@@ -78,7 +78,8 @@ class Session:
         if len(tools) < 2:
             return []
         from .diagnostics import Diagnostic
-        from .mcp.config import AmbiguousBinding, _Locator
+        from .grove.keys import Locator
+        from .grove.servers import AmbiguousBinding
         from .syntax import ast as A
         found = []
         for module in program.modules:
@@ -90,7 +91,7 @@ class Session:
                 except AmbiguousBinding as exc:
                     first = next(key for key in tools if key.lower() == item.name.lower())
                     grove = self.settings.grove_path
-                    span = _Locator(grove).span(f"tools.{first}")
+                    span = Locator(grove).span(f"tools.{first}")
                     found.append(Diagnostic("E090", f"{os.path.basename(grove or 'grove.toml')}: {exc}", grove, span))
         return found
 

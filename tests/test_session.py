@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import sagepy.grove
-import sagepy.mcp.config
+import sagepy.grove.servers
 import sagepy.project
 from sagepy.cli.main import main
 from sagepy.session import Session
@@ -39,8 +39,8 @@ def triage(tmp_path: Path, monkeypatch) -> Path:
 def parses(monkeypatch) -> Counter:
     """How often grove.toml is read (`load_config`) and its MCP tables parsed, by any sagepy module."""
     counts: Counter = Counter()
-    for module, name in ((sagepy.project, "load_config"), (sagepy.mcp.config, "parse_tools_config"),
-                         (sagepy.mcp.config, "parse_mcp_settings")):
+    for module, name in ((sagepy.project, "load_config"), (sagepy.grove.servers, "parse_tools_config"),
+                         (sagepy.grove.servers, "parse_mcp_settings")):
         original = getattr(module, name)
 
         def counting(*args, _original=original, _name=name, **kwargs):

@@ -15,7 +15,7 @@ import shlex
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from .config import McpSettings, ServerConfig, parse_server
+from ..grove.servers import McpSettings, ServerConfig, parse_server
 from .failures import McpFailure
 
 _LABEL = re.compile(r"[^A-Za-z0-9_.-]+")

@@ -28,7 +28,7 @@ from ..secrecy import private_directory
 from .. import aio as loop
 from ..progress import waiting
 from ..core.errors import SageRaise
-from .config import McpSettings, ServerConfig
+from ..grove.servers import McpSettings, ServerConfig
 from .dynamic import handle_id, listing_object, log_name, parse_arguments, parse_connect_config
 from .failures import McpFailure, dynamic_error, typed_error
 from .results import dynamic_text, error_text

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from sagepy.mcp.config import McpSettings, parse_tools_config
+from sagepy.grove.servers import McpSettings, parse_tools_config
 from sagepy.mcp.manager import McpManager
 from sagepy.core.types import BOOL, INT, STRING, OptionT, RecordInfo, RecordT
 

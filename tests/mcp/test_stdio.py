@@ -166,7 +166,7 @@ def test_a_long_line_written_in_many_pieces_arrives_whole(tmp_path):
 
 STARTS_BEFORE_THE_SDK = """\
 import importlib.abc, os, sys, time
-from sagepy.mcp.config import McpSettings, parse_tools_config
+from sagepy.grove.servers import McpSettings, parse_tools_config
 from sagepy.mcp.manager import McpManager
 
 root, suite, marker = sys.argv[1:4]
