@@ -121,8 +121,8 @@ def test_variables_changed_after_the_session_is_built_do_not_change_it(tmp_path:
 
 def test_checker_and_runtime_share_the_settings(triage: Path) -> None:
     session, _ = Session.open(None)
-    stack = session.runtime_stack()
-    assert stack.effects.settings is session.settings
+    runtime = session.build_runtime()
+    assert runtime.effects.settings is session.settings
     assert session.settings.tools.server_key("tracker") == "Tracker"
     assert "Tracker" in session.settings.tools and "tracker" not in session.settings.tools
 
