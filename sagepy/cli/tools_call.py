@@ -101,12 +101,12 @@ def _call(settings: Settings, config: Any, remote: str, given: dict, pairs: list
           logs: str | None) -> int:
     from ..mcp.elicitation import TerminalElicitation
     from ..mcp.failures import McpFailure
-    from ..mcp.manager import McpManager
+    from ..mcp.pool import ConnectionPool
     from ..mcp.results import dynamic_text, error_text
     from ..render import spinner
     # A server's questions during the call are answered as `sage run` answers them (§8.7).
-    manager = McpManager(settings.root, {config.name: config}, settings.mcp, log_dir=logs,
-                         elicitation=TerminalElicitation())
+    manager = ConnectionPool(settings.root, {config.name: config}, settings.mcp, log_dir=logs,
+                             elicitation=TerminalElicitation())
     try:
         with spinner(f"calling {remote} on {config.name}…"):
             tools = manager.describe(config.name)["tools"]

@@ -10,7 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from ..mcp.manager import McpManager
+    from ..mcp.pool import ConnectionPool
     from ..settings import Settings
 
 
@@ -46,14 +46,14 @@ def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
     return _with_server(args, settings, lambda manager, name: manager.get_prompt(name, args.prompt, text))
 
 
-def _with_server(args: argparse.Namespace, settings: Settings, action: Callable[[McpManager, str], str]) -> int:
+def _with_server(args: argparse.Namespace, settings: Settings, action: Callable[[ConnectionPool, str], str]) -> int:
     from ..mcp.elicitation import TerminalElicitation
-    from ..mcp.manager import McpManager
+    from ..mcp.pool import ConnectionPool
     from ..core.errors import SageRaise
     from .tools_target import report
     report(settings.tool_diagnostics)
     # NAME is matched as the builtins match it (the exact key, else the one case-insensitive match).
-    manager = McpManager(settings.root, settings.tools.servers, settings.mcp, elicitation=TerminalElicitation())
+    manager = ConnectionPool(settings.root, settings.tools.servers, settings.mcp, elicitation=TerminalElicitation())
     try:
         text = action(manager, args.name)
     except SageRaise as exc:

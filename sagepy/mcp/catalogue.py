@@ -28,7 +28,7 @@ class _Binary(Exception):
 
 
 class Catalogue:
-    """Mixin of McpManager: the builtins of §8.11."""
+    """Mixin of ConnectionPool: the builtins of §8.11."""
 
     _servers: dict
     _dynamic: dict

@@ -22,7 +22,8 @@ from mcp.client.auth import OAuthFlowError
 from mcp.client.auth.extensions.client_credentials import (ClientCredentialsOAuthProvider,
                                                            PrivateKeyJWTOAuthProvider, SignedJWTParameters)
 
-from .config import ServerConfig, private_key_reference
+from ..grove.servers import ServerConfig
+from .references import private_key_reference
 from .failures import McpFailure
 from .oauth import EXPIRY_MARGIN_S, TokenFile, secret_method, token_path
 
