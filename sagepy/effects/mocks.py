@@ -3,7 +3,9 @@ and the layer of the effects chain that answers from them before any real call. 
 raises without touching anything below; an empty queue lets the step go on (except for model turns, E054).
 
 Queue keys: "llm" (divine and infer share one queue), "T.f" for tool functions (Sage names), "mcp.connect",
-"mcp.list_tools", "mcp.server_info", "mcp.call", "mcp.disconnect", and "elicit". A mock is either a value or a
+"mcp.list_tools", "mcp.server_info", "mcp.call", "mcp.disconnect", the keys of the resource and prompt builtins
+("mcp.resources", "mcp.resource_templates", "mcp.read_resource", "mcp.prompts", "mcp.get_prompt"), and
+"elicit". A mock is either a value or a
 failure (`-> fail("m")`); the LLM queue also holds scripted model turns that call tools (`ScriptedCalls`).
 Values are converted to the mocked call's return type when they are taken.
 """
