@@ -45,6 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--verify-tools", action="store_true", help="compare tool declarations with live servers")
     check.add_argument("--format", choices=["text", "json", "github"], default="text", help="diagnostic output format")
 
+    fmt = sub.add_parser("fmt", help="format Sage source in the canonical layout",
+                         description="Rewrite .sg files (the project's, or PATHs) in the one canonical layout.")
+    fmt.add_argument("paths", nargs="*", metavar="PATH")
+    fmt.add_argument("--check", action="store_true", help="rewrite nothing; list the files that would change")
+    fmt.add_argument("--diff", action="store_true", help="rewrite nothing; print a diff of each file that would change")
+    fmt.add_argument("--stdin", action="store_true", help="format standard input to standard output")
+
     test = sub.add_parser("test", help="run the tests of *_test.sg files",
                           description="Discover and run `test` blocks in *_test.sg files.")
     from .test import add_arguments
@@ -89,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return USAGE_EXIT
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
-                   "new": _new, "explain": _explain}[args.command]
+                   "fmt": _fmt, "new": _new, "explain": _explain}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -170,6 +177,11 @@ def _run(args: argparse.Namespace) -> int:
     _progress()
     return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace,
                      program_args=args.program_args, resume=args.resume, journal=not args.no_journal)
+
+
+def _fmt(args: argparse.Namespace) -> int:
+    from .fmt import run_fmt
+    return run_fmt(args)
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ BREAK = ("break",)        # no output; breaks the enclosing groups (a trailing l
 
 
 def group(doc: Doc) -> tuple:
-    return ("group", doc, _has_hard(doc))
+    return ("group", doc, has_hard(doc))
 
 
 def indent(doc: Doc) -> tuple:
@@ -47,7 +47,7 @@ def join(sep: Doc, docs: list) -> list:
     return out
 
 
-def _has_hard(doc: Doc) -> bool:
+def has_hard(doc: Doc) -> bool:
     stack = [doc]
     while stack:
         d = stack.pop()

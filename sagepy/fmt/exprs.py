@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from ..syntax import ast as A
-from .doc import Doc
+from .doc import LINE, Doc, group, has_hard, indent
 from .layout import Element, Layout, end_line_of, start_of
 
 NS, STMT, TAIL, ARM, LEFT = "ns", "stmt", "tail", "arm", "left"
@@ -114,11 +114,19 @@ class ExprPrinter(Layout):
         return "self"
 
     def e_Binary(self, node: A.Binary, ctx: str | None) -> Doc:
+        """A chain of one level's operators (`a ++ b ++ c`) on one line, else broken before each operator."""
         op_level = _BINARY_LEVEL[node.op]
-        left_min = op_level + 1 if node.op in _NON_ASSOCIATIVE else op_level
-        left = self.expr(node.left, left_min, _leftmost(ctx))
-        right = self.expr(node.right, op_level + 1, _spine(ctx))
-        return [left, f" {node.op} ", right]
+        chain = [node]
+        while (node.op not in _NON_ASSOCIATIVE and type(chain[-1].left) is A.Binary
+               and _BINARY_LEVEL[chain[-1].left.op] == op_level):
+            chain.append(chain[-1].left)
+        first = chain[-1]
+        left_min = op_level + 1 if first.op in _NON_ASSOCIATIVE else op_level
+        head = self.expr(first.left, left_min, _leftmost(ctx))
+        operands = [(link.op, self.expr(link.right, op_level + 1, _spine(ctx))) for link in reversed(chain)]
+        if has_hard(head) or any(has_hard(d) for _, d in operands):   # a block inside: operators stay put
+            return [head, [[" ", op, " ", d] for op, d in operands]]
+        return group([head, indent([[LINE, op, " ", d] for op, d in operands])])
 
     def e_Unary(self, node: A.Unary, ctx: str | None) -> Doc:
         return [node.op, self.expr(node.operand, _UNARY, _spine(ctx))]
