@@ -160,9 +160,16 @@ class ExprPrinter(Layout):
         return [callee, self.delimited("(", self.elements(node.args), ")", self.closing(node.span))]
 
     def e_CatchExpr(self, node: A.CatchExpr, ctx: str | None) -> Doc:
+        if node.binder is None and self._prefix_catch(node):   # `catch e { … }`, kept as the author wrote it
+            return ["catch ", self.expr(node.expr, 2, NS), " ", self.block(node.fallback)]
         left = self.expr(node.expr, 1, _leftmost(ctx))
         binder = f"catch({node.binder}) " if node.binder is not None else "catch "
         return [left, " ", binder, self.block(node.fallback)]
+
+    def _prefix_catch(self, node: A.CatchExpr) -> bool:
+        span, inner = node.span, node.expr.span
+        return (span is not None and inner is not None and (span[0], span[1]) != (inner[0], inner[1])
+                and self.source(span).startswith("catch"))
 
     def e_Closure(self, node: A.Closure, ctx: str | None) -> Doc:
         params = ", ".join(p.name + (": " + self.type(p.type) if p.type is not None else "")
