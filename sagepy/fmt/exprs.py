@@ -24,6 +24,7 @@ _NON_ASSOCIATIVE = frozenset({"==", "!=", "<", ">", "<=", ">="})
 _POSTFIX = 10
 _UNARY = 9
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?)?")
+_COMMENT = re.compile(r"/\*[\s\S]*?\*/|//[^\n]*")
 _TYPE_NAMES = {"list": "List", "option": "Option", "oracle": "Oracle", "map": "Map", "result": "Result"}
 
 
@@ -98,8 +99,7 @@ class ExprPrinter(Layout):
             return "true" if value else "false"
         if isinstance(value, str):
             return self.source(node.span)
-        digits = _NUMBER.search(self.source(node.span))
-        return ("-" if value < 0 else "") + digits.group()
+        return ("-" if value < 0 else "") + self._digits(node.span)
 
     def e_Template(self, node: A.Template, ctx: str | None) -> Doc:
         return self.source(node.span)
@@ -264,6 +264,10 @@ class ExprPrinter(Layout):
     def e_TraceExpr(self, node: A.TraceExpr, ctx: str | None) -> Doc:
         return self._call_like("trace", [node.value], node.span)
 
+    def _digits(self, span: tuple) -> str:
+        """A number literal's digits as written (a `-` before it may be apart, with comments between)."""
+        return _NUMBER.search(_COMMENT.sub(" ", self.source(span))).group()
+
     # ---- types and patterns (short: always on one line)
 
     def turbofish(self, targs: list | None) -> str:
@@ -297,8 +301,7 @@ class ExprPrinter(Layout):
                 return "true" if p.value else "false"
             if isinstance(p.value, str):
                 return self.source(p.span)
-            return ("-" if p.value < 0 or self.source(p.span).startswith("-") else "") + \
-                _NUMBER.search(self.source(p.span)).group()
+            return ("-" if p.value < 0 or self.source(p.span).startswith("-") else "") + self._digits(p.span)
         if kind is A.PatTuple:
             return "(" + ", ".join(self.pattern(x) for x in p.items) + ")"
         if kind is A.PatOr:
