@@ -90,6 +90,22 @@ class _Scanner:
     def pos(self) -> tuple[int, int]:
         return self.line, self.col
 
+    def take_run(self, plain: re.Pattern) -> str:
+        """The characters from here that `plain` matches (none of them a newline), consumed at once: a long
+        literal costs one regex match per run rather than a method call per character."""
+        match = plain.match(self.text, self.i)
+        if match is None:
+            return self.advance()
+        run = match.group()
+        self.i = match.end()
+        self.col += len(run)
+        return run
+
+
+# Runs of characters that decode to themselves: no escape, no interpolation, no newline (which moves the line).
+_PLAIN_DOUBLE = re.compile(r"[^\\{\n]+")
+_PLAIN_SINGLE = re.compile(r"[^\\\n]+")
+
 
 def decode_string(tok: Token, ctx: ParseContext, parse_interpolation: InterpolationParser) -> A.Node:
     """A STRING token as a `Literal` (str value) or, when it interpolates, a `Template`."""
@@ -102,6 +118,7 @@ def decode_string(tok: Token, ctx: ParseContext, parse_interpolation: Interpolat
         return A.Literal("", span=span)
     sc = _Scanner(raw[:-1], tok.line, tok.column)
     sc.advance()  # opening quote
+    plain = _PLAIN_DOUBLE if quote == '"' else _PLAIN_SINGLE
     parts: list[Any] = []
     buf: list[str] = []
     while sc.i < len(sc.text):
@@ -116,7 +133,7 @@ def decode_string(tok: Token, ctx: ParseContext, parse_interpolation: Interpolat
             if expr is not None:
                 parts.append(expr)
         else:
-            buf.append(sc.advance())
+            buf.append(sc.take_run(plain))
     if buf or not parts:
         parts.append("".join(buf))
     if len(parts) == 1 and isinstance(parts[0], str):
