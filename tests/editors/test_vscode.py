@@ -67,14 +67,6 @@ def _run(argv: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
         pytest.fail(f"`{' '.join(argv)}` in {EXTENSION} did not finish within {timeout:.0f} s", pytrace=False)
 
 
-def test_the_typescript_compiles(npm: str) -> None:
-    out = EXTENSION / "out" / "extension.js"
-    out.unlink(missing_ok=True)
-    done = _run([npm, "run", "compile"])
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert 'args: ["lsp"]' in out.read_text(encoding="utf-8")
-
-
 def test_the_grammar_passes_its_tests(npm: str) -> None:
     done = _run([npm, "run", "test:grammar"])
     assert done.returncode == 0, done.stdout + done.stderr
@@ -91,11 +83,15 @@ def test_the_grammar_tests_can_fail(npm: str, tmp_path: Path) -> None:
     assert done.returncode != 0 and "missing required scopes: keyword.control.sage" in done.stdout
 
 
-def test_npm_run_package_builds_the_vsix(npm: str) -> None:
+def test_the_typescript_compiles_and_npm_run_package_builds_the_vsix(npm: str) -> None:
+    """`npm run package` compiles the TypeScript first (`vscode:prepublish`), then packages."""
     vsix = EXTENSION / "sage.vsix"
+    out = EXTENSION / "out" / "extension.js"
     vsix.unlink(missing_ok=True)
+    out.unlink(missing_ok=True)
     done = _run([npm, "run", "package"])
     assert done.returncode == 0, done.stdout + done.stderr
+    assert 'args: ["lsp"]' in out.read_text(encoding="utf-8")
     with zipfile.ZipFile(vsix) as archive:
         names = set(archive.namelist())
         manifest = json.loads(archive.read("extension/package.json"))

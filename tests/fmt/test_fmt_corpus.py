@@ -13,6 +13,7 @@ import pytest
 from sagepy.deepstack import call_on_deep_stack
 from sagepy.fmt import SyntaxErrors, format_source
 from sagepy.fmt.same import same_ast
+from sagepy.syntax.cache import parse_file_cached
 from sagepy.syntax.parser import parse_source
 from sagepy.syntax.trivia import scan_comments
 from tests.test_programs import PROGRAMS_DIR, output_lines, parse_expectations, run_program
@@ -25,23 +26,27 @@ def _parses(path: Path) -> bool:
     return not parse_source(path.read_text(encoding="utf-8"), str(path))[1]
 
 
-# every eighth single-file program of tests/programs that parses: the runs cost a process each
-RUN_SAMPLE = [p for p in sorted(PROGRAMS_DIR.glob("*.sg")) if _parses(p)][::8]
+# every twelfth single-file program of tests/programs that parses: each run costs a process
+RUN_SAMPLE = [p for p in sorted(PROGRAMS_DIR.glob("*.sg")) if _parses(p)][::12]
 
 
-def test_every_file_of_the_repository_formats_safely_and_idempotently() -> None:
+def test_every_file_of_the_repository_formats_safely_and_idempotently(tmp_path: Path, monkeypatch) -> None:
+    """The formatter checks its output itself; this checks it again, independently. Parses go through an
+    AST cache of the test's own, so that each text is parsed once."""
+    monkeypatch.setenv("SAGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("SAGE_NO_CACHE", raising=False)
     assert len(CORPUS) > 400
     formatted = refused = 0
     for path in CORPUS:
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
-        items, diagnostics = parse_source(text, str(path))
+        items, diagnostics = parse_file_cached(str(path), text)
         try:
             out = format_source(text, str(path))
         except SyntaxErrors:
             assert any(d.severity == "error" for d in diagnostics), path
             refused += 1
             continue
-        new_items, new_diagnostics = parse_source(out, str(path))
+        new_items, new_diagnostics = parse_file_cached(str(path), out)
         assert not new_diagnostics, path
         assert call_on_deep_stack(lambda: same_ast(items, new_items), "same-ast"), path
         assert [c.text for c in scan_comments(out)] == [c.text for c in scan_comments(text)], path
