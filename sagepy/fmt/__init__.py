@@ -12,6 +12,7 @@ from ..syntax.cache import parse_file_cached
 from ..syntax.trivia import scan_comments
 from .doc import render
 from .items import ItemPrinter
+from .layout import UnsafeFormat
 from .same import same_ast
 
 
@@ -21,10 +22,6 @@ class SyntaxErrors(Exception):
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
         super().__init__(f"{len(diagnostics)} syntax error(s)")
         self.diagnostics = diagnostics
-
-
-class UnsafeFormat(Exception):
-    """The formatted text would not mean the same program (a formatter bug): nothing is written."""
 
 
 def format_source(text: str, path: str = "<stdin>") -> str:

@@ -13,7 +13,7 @@ import re
 
 from ..syntax import ast as A
 from .doc import LINE, Doc, group, has_hard, indent
-from .layout import Element, Layout, end_line_of, start_of
+from .layout import Element, Layout, end_line_of, printer_of, start_of
 
 NS, STMT, TAIL, ARM, LEFT = "ns", "stmt", "tail", "arm", "left"
 _LEFTMOST = (STMT, TAIL, ARM, LEFT)
@@ -81,7 +81,7 @@ class ExprPrinter(Layout):
             paren = kind is A.RecordLit
         if paren:
             return ["(", self.expr(node, 0, None), ")"]
-        return getattr(self, "e_" + kind.__name__)(node, ctx)
+        return printer_of(self, "e_", node)(node, ctx)
 
     def elements(self, nodes: list, build=None) -> list[Element]:
         build = build or (lambda n: self.expr(n))

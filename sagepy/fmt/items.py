@@ -7,7 +7,7 @@ import re
 
 from ..syntax import ast as A
 from .doc import HARD, Doc
-from .layout import Element, end_line_of, start_of
+from .layout import Element, end_line_of, printer_of, start_of
 from .statements import StatementPrinter
 
 _EXPLICIT_RESTART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\s*\{\s*restart\b")
@@ -37,7 +37,7 @@ class ItemPrinter(StatementPrinter):
 
     def item(self, node: A.Node) -> Doc:
         pub = "pub " if getattr(node, "pub", False) else ""
-        return [pub, getattr(self, "i_" + type(node).__name__)(node)]
+        return [pub, printer_of(self, "i_", node)(node)]
 
     def members(self, span: tuple | None, entries: list) -> Doc:
         """A braced body of members; entries are (span, build)."""

@@ -16,6 +16,19 @@ from .doc import BREAK, HARD, LINE, SOFT, Doc, group, if_break, indent, line_suf
 Pos = tuple  # (line, col)
 
 
+class UnsafeFormat(Exception):
+    """The formatted text would not mean the same program, or a construct has no layout (a formatter bug):
+    nothing is written."""
+
+
+def printer_of(printer: object, prefix: str, node: object) -> Callable:
+    """The method that prints `node` (`e_Call`, `s_LetStmt`, `i_FnDecl`)."""
+    method = getattr(printer, prefix + type(node).__name__, None)
+    if method is None:
+        raise UnsafeFormat(f"no layout for {type(node).__name__}")
+    return method
+
+
 class Element(NamedTuple):
     """One element of a sequence: where it starts and ends in the source, and how to build its document
     (lazily, so that the comments before it are taken first). `kind` serves the blank-line rules."""

@@ -321,3 +321,21 @@ def test_the_safety_net_refuses_another_program_or_lost_comments() -> None:
     with pytest.raises(UnsafeFormat, match="comments"):
         _check(items, comments, "fn f() -> Int { 1 }\n", "a.sg")
     _check(items, comments, "fn f() -> Int {\n    1\n} // one\n", "a.sg")
+
+
+# Nodes printed as part of another (by the printer of their parent), not by a method of their own.
+PARTS = {"Module", "FieldDecl", "VariantDecl", "Param", "ToolFn", "Attribute", "AgentField", "Handler",
+         "ChildSpec", "TypeExpr", "Block", "TargetName", "TargetTuple", "MockCalls", "ClosureParam", "Arm",
+         "ArmBreak", "ArmContinue", "ArmReturn", "DivineOption", "PatWild", "PatBind", "PatLiteral", "PatTuple",
+         "PatVariant", "PatOr"}
+
+
+def test_every_node_of_the_grammar_has_a_printer() -> None:
+    """A node class added to the AST (a new construct of the grammar) fails here until the formatter prints
+    it: `e_` for expressions, `s_` for statements, `i_` for items."""
+    from sagepy.fmt.items import ItemPrinter
+    from sagepy.syntax.ast import NODE_CLASSES
+    unprinted = [name for name in NODE_CLASSES if name not in PARTS
+                 and not any(hasattr(ItemPrinter, prefix + name) for prefix in ("e_", "s_", "i_"))]
+    assert unprinted == []
+    assert PARTS <= set(NODE_CLASSES)
