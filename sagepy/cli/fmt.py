@@ -107,7 +107,8 @@ def _report(diagnostics: list[Diagnostic]) -> None:
 
 
 def _write_atomically(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
+    path = os.path.realpath(path)   # a symlink keeps pointing at the file it names
+    directory = os.path.dirname(path)
     mode = stat.S_IMODE(os.stat(path).st_mode)
     fd, tmp = tempfile.mkstemp(prefix=".sage-fmt-", suffix=".tmp", dir=directory)
     try:

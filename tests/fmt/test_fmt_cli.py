@@ -36,6 +36,13 @@ def test_files_are_rewritten_in_place_keeping_their_mode(tmp_path: Path) -> None
     assert again.stdout == "formatted 1 file (1 unchanged)\n"
 
 
+def test_a_symlink_stays_a_symlink_to_the_formatted_file(tmp_path: Path) -> None:
+    (tmp_path / "real.sg").write_text(MESSY)
+    (tmp_path / "link.sg").symlink_to("real.sg")
+    assert sage("link.sg", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "link.sg").is_symlink() and (tmp_path / "real.sg").read_text() == TIDY
+
+
 def test_check_lists_the_files_that_would_change_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "a.sg").write_text(MESSY)
     (tmp_path / "b.sg").write_text(TIDY)
