@@ -7,6 +7,8 @@ in order, or `UnsafeFormat` is raised instead. A file with syntax errors raises 
 """
 from __future__ import annotations
 
+import gc
+
 from ..diagnostics import Diagnostic
 from ..syntax.cache import parse_file_cached
 from ..syntax.trivia import scan_comments
@@ -32,6 +34,18 @@ def format_source(text: str, path: str = "<stdin>") -> str:
 
 
 def _format(text: str, path: str) -> str:
+    """The cyclic garbage collector is paused meanwhile, as during a parse (syntax/parser.py): the document
+    and the two ASTs all stay alive until the end, so a collection would scan them and free nothing."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _format_text(text, path)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _format_text(text: str, path: str) -> str:
     items, diagnostics = parse_file_cached(path, text)
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors:
