@@ -22,7 +22,9 @@ recognises its own.
 A lost connection is retried for up to 30 s (a restarting server, a failover), each write as a whole
 transaction again: the writes are upserts, and an `update` that carries a journal record first looks for
 that record, so a transaction whose COMMIT went through before the connection broke is not applied twice.
-After 30 s: Unreachable. A lock held for 30 s (`lock_timeout`) is Busy.
+After 30 s: Unreachable. A lock held for 30 s (`lock_timeout`) is Busy. A session left idle inside a
+transaction for 10 s (its process stopped) is ended by the server, so a stopped owner never keeps the locks
+that a takeover waits for; when it runs again, its transaction is retried and fenced off.
 """
 from __future__ import annotations
 
@@ -104,7 +106,9 @@ class PostgresStore:
         try:
             conn = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
                                    application_name="sagepy")
-            conn.execute("SET lock_timeout = '30s'")
+            # A process stopped inside a transaction (SIGSTOP, a frozen VM) must not hold its row locks until it
+            # runs again: the server ends such a session after 10 s, which lets another process take its run over.
+            conn.execute("SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '10s'")
         except psycopg.Error as exc:
             raise Unreachable(self._masked(first_line(exc))) from None
         self._conn = conn
@@ -303,7 +307,7 @@ class PostgresStore:
 
     def _set_lease_free(self, run_id: str, assignments: str, values: tuple) -> None:
         def work(conn: Any) -> None:
-            conn.execute(f"UPDATE {self._s}.runs SET lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL, "
+            conn.execute(f"UPDATE {self._s}.runs SET lease_heartbeat = NULL, "
                          f"lease_token = NULL{assignments} WHERE project = %s AND id = %s",
                          (*values, self.project, run_id))
         self._write(work, fence=run_id)
@@ -387,7 +391,7 @@ class PostgresStore:
             run = RunRecord(*rows[0])
             if run.lease_token == token:   # this call's own first try, before the connection was lost
                 return None
-            if run.lease_pid is not None and not is_stale(run):
+            if run.lease_heartbeat is not None and not is_stale(run):
                 return run
             conn.execute(f"UPDATE {self._s}.runs SET lease_pid = %s, lease_host = %s, lease_heartbeat = now(), "
                          "lease_token = %s WHERE project = %s AND id = %s", (pid, host, token, self.project, run_id))
