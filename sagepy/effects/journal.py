@@ -28,8 +28,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..runtime.errors import AgentCancelled, SageRaise
-from ..runtime.values import UNIT, ErrorValue
+from ..core.errors import AgentCancelled, SageRaise
+from ..core.values import UNIT, ErrorValue
 from ..store import crash
 from ..store.base import DONE, STARTED, STEP_FAILED, Busy, StepRecord, TakenOver, Unavailable, Unreachable
 from .chain import Perform

@@ -32,7 +32,7 @@ import threading
 import time
 from typing import Any, Callable, TypeVar
 
-from ..json_text import compact_json, parse_json
+from ..core.json_text import compact_json, parse_json
 from . import crash
 from .base import (Busy, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, Unreachable, COMPLETED,
                    FAILED, STARTED)

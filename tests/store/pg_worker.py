@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from sagepy import types as T
+from sagepy.core import types as T
 from sagepy.runtime.persistence import StateStore
 from sagepy.store.postgres import PostgresStore
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from sagepy import types as T
+from sagepy.core import types as T
 from sagepy.runtime.persistence import StateStore
 from sagepy.store import base
 from sagepy.store.postgres import FORMAT, PostgresStore
