@@ -334,7 +334,10 @@ class PostgresStore:
         return [StepRecord(*row[:7], outcome=parse_json(row[7])) for row in rows]
 
     def record_step(self, run_id: str, step: StepRecord) -> None:
-        self._write(lambda conn: self._put_step(conn, run_id, step), journal=1, fence=run_id)
+        # an outcome need not wait for the disk (lost only with the server itself: performed again, or halted
+        # on when destructive); a `started` record is an intent, and a field write commits in set_field
+        self._write(lambda conn: self._put_step(conn, run_id, step), journal=1, fence=run_id,
+                    durable=step.status == STARTED)
 
     def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
         if not steps:
