@@ -47,6 +47,9 @@ _RUN_COLUMNS = ("id, started_at, status, exit_code, entry, lease_pid, lease_host
                 "extract(epoch FROM now() - lease_heartbeat)::float8")
 _STEP_COLUMNS = "path, number, kind, target, args_hash, safety, status, outcome"
 _NEWEST_FIRST = 'ORDER BY started_at DESC, id COLLATE "C" DESC'
+_UPDATE_STEP = ("DO UPDATE SET kind = excluded.kind, target = excluded.target, args_hash = excluded.args_hash, "
+                "safety = excluded.safety, status = excluded.status, outcome = excluded.outcome, "
+                "token = excluded.token")
 
 
 def _schema_statements(s: str) -> list[str]:
@@ -336,11 +339,13 @@ class PostgresStore:
     def record_step(self, run_id: str, step: StepRecord) -> None:
         # an outcome need not wait for the disk (lost only with the server itself: performed again, or halted
         # on when destructive); a `started` record is an intent, and a field write commits in set_field
-        self._write(lambda conn: self._put_step(conn, run_id, step), journal=1, fence=run_id,
-                    durable=step.status == STARTED)
+        durable = step.status == STARTED
+        if self._fast(run_id) and self._fenced(run_id, [step], durable, replace=True):
+            return
+        self._write(lambda conn: self._put_step(conn, run_id, step), journal=1, fence=run_id, durable=durable)
 
     def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
-        if not steps:
+        if not steps or (self._fast(run_id) and self._fenced(run_id, steps, False, replace=True)):
             return
 
         def work(conn: Any) -> None:
@@ -349,6 +354,10 @@ class PostgresStore:
         self._write(work, journal=len(steps), fence=run_id, durable=False)
 
     def record_intent(self, run_id: str, step: StepRecord) -> bool:
+        if self._fast(run_id) and self._fenced(run_id, [step], True, replace=False):
+            return True
+        # a record is there already, or the lease is lost: the slow path tells which, in a transaction
+
         def work(conn: Any) -> bool:
             cursor = conn.execute(f"INSERT INTO {self._s}.steps (project, run_id, {_STEP_COLUMNS}, token) "
                                   "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
@@ -363,6 +372,37 @@ class PostgresStore:
             return owner is not None and owner[0] is not None and owner[0] == self._tokens.get(run_id)
         return self._write(work, journal=1, fence=run_id)
 
+    def _fast(self, run_id: str) -> bool:
+        """Whether a journal write may take the one-round-trip path: a run this store holds the lease of, and
+        no crash hooks (they must run between a write's statements and its COMMIT)."""
+        return run_id in self._tokens and not crash.active()
+
+    def _fenced(self, run_id: str, steps: list[StepRecord], durable: bool, replace: bool) -> bool:
+        """Insert (or, `replace`, upsert) the records in one transaction sent as one pipeline — BEGIN, the
+        commit level, each record's INSERT conditional on the lease (whose row it locks FOR SHARE), COMMIT —
+        so that a step's record costs one round trip to the server. False when not every record was written
+        (the lease was lost, or an intent found a record there); nothing then needs undoing, since a lost
+        lease writes nothing and the caller's slow path sorts out which it was."""
+        s = self._s
+        query = (f"INSERT INTO {s}.steps (project, run_id, {_STEP_COLUMNS}, token) SELECT %s, %s, %s, %s::integer, "
+                 f"%s, %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM {s}.runs WHERE project = %s AND id = %s "
+                 "AND lease_token = %s FOR SHARE) ON CONFLICT (project, run_id, path, number) "
+                 + (_UPDATE_STEP if replace else "DO NOTHING"))
+        token = self._tokens[run_id]
+        rows = [(*self._step_row(run_id, step), self.project, run_id, token) for step in steps]
+
+        def work(conn: Any) -> int:
+            cursors = []
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                conn.execute("SET LOCAL synchronous_commit = " + ("on" if durable else "off"))
+                for row in rows:
+                    cursors.append(conn.execute(query, row))
+                conn.execute("COMMIT")
+            return sum(cursor.rowcount for cursor in cursors)   # known once the pipeline has synced
+        # an upsert writes every row unless the lease is lost (the slow path then raises TakenOver)
+        return self._call(work, False) == len(rows)
+
     def delete_step(self, run_id: str, path: str, number: int) -> None:
         self._write(lambda conn: conn.execute(f"DELETE FROM {self._s}.steps WHERE project = %s AND run_id = %s "
                                               "AND path = %s AND number = %s", (self.project, run_id, path, number)))
@@ -371,9 +411,7 @@ class PostgresStore:
     def _upsert_step(self) -> str:
         return (f"INSERT INTO {self._s}.steps (project, run_id, {_STEP_COLUMNS}, token) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (project, run_id, path, number) "
-                "DO UPDATE SET kind = excluded.kind, target = excluded.target, args_hash = excluded.args_hash, "
-                "safety = excluded.safety, status = excluded.status, outcome = excluded.outcome, "
-                "token = excluded.token")
+                + _UPDATE_STEP)
 
     def _put_step(self, conn: Any, run_id: str | None, step: StepRecord) -> None:
         conn.execute(self._upsert_step, self._step_row(run_id, step))
