@@ -389,7 +389,19 @@ class PostgresStore:
                  "AND lease_token = %s FOR SHARE) ON CONFLICT (project, run_id, path, number) "
                  + (_UPDATE_STEP if replace else "DO NOTHING"))
         token = self._tokens[run_id]
-        rows = [(*self._step_row(run_id, step), self.project, run_id, token) for step in steps]
+        if len(steps) > 1 and replace:   # a group: one statement over arrays, not one per record
+            latest = {(step.path, step.number): step for step in steps}   # a key twice: its last record
+            columns = list(zip(*(self._step_row(run_id, step)[2:10] for step in latest.values())))
+            query = (f"INSERT INTO {s}.steps (project, run_id, {_STEP_COLUMNS}, token) SELECT %s, %s, u.* , %s "
+                     "FROM unnest(%s::text[], %s::integer[], %s::text[], %s::text[], %s::text[], %s::text[], "
+                     f"%s::text[], %s::text[]) AS u WHERE EXISTS (SELECT 1 FROM {s}.runs WHERE project = %s "
+                     "AND id = %s AND lease_token = %s FOR SHARE) ON CONFLICT (project, run_id, path, number) "
+                     + _UPDATE_STEP)
+            rows = [(self.project, run_id, token, *(list(c) for c in columns), self.project, run_id, token)]
+            expected = len(latest)
+        else:
+            rows = [(*self._step_row(run_id, step), self.project, run_id, token) for step in steps]
+            expected = len(rows)
 
         def work(conn: Any) -> int:
             cursors = []
@@ -401,7 +413,7 @@ class PostgresStore:
                 conn.execute("COMMIT")
             return sum(cursor.rowcount for cursor in cursors)   # known once the pipeline has synced
         # an upsert writes every row unless the lease is lost (the slow path then raises TakenOver)
-        return self._call(work, False) == len(rows)
+        return self._call(work, False) == expected
 
     def delete_step(self, run_id: str, path: str, number: int) -> None:
         self._write(lambda conn: conn.execute(f"DELETE FROM {self._s}.steps WHERE project = %s AND run_id = %s "
