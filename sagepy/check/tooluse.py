@@ -15,9 +15,9 @@ from typing import Any
 from ..core import types as T
 from ..diagnostics import did_you_mean
 from ..syntax import ast as A
-from .context import Body, Locals
+from .body import Body, Locals
 from .symbols import ToolInfo, ToolRef
-from .types import fits, is_open, show
+from .typeops import fits, is_open, show
 
 OPTIONS = ("tools", "max_steps")
 
@@ -179,7 +179,7 @@ class ToolUse:
                                hint="offer the other functions one by one (`tools: [T.f, …]`)")
                     break
             else:
-                refs.append(ToolRef(tool, fn))
+                refs.append(ToolRef.of(tool, fn))
         return refs
 
     # ---------------------------------------------------------------- `mock divine -> call T.f(…), …`

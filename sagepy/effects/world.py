@@ -6,10 +6,11 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from .step import ToolCallInfo
+from .step import current_context
 from .trace import Tracer
 
 if TYPE_CHECKING:
+    from ..check.symbols import ToolRef
     from ..settings import Settings
 
 
@@ -46,9 +47,9 @@ class World:
             return self._mcp
         with self._lock:
             if self._mcp is None:
-                from ..mcp.manager import McpManager
+                from ..mcp.pool import ConnectionPool
                 settings = self.settings
-                self._mcp = McpManager(settings.root, settings.tools.servers, settings.mcp, elicitation=self._elicit,
+                self._mcp = ConnectionPool(settings.root, settings.tools.servers, settings.mcp, elicitation=self._elicit,
                                        sampling=self._sample, checkpoint=_stop_point, trace=self._mcp_event)
             return self._mcp
 
@@ -74,7 +75,7 @@ class World:
             start_thread(lambda: self.mcp().prestart(keys), "mcp-prestart")
 
     # ---------------------------------------------------------------- safety classes (SPEC §7, §8.6)
-    def tool_safety(self, info: ToolCallInfo) -> str:
+    def tool_safety(self, info: ToolRef) -> str:
         if info.builtin:
             from ..tools import SAFETY
             return SAFETY.get((info.tool, info.fn), "destructive")
@@ -120,7 +121,6 @@ class World:
 
 def _stop_point() -> None:
     """Called while an MCP request waits: a stopped agent or an ended test cancels the request."""
-    from ..runtime.agents import current_context
     ctx = current_context()
     if ctx is not None:
         ctx.check()
