@@ -142,11 +142,12 @@ class PersistenceSettings:
     """`[persistence]`. Without the table `@persistent` fields live for one process (the store has always
     been opt-in); with it the backend defaults to SQLite."""
 
-    __slots__ = ("backend", "path")
+    __slots__ = ("backend", "path", "max_recoveries")
 
     def __init__(self) -> None:
         self.backend = "memory"
         self.path = ".sage/state.db"
+        self.max_recoveries = 5   # automatic resumes of one run by workers (SPEC §14.2)
 
 
 class ExternSettings:

@@ -80,6 +80,9 @@ def _run_stack(session: Session, stack: Any, entry_path: str, resume: str | None
             diags.append(Diagnostic("E041", "the entry file has no `run` declaration", entry_path, None,
                                     hint="end the file with `run Main;` naming the entry agent"))
         target = compiler.entry_target(run_decl.name) if run_decl is not None and compiler is not None else None
+        if run is not None:   # a worker's run of a changed program is left before anything is reported
+            from ..workers.version import program_version, version_files
+            run.check_version(program_version(session.root, version_files(session, [m.path for m in program.modules])))
         if any(d.severity == "error" for d in diags):
             report_diagnostics(diags)
             return 1
@@ -87,7 +90,8 @@ def _run_stack(session: Session, stack: Any, entry_path: str, resume: str | None
             from ..diagnostics import display_path
             run.start(display_path(entry_path), runtime, effects)
     except DurableExit as exc:
-        sys.stderr.write(exc.message + "\n")
+        if exc.message:
+            sys.stderr.write(exc.message + "\n")
         return exc.code
     started = time.monotonic()
     effects.trace(None, "run.start", {"entry": run_decl.name})
@@ -156,7 +160,7 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any, journal: Any) -> tuple[
         runtime.stop_all()
         runtime.shutdown(grace_seconds=2.0)
         runtime.write_err(journal.stop_message)
-        return journal.stop_code, "halted" if journal.kind == "halted" else "stopped"
+        return journal.stop_code, journal.kind if journal.kind in ("halted", "cancelled") else "stopped"
     for failed in runtime.unawaited_failures():
         if failed is inst:
             continue

@@ -81,7 +81,7 @@ class Store(Protocol):
     def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
         """Sets the status and exit code and releases the lease."""
     def prune_runs(self, keep: int) -> list[str]:
-        """Deletes ended runs (completed, failed) beyond the newest `keep` ended ones, with their steps;
+        """Deletes ended runs (completed, failed, cancelled) beyond the newest `keep` ended ones, with their steps;
         returns their ids, newest first."""
 
     # ---- journal steps
