@@ -115,9 +115,8 @@ class Worker:
             command.append(self.options.path)
         command += ["--resume", run_id]
         env = dict(os.environ)
-        # the child checks the files against the version this worker runs (--any-version: the run's own)
-        expected = version if self.options.any_version else self.version
-        env[WORKER_VAR] = f"{self.pid}:{expected}:{'interrupted' if resumed else 'queued'}"
+        # the child checks that the files are still those of this worker's version (with --any-version too)
+        env[WORKER_VAR] = f"{self.pid}:{self.version}:{'interrupted' if resumed else 'queued'}"
         # a session of its own: a Ctrl-C at the worker's terminal reaches the worker, which stops its runs
         process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, start_new_session=True)
