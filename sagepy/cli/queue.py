@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -61,34 +61,46 @@ def _seconds(text: str) -> float:
 
 def run_queue_command(command: str, args: argparse.Namespace) -> int:
     from ..project import ProjectError
-    from ..session import Session, store_open_failure
-    from ..store.base import Busy, NewerFormat, Unavailable
+    from ..session import Session
     try:
         session, explicit = Session.open(args.path if command == "submit" else None)
     except ProjectError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    settings = session.settings
-    if settings.toml_broken:
+    if session.settings.toml_broken:
         from ..diagnostics import format_diagnostics
         from ..render import write_diagnostics
-        write_diagnostics(format_diagnostics(settings.diagnostics) + "\n")
+        write_diagnostics(format_diagnostics(session.settings.diagnostics) + "\n")
         return 1
-    if settings.state_path() is None:
-        from ..runtime.durable import NEEDS_PERSISTENCE
-        sys.stderr.write(NEEDS_PERSISTENCE + "\n")
-        return 1
-    store = None
+
+    def command_on(store: Any) -> int:
+        try:
+            if command == "submit":
+                return _submit(session, explicit, args, store)
+            return {"wait": _wait, "cancel": _cancel, "logs": _logs}[command](args, store)
+        except QueueError as exc:
+            sys.stderr.write(str(exc.args[0]) + "\n")
+            return exc.args[1] if len(exc.args) > 1 else 1
+    return with_store(session, command_on)
+
+
+def with_store(session: Session, command: Callable[[Any], int]) -> int:
+    """`command` on the project's durable store (created when missing), closed afterwards; exit 1 without
+    `[persistence]` or when the store cannot serve, opening or in use (worded as `sage run` words it)."""
+    from ..session import store_open_failure
+    from ..store.base import Busy, NewerFormat, Unavailable
+    from ..store.config import StoreConfigError, open_store
+    target = store = None
     try:
-        store = session.open_store().backend
-        if command == "submit":
-            return _submit(session, explicit, args, store)
-        return {"wait": _wait, "cancel": _cancel, "logs": _logs}[command](args, store)
-    except QueueError as exc:
-        sys.stderr.write(str(exc.args[0]) + "\n")
-        return exc.args[1] if len(exc.args) > 1 else 1
-    except (NewerFormat, Busy, Unavailable) as exc:
-        sys.stderr.write(store_open_failure(settings.state_path(), exc) + "\n")
+        target = session.settings.state_target()
+        if target is None:
+            from ..runtime.durable import NEEDS_PERSISTENCE
+            sys.stderr.write(NEEDS_PERSISTENCE + "\n")
+            return 1
+        store = open_store(target)
+        return command(store)
+    except (NewerFormat, Busy, Unavailable, StoreConfigError) as exc:
+        sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
     finally:
         if store is not None:

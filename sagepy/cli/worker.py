@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 SQLITE_POLL_MS = 250
+POSTGRES_POLL_MS = 1000   # a fallback: NOTIFY wakes a PostgreSQL worker at once
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,10 +34,10 @@ def _positive(text: str) -> int:
 def run_worker_command(args: argparse.Namespace) -> int:
     from ..diagnostics import display_path
     from ..project import ProjectError
-    from ..session import Session, store_open_failure
-    from ..store.base import Busy, NewerFormat, Unavailable
+    from ..session import Session
     from ..workers.version import session_version
     from ..workers.worker import Worker, WorkerOptions
+    from .queue import with_store
     try:
         session, explicit = Session.open(args.path)
     except ProjectError as exc:
@@ -47,24 +49,15 @@ def run_worker_command(args: argparse.Namespace) -> int:
         from ..render import write_diagnostics
         write_diagnostics(format_diagnostics(settings.diagnostics) + "\n")
         return 1
-    if settings.state_path() is None:
-        from ..runtime.durable import NEEDS_PERSISTENCE
-        sys.stderr.write(NEEDS_PERSISTENCE + "\n")
-        return 1
     entry = explicit or session.entry_file()
     if not os.path.isfile(entry):
         sys.stderr.write(f"error: no entry file found (looked for {display_path(entry)})\n")
         return 1
-    poll_ms = args.poll_ms or SQLITE_POLL_MS
-    options = WorkerOptions(args.path, args.queue, args.concurrency, args.drain, args.any_version,
-                            poll_ms / 1000, settings.persistence.max_recoveries)
-    store = None
-    try:
-        store = session.open_store().backend
+
+    def work(store: Any) -> int:
+        postgres = type(store).__name__ == "PostgresStore"
+        poll_ms = args.poll_ms or (POSTGRES_POLL_MS if postgres else SQLITE_POLL_MS)
+        options = WorkerOptions(args.path, args.queue, args.concurrency, args.drain, args.any_version,
+                                poll_ms / 1000, settings.persistence.max_recoveries)
         return Worker(store, session_version(session, entry), options).run()
-    except (NewerFormat, Busy, Unavailable) as exc:
-        sys.stderr.write(store_open_failure(settings.state_path(), exc) + "\n")
-        return 1
-    finally:
-        if store is not None:
-            store.close()
+    return with_store(session, work)

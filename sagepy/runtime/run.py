@@ -41,22 +41,24 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
                  program_args: list[str], resume: str | None, journal: bool) -> int:
     from ..session import store_open_failure
     from ..store.base import Busy, NewerFormat, Unavailable
+    from ..store.config import StoreConfigError
     from .durable import NEEDS_PERSISTENCE
-    durable = session.settings.state_path() is not None and (journal or resume is not None)
-    if resume is not None and not durable:
-        sys.stderr.write(NEEDS_PERSISTENCE + "\n")
-        return 1
+    target = None
     try:
+        target = session.settings.state_target()
+        durable = target is not None and (journal or resume is not None)
+        if resume is not None and not durable:
+            sys.stderr.write(NEEDS_PERSISTENCE + "\n")
+            return 1
         stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True,
                                       program_args=program_args)
-    except (Unavailable, NewerFormat) as exc:   # SPEC §4.8, §14: refused before anything runs
-        message = store_open_failure(session.settings.state_path(), exc)
-        sys.stderr.write(message + "\n")
+    except (Unavailable, NewerFormat, StoreConfigError) as exc:   # SPEC §4.8, §14: refused before anything runs
+        sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
     try:
         return _run_stack(session, stack, entry_path, resume if durable else None, durable)
     except (Busy, Unavailable) as exc:   # the run's record could not be read or written
-        sys.stderr.write(store_open_failure(session.settings.state_path(), exc) + "\n")
+        sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
     finally:
         stack.effects.close()

@@ -55,17 +55,17 @@ class QueueStore(Protocol):
     def note_owner(self, run_id: str, host: str) -> None:
         """Record the host of a process that took the run's lease."""
 
-    def claim_run(self, queue: str, version: str | None, pid: int, host: str, now: float,
+    def claim_run(self, queue: str, version: str | None, pid: int, host: str,
                   is_stale: Callable[[RunRecord], bool], skip: set[str], max_recoveries: int) -> Claim | None:
         """Atomically take the oldest run a worker may execute: `queued` in `queue`, or `running` with a stale
-        lease in any queue; of program `version` (None: any). The run becomes `running` under the lease
-        (pid, host, now); a stale lease that was held (a crash, not a release) counts one recovery, and a run
+        lease in any queue; of program `version` (None: any). The run becomes `running` under a lease of
+        (pid, host) with a new token that this store holds (its heartbeats keep the claim fresh until the
+        run's own process takes the lease over, TakenOver from then on); a stale lease that was held (a crash, not a release) counts one recovery, and a run
         past `max_recoveries` is marked `failed` (exit 1) and returned with `gave_up`. None: nothing to claim."""
-    def requeue_run(self, run_id: str) -> str:
-        """Make a halted or paused run runnable again (`sage runs resolve`, `approve`, `deny`, `answer`):
-        `queued` when a worker was executing it, so that a worker resumes it, else `running` without a lease
-        (shown `interrupted`), for `sage run --resume`. Returns the status it now has as shown (`queued` or
-        `interrupted`)."""
+    def requeue_run(self, run_id: str) -> bool:
+        """Make a halted or paused run that a worker was executing `queued` again, so that a worker resumes
+        it (`sage runs resolve`, and `approve`, `deny`, `answer` once the answer is recorded): True. A run no
+        worker executed is left as it is, for `sage run --resume`: False."""
     def unclaim_run(self, run_id: str, was_queued: bool) -> None:
         """Give a claimed run back untouched (a worker of another program version should run it)."""
     def cancel_run(self, run_id: str, is_stale: Callable[[RunRecord], bool]) -> bool:
@@ -86,13 +86,13 @@ def record_arguments(info: RunInfo | None) -> list[str]:
 
 def info_row(info: RunInfo) -> tuple[Any, ...]:
     """The queue row's values in column order (see the backends' `run_queue` tables)."""
-    from ..json_text import compact_json
+    from ..core.json_text import compact_json
     return (info.queue, info.version, compact_json(info.args or []), info.recoveries, int(info.by_worker),
             int(info.cancel), info.host)
 
 
 def info_from_row(row: tuple[Any, ...]) -> RunInfo:
-    from ..json_text import parse_json
+    from ..core.json_text import parse_json
     queue, version, args, recoveries, by_worker, cancel, host = row
     return RunInfo(queue, version, parse_json(args), int(recoveries), bool(by_worker), bool(cancel), host)
 

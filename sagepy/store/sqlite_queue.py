@@ -5,6 +5,8 @@ file's write lock before reading, so that a claim by one worker process excludes
 """
 from __future__ import annotations
 
+import secrets
+import time
 from typing import Any, Callable
 
 from .base import HALTED, RUNNING, RunRecord
@@ -18,13 +20,23 @@ QUEUE_SCHEMA = (
     "line TEXT NOT NULL, PRIMARY KEY (run_id, number)) WITHOUT ROWID",
 )
 QUEUE_TABLES = {"run_queue", "run_output"}
-_RUN = "r.id, r.started_at, r.status, r.exit_code, r.entry, r.lease_pid, r.lease_host, r.lease_heartbeat"
+_RUN = ("r.id, r.started_at, r.status, r.exit_code, r.entry, r.lease_pid, r.lease_host, r.lease_heartbeat, "
+        "r.lease_token")
 _INFO = ", ".join(f"q.{c.strip()}" for c in INFO_COLUMNS.split(","))
-_RELEASED = "lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL"
+_RELEASED = "lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL, lease_token = NULL"
+
+
+def _record(row: tuple) -> RunRecord:
+    """A run as read, its lease's age on this machine's clock (the store's clock for SQLite)."""
+    run = RunRecord(*row)
+    if run.lease_heartbeat is not None:
+        run.lease_age = time.time() - run.lease_heartbeat
+    return run
 
 
 class SqliteQueue:
     _db: Any   # SqliteStore's connection; `_write` and `_read` are SqliteStore's too
+    _tokens: dict[str, str]   # SqliteStore's: the leases this store holds, which fence their runs' writes
 
     def _put_info(self, run_id: str, info: RunInfo) -> None:
         self._db.execute(f"INSERT OR REPLACE INTO run_queue (run_id, {INFO_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -51,7 +63,7 @@ class SqliteQueue:
         with self._write():
             self._db.execute("UPDATE run_queue SET host = ? WHERE run_id = ?", (host, run_id))
 
-    def claim_run(self, queue: str, version: str | None, pid: int, host: str, now: float,
+    def claim_run(self, queue: str, version: str | None, pid: int, host: str,
                   is_stale: Callable[[RunRecord], bool], skip: set[str], max_recoveries: int) -> Claim | None:
         with self._write():
             rows = self._db.execute(
@@ -59,7 +71,7 @@ class SqliteQueue:
                 "WHERE (r.status = ? AND q.queue = ?) OR r.status = ? ORDER BY r.started_at, r.id",
                 (QUEUED, queue, RUNNING)).fetchall()
             for row in rows:
-                run, info = RunRecord(*row[:8]), info_from_row(row[8:])
+                run, info = _record(row[:9]), info_from_row(row[9:])
                 if run.id in skip or (version is not None and info.version != version):
                     continue
                 resumed = run.status == RUNNING
@@ -72,20 +84,25 @@ class SqliteQueue:
                         return Claim(run, info, True, gave_up=True)
                     info.recoveries += 1
                 info.by_worker, info.host = True, host
-                self._db.execute("UPDATE runs SET status = ?, lease_pid = ?, lease_host = ?, lease_heartbeat = ? "
-                                 "WHERE id = ?", (RUNNING, pid, host, now, run.id))
+                token = secrets.token_hex(16)
+                self._db.execute("UPDATE runs SET status = ?, lease_pid = ?, lease_host = ?, lease_heartbeat = ?, "
+                                 "lease_token = ? WHERE id = ?", (RUNNING, pid, host, time.time(), token, run.id))
                 self._put_info(run.id, info)
-                run.status, run.lease_pid, run.lease_host, run.lease_heartbeat = RUNNING, pid, host, now
-                return Claim(run, info, resumed)
-        return None
+                run.status, run.lease_pid, run.lease_host, run.lease_token = RUNNING, pid, host, token
+                break
+            else:
+                return None
+        self._tokens[run.id] = token   # the worker's heartbeats keep the claim until its child takes it
+        return Claim(run, info, resumed)
 
-    def requeue_run(self, run_id: str) -> str:
+    def requeue_run(self, run_id: str) -> bool:
         with self._write():
             rows = self._db.execute("SELECT by_worker FROM run_queue WHERE run_id = ?", (run_id,)).fetchall()
-            queued = bool(rows and rows[0][0])
+            if not (rows and rows[0][0]):
+                return False
             self._db.execute(f"UPDATE runs SET status = ?, exit_code = NULL, {_RELEASED} WHERE id = ?",
-                             (QUEUED if queued else RUNNING, run_id))
-        return QUEUED if queued else "interrupted"
+                             (QUEUED, run_id))
+        return True
 
     def mark_running(self, run_id: str) -> None:
         """A queued or halted run resumed under the lease of the caller (`sage run --resume`)."""
@@ -99,9 +116,8 @@ class SqliteQueue:
 
     def cancel_run(self, run_id: str, is_stale: Callable[[RunRecord], bool]) -> bool:
         with self._write():
-            rows = self._db.execute("SELECT id, started_at, status, exit_code, entry, lease_pid, lease_host, "
-                                    "lease_heartbeat FROM runs WHERE id = ?", (run_id,)).fetchall()
-            run = RunRecord(*rows[0])
+            rows = self._db.execute(f"SELECT {_RUN} FROM runs r WHERE r.id = ?", (run_id,)).fetchall()
+            run = _record(rows[0])
             if run.status in (QUEUED, HALTED, PAUSED) or (run.status == RUNNING and is_stale(run)):
                 self._db.execute(f"UPDATE runs SET status = ?, exit_code = ?, {_RELEASED} WHERE id = ?",
                                  (CANCELLED, CANCELLED_EXIT, run_id))

@@ -42,6 +42,7 @@ class _Child:
     version: str
     process: subprocess.Popen
     ended: threading.Event = field(default_factory=threading.Event)
+    claimed: bool = True   # the worker's lease still holds the run (its process has not taken it over)
 
 
 class Worker:
@@ -98,7 +99,7 @@ class Worker:
         """Claim and start one run; False when there is nothing to claim."""
         options = self.options
         claim = self.store.claim_run(options.queue, None if options.any_version else self.version, self.pid,
-                                     self.host, time.time(), lease_is_stale, self.skip, options.max_recoveries)
+                                     self.host, lease_is_stale, self.skip, options.max_recoveries)
         if claim is None:
             return False
         run_id = claim.run.id
@@ -153,7 +154,7 @@ class Worker:
             say(f"run {run_id}: {run.status}")
         elif self.signals:   # stopped by this worker's stop: another worker resumes it
             return
-        elif run.lease_pid == self.pid and run.lease_host == self.host:   # its process never took it over
+        elif child.claimed and run.lease_pid == self.pid and run.lease_host == self.host:   # never taken over
             self.store.release_lease(run_id)
             self.skip.add(run_id)
             say(f"run {run_id}: stopped (exit {code})")
@@ -164,12 +165,15 @@ class Worker:
 
     def _heartbeat(self, stop: threading.Event) -> None:
         """Keep the worker's claims fresh until each child takes its run's lease over."""
+        from ..store.base import TakenOver
         while not stop.wait(HEARTBEAT_SECONDS):
             with self.lock:
-                claimed = list(self.children)
-            for run_id in claimed:
+                claimed = [child for child in self.children.values() if child.claimed and not child.ended.is_set()]
+            for child in claimed:
                 try:
-                    self.store.heartbeat(run_id, self.pid, time.time())
+                    self.store.heartbeat(child.run_id)
+                except TakenOver:   # the run's own process holds the lease now
+                    child.claimed = False
                 except Exception:  # busy this second: a claim stays fresh for 10 s
                     continue
 
