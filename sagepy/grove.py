@@ -117,13 +117,14 @@ def _check_postgres(config: dict, settings: Settings, out: _Collector) -> None:
     postgres = is_postgres_url(override) if override is not None else persistence.backend == "postgres"
     if not postgres:
         return
-    key = "backend" if "backend" in config.get("persistence", {}) else None
-    if override is None and persistence.url is None:
+    table = config.get("persistence", {})
+    if override is None and "url" not in table:
         out.error(f'{out.file}: [persistence] backend = "postgres" needs url (a postgresql:// URL or conninfo)',
-                  "persistence", key, hint='url = "postgresql://sage:${PGPASSWORD}@db.example/sage"')
+                  "persistence", "backend" if "backend" in table else None,
+                  hint='url = "postgresql://sage:${PGPASSWORD}@db.example/sage"')
     if not isinstance(config.get("project"), dict) or not isinstance(config["project"].get("name"), str):
         out.error(f"{out.file}: a postgres backend needs [project] name: runs and fields are keyed by it",
-                  "persistence", key, hint='add `name = "<project>"` under [project]')
+                  "persistence", None, hint='add `name = "<project>"` under [project]')
 
 
 def toml_error_diagnostic(path: str, exc: Exception) -> Diagnostic:

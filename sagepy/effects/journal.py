@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from ..core.errors import AgentCancelled, SageRaise
 from ..core.values import UNIT, ErrorValue
+from ..store import crash
 from ..store.base import DONE, STARTED, STEP_FAILED, Busy, StepRecord, TakenOver, Unavailable, Unreachable
 from .chain import Perform
 from .grouping import OutcomeGroups, groupable
@@ -69,6 +70,9 @@ class Journal:
         self.recorded_handles = {r.outcome for r in records
                                  if r.kind == MCP and r.target == "mcp_connect" and r.status == DONE}
         self.groups = OutcomeGroups(lambda group: store.record_steps(run_id, group))
+        # Under the crash-sweep hooks each outcome commits at once, so that a crash at the k-th journal write
+        # happens at the same place of the program on every execution (what the sweep's checks rest on).
+        self.grouped = not crash.active()
         self.confirmed = time.monotonic()   # when the lease was last confirmed (heartbeat or step)
 
     # ---------------------------------------------------------------- the lease
@@ -104,7 +108,10 @@ class Journal:
         record = StepRecord(step.path, step.number, step.kind, step.target, digest, safety, status, outcome)
         with _store_errors(self):
             if status != STARTED and groupable(record):
-                self.groups.add(record)
+                if self.grouped:
+                    self.groups.add(record)
+                else:
+                    self.store.record_steps(self.run_id, [record])
                 return record
             self.groups.flush()
             if status != STARTED:
