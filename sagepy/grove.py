@@ -42,7 +42,8 @@ class _Sink:
 _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
     "project": {"name": (_string, "a string"), "version": (_string, "a string"), "entry": (_string, "a string")},
     "test": {"timeout_ms": (_positive_int, "a positive integer")},
-    "llm": {"url": (_string, "a string"), "model": (_string, "a string"), "api_key_env": (_string, "a string"),
+    "llm": {"provider": (_one_of(("openai", "anthropic")), 'one of "openai", "anthropic"'),
+            "url": (_string, "a string"), "model": (_string, "a string"), "api_key_env": (_string, "a string"),
             "temperature": (_number, "a number"), "max_tokens": (_positive_int, "a positive integer"),
             "timeout_ms": (_positive_int, "a positive integer"), "retries": (_non_negative_int, "an integer ≥ 0"),
             "infer_retries": (_positive_int, "a positive integer"),

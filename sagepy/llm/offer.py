@@ -1,5 +1,5 @@
 """What a `divine(p, tools: [...])` offers the model (SPEC §4.12): the functions, their model-facing names, and
-the chat-completions `tools` array built from them.
+the `tools` array built from them in the dialect of the provider (SPEC §4.12, §4.13).
 
 A function is a typed or built-in tool function (`Tool.fn`, with its Sage parameter types) or one tool of a
 dynamic MCP connection (its listing object). Names are `<Tool>__<fn>` / `<server>__<tool>`, every character
@@ -90,7 +90,11 @@ class Offer:
     turn (`refresh`): the MCP manager keeps each listing until the server says its tools changed."""
 
     def __init__(self, static: list[OfferedFunction], handles: list[str],
-                 list_handle: Callable[[str], list[OfferedFunction]], remote_description: RemoteDescription) -> None:
+                 list_handle: Callable[[str], list[OfferedFunction]], remote_description: RemoteDescription,
+                 dialect: Any = None) -> None:
+        if dialect is None:
+            from . import dialect
+        self.dialect = dialect
         self._static = static
         self._handles = handles
         self._list_handle = list_handle
@@ -129,12 +133,12 @@ class Offer:
     def dialected(self, function: OfferedFunction) -> Any:
         known = self._dialects.get(id(function))
         if known is None:
-            known = self._dialects[id(function)] = function.dialected()
+            known = self._dialects[id(function)] = function.dialected(self.dialect)
         return known
 
     def definitions(self) -> list[dict]:
         if self._definitions is None:
-            self._definitions = [f.definition(name, self.dialected(f), self._remote_description)
+            self._definitions = [f.definition(name, self.dialect, self.dialected(f), self._remote_description)
                                  for name, f in zip(self.names, self.functions)]
         return self._definitions
 
