@@ -59,30 +59,23 @@ class OfferedFunction:
     def label(self) -> str:
         return self.info.label if self.info is not None else f"{self.server}.{self.remote}"
 
-    def dialected(self) -> Any:
-        """The dialectized parameter schema (sagepy.llm.dialect.Dialected)."""
-        from .dialect import dialectize
+    def dialected(self, dialect: Any) -> Any:
+        """The parameter schema in `dialect` (a module with `dialectize` and `tool`: sagepy.llm.dialect for
+        chat completions, sagepy.llm.anthropic_dialect for the Messages API)."""
         if self.info is None:
-            return dialectize(self.listing.get("inputSchema"), from_server=True)
+            return dialect.dialectize(self.listing.get("inputSchema"), from_server=True)
         record = T.RecordInfo(self.info.label, [], list(zip(self.info.params, self.param_types)))
-        return dialectize(json_schema(T.RecordT(record)), from_server=False)
+        return dialect.dialectize(json_schema(T.RecordT(record)), from_server=False)
 
-    def definition(self, name: str, dialect: Any, remote_description: RemoteDescription) -> dict:
-        """The chat-completions tool of this function (SPEC §4.12 "What the model sees")."""
+    def definition(self, name: str, dialect: Any, dialected: Any, remote_description: RemoteDescription) -> dict:
+        """The provider's tool for this function (SPEC §4.12 "What the model sees", §4.13)."""
         if self.info is None:
             description = self.listing.get("description") or None
         else:
             description = self.doc
             if description is None and not self.info.builtin:
                 description = remote_description(self.info.tool, self.info.remote)
-        if dialect.hint:
-            description = f"{description}\n\n{dialect.hint}" if description else dialect.hint
-        function: dict[str, Any] = {"name": name}
-        if description:
-            function["description"] = description
-        function["parameters"] = dialect.parameters
-        function["strict"] = dialect.strict
-        return {"type": "function", "function": function}
+        return dialect.tool(name, description, dialected)
 
 
 class Offer:
