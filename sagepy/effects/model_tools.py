@@ -3,7 +3,7 @@ each model turn one `llm` step and each call the model asks for one step built a
 would be (`Effects.tool_step`, `Effects.mcp_call_step`), so every layer of the chain sees both alike.
 
 A model turn's step has the conversation so far and the offered tool names as its arguments
-(`{"messages": […], "tools": […]}`, in the provider-neutral form of sagepy.llm.providers, so a run journaled
+(`{"messages": […], "tools": […]}`, in the provider-neutral form of sagepy.llm.provider, so a run journaled
 with one provider resumes with another), no `ret` (its outcome is the model's answer, a neutral assistant
 message, as JSON data, which needs no conversion), and a `ModelTurn` as its detail.
 """

@@ -1,6 +1,6 @@
 """The Anthropic Messages API (SPEC §4.13): `POST {url}/messages` with `x-api-key` and `anthropic-version`.
 
-The neutral conversation (sagepy.llm.providers) becomes a Messages request: system messages go to the
+The neutral conversation (sagepy.llm.provider) becomes a Messages request: system messages go to the
 top-level `system`; an assistant message's text and tool calls become `text` and `tool_use` blocks; the tool
 messages that answer one assistant message become one `user` message of `tool_result` blocks, in the order
 of the calls, `is_error` on the error answers. The API wants roles alternating from a first `user` message
@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.json_text import compact_json, parse_json
 from .config import ANTHROPIC_MAX_TOKENS
-from .providers import BODY_LIMIT, Provider, counts, decoded
+from .provider import BODY_LIMIT, Provider, counts, decoded
 
 API_VERSION = "2023-06-01"
 

@@ -2,7 +2,7 @@
 
 A call resolves its model (the effect handler's override, else the configuration), then answers offline when
 the model is `echo` or the key is `mock`, fails with the no-model message when nothing is configured, and
-otherwise sends requests through `ChatTransport`, in the API of the provider (sagepy.llm.providers: OpenAI
+otherwise sends requests through `ChatTransport`, in the API of the provider (sagepy.llm.provider: OpenAI
 chat completions or the Anthropic Messages API), from one provider-neutral conversation. Typed calls ask for JSON matching the target type's
 schema, read the reply leniently, convert it (§5) and, on a failure, ask again quoting the error.
 
@@ -128,7 +128,7 @@ class LlmClient:
         """One model turn of `divine(p, tools: [...])` (SPEC §4.12): one request carrying the conversation,
         the tools (`tools()`, in the provider's dialect, called only when the request goes out) with automatic
         tool choice, and for a typed `divine` its `response_format` where the provider has one. Returns the
-        answer as a neutral assistant message (sagepy.llm.providers). The `echo` model and
+        answer as a neutral assistant message (sagepy.llm.provider). The `echo` model and
         the `mock` key never call tools: they answer as a plain `divine` would."""
         model = model or self.config.model
         typed = target != T.STRING

@@ -92,7 +92,7 @@ def run_tool_loop(messages: list[dict], offer: Offer, target: T.Type, settings: 
                              "tool_calls": calls})
             for call, (text, failed) in zip(calls, _perform_calls(calls, offer, settings, callbacks)):
                 message = {"role": "tool", "tool_call_id": call["id"], "content": text}
-                if failed:   # the neutral form's mark of an `error: …` answer (sagepy.llm.providers)
+                if failed:   # the neutral form's mark of an `error: …` answer (sagepy.llm.provider)
                     message["is_error"] = True
                 messages.append(message)
             continue

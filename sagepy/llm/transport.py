@@ -1,6 +1,6 @@
 """One model API request over HTTP, with retries of transient failures (SPEC §4.10, §4.13).
 
-The provider (sagepy.llm.providers) names the endpoint, the headers and the error messages. HTTP 429 (and
+The provider (sagepy.llm.provider) names the endpoint, the headers and the error messages. HTTP 429 (and
 the Messages API's 529, overloaded) after `Retry-After` seconds when the server sends them, HTTP 5xx and
 connection errors are
 retried with exponential backoff, up to `retries` extra attempts. A request timeout is not retried: the
@@ -25,7 +25,7 @@ from ..net import failure_reason, sync_client, url_for_display
 from ..progress import note, waiting
 from ..tls import failure_reason as tls_failure_reason
 from .config import LlmConfig
-from .providers import Provider
+from .provider import Provider
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 8.0
