@@ -158,3 +158,33 @@ def test_agent_tools_example_with_claude(tmp_path: Path) -> None:
         assert question["content"] == "#11 is labelled question" and "is_error" not in question
         assert set(tools_of(srv.requests[0])) == {"Tracker__search_issues", "Tracker__read_issue",
                                                   "Tracker__add_label"}
+
+
+def test_the_journal_is_provider_neutral(tmp_path: Path) -> None:
+    """A durable run whose first model turn was journaled from Claude resumes with an OpenAI-compatible model:
+    the replayed turn (its tool_use id included) continues as a chat-completions conversation that the strict
+    chat server accepts."""
+    from strict_server import StrictChatServer
+    from strict_server import tool_results as chat_results
+    (tmp_path / "grove.toml").write_text('[project]\nname = "neutral"\nentry = "main.sg"\n\n[persistence]\n',
+                                         encoding="utf-8")
+    (tmp_path / "main.sg").write_text(agent("Shell", 'print(try divine("Greet", tools: [Shell.run]));\n'),
+                                      encoding="utf-8")
+    with MessagesServer([ToolCall("Shell__run", {"cmd": "echo hi"})]) as claude:
+        # write 1 is the first turn's outcome, committed before the destructive call's intent (write 2)
+        crashed = subprocess.run([sys.executable, "-m", "sagepy", "run", "."], cwd=tmp_path,
+                                 env=environment(claude, SAGE_CRASH_AFTER_WRITE="1"), capture_output=True,
+                                 text=True, timeout=120)
+        assert crashed.returncode == 77, crashed.stderr
+        assert claude.errors == [] and len(claude.requests) == 1
+        call_id = "toolu_000001"
+    env = {k: v for k, v in environment(claude).items() if not k.startswith(("SAGE_LLM_", "ANTHROPIC_"))}
+    with StrictChatServer(["Said hi."]) as chat:
+        env.update(SAGE_LLM_URL=chat.url, SAGE_API_KEY="sk-test", SAGE_MODEL="gpt-4o-mini")
+        resumed = subprocess.run([sys.executable, "-m", "sagepy", "run", "--resume", "last"], cwd=tmp_path,
+                                 env=env, capture_output=True, text=True, timeout=120)
+        assert resumed.returncode == 0, resumed.stderr
+        assert resumed.stdout == "Said hi.\n" and chat.errors == []
+        [request] = chat.requests
+        assert request["messages"][1]["tool_calls"][0]["id"] == call_id
+        assert json.loads(chat_results(request)[0]["content"])["stdout"] == "hi\n"
