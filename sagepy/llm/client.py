@@ -3,8 +3,9 @@
 A call resolves its model (the effect handler's override, else the configuration), then answers offline when
 the model is `echo` or the key is `mock`, fails with the no-model message when nothing is configured, and
 otherwise sends requests through `ChatTransport`, in the API of the provider (sagepy.llm.provider: OpenAI
-chat completions or the Anthropic Messages API), from one provider-neutral conversation. Typed calls ask for JSON matching the target type's
-schema, read the reply leniently, convert it (§5) and, on a failure, ask again quoting the error.
+chat completions or the Anthropic Messages API), from one provider-neutral conversation. Typed calls ask for
+JSON matching the target type's schema, read the reply leniently, convert it (§5) and, on a failure, ask
+again quoting the error.
 
 Every call is traced as `llm.request` followed by `llm.response` or `llm.error`. The key appears in no
 trace event and no error message: the transport redacts it from everything a server sends back.

@@ -141,7 +141,8 @@ def test_403_and_other_errors_quote_type_and_message():
 def test_a_refused_request_reports_the_api_message():
     with MessagesServer(["unused"]) as srv:
         c, _ = client(srv, {"temperature": 1.5})
-        assert failure(c) == "API error 400: invalid_request_error: temperature: Input should be less than or equal to 1"
+        assert failure(c) == ("API error 400: invalid_request_error: temperature: Input should be less than or "
+                              "equal to 1")
 
 
 def test_sampling_sends_system_top_level_and_merges_same_roles():

@@ -34,8 +34,8 @@ def run_ok(root: Path, program: str, srv: MessagesServer, **env: str) -> str:
 
 
 def agent(uses: str, body: str, before: str = "") -> str:
-    return f"{before}agent Main {{\n    use {uses};\n    on start {{\n{textwrap.indent(textwrap.dedent(body), ' ' * 8)}" \
-           f"    }}\n}}\nrun Main;\n"
+    indented = textwrap.indent(textwrap.dedent(body), " " * 8)
+    return f"{before}agent Main {{\n    use {uses};\n    on start {{\n{indented}    }}\n}}\nrun Main;\n"
 
 
 def tools_of(request: dict) -> dict[str, dict]:

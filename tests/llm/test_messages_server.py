@@ -110,7 +110,8 @@ def test_over_http_script_and_bearer_keys_are_refused():
                                                                             tools=[TOOL]))
             assert ok.status_code == 200 and ok.json()["stop_reason"] == "tool_use"
             assert [b["type"] for b in ok.json()["content"]] == ["text", "tool_use"]
-            overloaded = http.post(srv.url + "/messages", headers=HEADERS, json=body([{"role": "user", "content": "a"}]))
+            overloaded = http.post(srv.url + "/messages", headers=HEADERS,
+                                   json=body([{"role": "user", "content": "a"}]))
             assert overloaded.status_code == 529 and overloaded.headers["retry-after"] == "1"
             bearer = http.post(srv.url + "/messages", headers={"authorization": f"Bearer {KEY}",
                                                                "anthropic-version": VERSION},
