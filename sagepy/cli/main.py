@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "(NAME `.`: in the current directory, which must be empty).")
     new.add_argument("name", metavar="NAME")
 
+    sub.add_parser("lsp", help="run the language server on stdin/stdout",
+                   description="Serve the Language Server Protocol on stdin/stdout for an editor.")
     sub.add_parser("version", help="print the sagepy version", description="Print the sagepy and Python versions.")
     return parser
 
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return USAGE_EXIT
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
-                   "new": _new, "explain": _explain}[args.command]
+                   "new": _new, "explain": _explain, "lsp": _lsp}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -198,6 +200,11 @@ def _runs(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     from .explain import run_explain_command
     return run_explain_command(args)
+
+
+def _lsp(args: argparse.Namespace) -> int:
+    from .lsp import run_lsp
+    return run_lsp(args)
 
 
 def _new(args: argparse.Namespace) -> int:
