@@ -25,7 +25,7 @@ ORDER: tuple[tuple[str, ...], ...] = (
      "tls"),                                     # helpers that need nothing of sagepy but core
     ("net", "progress"),                         # helpers on helpers (tls, render)
     ("syntax",),                                 # source -> AST
-    ("loader", "project"),                       # programs and their modules; the project and its grove.toml
+    ("fmt", "loader", "project"),                # the formatter; programs and their modules; the project
     ("check",),                                  # the only resolver
     ("grove", "link"),                           # grove.toml checked into typed data; extern functions found
     ("builtins", "llm", "mcp", "store", "tools"),  # the world: each knows wire data and core only
@@ -33,7 +33,7 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("effects",),                                # the boundary: steps, the chain of layers
     ("runtime",),                                # compiled closures, agents
     ("session",),                                # one command's wiring: builds and connects the above
-    ("testing",),                                # sage test, the pytest plugin
+    ("lsp", "testing"),                          # the language server; sage test, the pytest plugin
     ("cli",),                                    # the sage command
     ("__main__",),
 )

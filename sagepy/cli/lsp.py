@@ -10,9 +10,8 @@ MISSING = ("error: sage lsp needs pygls, which is not installed\n"
 
 
 def run_lsp(args: Any) -> int:
-    try:
-        import pygls  # noqa: F401  (only to know whether the extra is installed)
-    except ImportError:
+    from importlib.util import find_spec
+    if find_spec("pygls") is None:
         sys.stderr.write(MISSING)
         return 2
     from ..lsp.server import serve
