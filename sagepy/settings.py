@@ -60,6 +60,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SAGE_CACHE_DIR", None, "AST cache directory (default: $XDG_CACHE_HOME/sagepy or ~/.cache/sagepy)"),
     Variable("SAGE_NO_CACHE", None, "any value: never read or write the AST cache"),
     Variable("SAGE_OAUTH_OPEN", None, "command that opens OAuth authorisation URLs instead of the browser"),
+    Variable("SAGE_STATE_URL", None, "replaces the [persistence] backend of a project that has one: "
+             "postgresql://… or sqlite:<path>"),
     Variable("SAGE_DEBUG", None, "any value: an internal error shows its Python traceback (sagepy's addition, "
              "for its developers)"),
     # Test hooks of the durable-run crash sweep (sagepy.store.crash reads them once per process)
@@ -184,7 +186,8 @@ class Settings:
     @classmethod
     def from_project(cls, project: Project, overrides: Overrides) -> "Settings":
         from .grove import read_grove
-        settings = cls(project.root, project.config_path, overrides, read_grove(project))
+        settings = cls(project.root, project.config_path, overrides,
+                       read_grove(project, overrides.setting("SAGE_STATE_URL")))
         if project.dotenv_error is not None:
             settings.diagnostics = [project.dotenv_error] + settings.diagnostics
             settings.tool_diagnostics = [project.dotenv_error] + settings.tool_diagnostics
@@ -214,8 +217,10 @@ class Settings:
             self._llm = LlmConfig.resolve(self.llm_section, self.overrides)
         return self._llm
 
-    def state_path(self) -> str | None:
-        """The SQLite file of `@persistent` fields, or None for the in-memory store."""
-        if self.persistence.backend != "sqlite":
+    def state_target(self) -> Any:
+        """The project's durable store (a sagepy.store.config.StoreTarget), or None for process memory;
+        raises StoreConfigError for an unset `$` variable in its URL or a bad SAGE_STATE_URL."""
+        if not self.persistence.present:   # a plain run imports nothing of the store
             return None
-        return os.path.join(self.root, self.persistence.path)
+        from .store.config import store_target
+        return store_target(self)

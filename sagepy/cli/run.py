@@ -40,8 +40,15 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
 def _run_program(session: Session, entry_path: str, trace_file: str | None, trace_stderr: bool,
                  program_args: list[str], resume: str | None, journal: bool) -> int:
     trace = session.trace_target(trace_file, trace_stderr)
-    state_path = session.settings.state_path()
-    if state_path is None:   # no [persistence]: `@persistent` fields live in process memory, nothing journals
+    target = None
+    if session.settings.persistence.present:
+        from ..store.config import StoreConfigError
+        try:
+            target = session.settings.state_target()
+        except StoreConfigError as exc:   # an unset variable in the URL: nothing can be tried
+            sys.stderr.write(f"{exc}\n")
+            return 1
+    if target is None:   # no [persistence]: `@persistent` fields live in process memory, nothing journals
         if resume is not None:
             from ..runtime.durable import NEEDS_PERSISTENCE
             sys.stderr.write(NEEDS_PERSISTENCE + "\n")
@@ -57,8 +64,8 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
     durable = journal or resume is not None
     try:
         runtime = session.build_runtime(trace=trace, persistent=True, durable=durable, program_args=program_args)
-    except (Unavailable, NewerFormat) as exc:   # SPEC §4.8, §14: refused before anything runs
-        sys.stderr.write(store_open_failure(state_path, exc) + "\n")
+    except (Unavailable, NewerFormat, StoreConfigError) as exc:   # SPEC §4.8, §14: refused before anything runs
+        sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
     try:
         if not durable:
@@ -71,7 +78,7 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
             return exc.code
         return _run_runtime(session, runtime, entry_path, run)
     except (Busy, Unavailable) as exc:   # the run's record could not be read or written
-        sys.stderr.write(store_open_failure(state_path, exc) + "\n")
+        sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
     finally:
         runtime.effects.close()

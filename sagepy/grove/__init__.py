@@ -49,11 +49,14 @@ class PersistenceSettings:
     """`[persistence]`. Without the table `@persistent` fields live for one process (the store has always
     been opt-in); with it the backend defaults to SQLite."""
 
-    __slots__ = ("backend", "path")
+    __slots__ = ("backend", "path", "url", "schema", "present")
 
     def __init__(self) -> None:
         self.backend = "memory"
         self.path = ".sage/state.db"
+        self.url: str | None = None     # PostgreSQL, `$` references unresolved (sagepy.store.config resolves)
+        self.schema = "sage"
+        self.present = False            # whether grove.toml has the table (SAGE_STATE_URL applies then)
 
 
 class ExternSettings:
@@ -81,8 +84,8 @@ _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
             "infer_retries": (positive_int, "a positive integer"),
             "max_tool_steps": (positive_int, "a positive integer"),
             "max_tool_result_chars": (positive_int, "a positive integer")},
-    "persistence": {"backend": (one_of(("sqlite", "memory")), 'one of "sqlite", "memory"'),
-                    "path": (string, "a string")},
+    "persistence": {"backend": (one_of(("sqlite", "postgres", "memory")), 'one of "sqlite", "postgres", "memory"'),
+                    "path": (string, "a string"), "url": (string, "a string"), "schema": (string, "a string")},
     "supervision": {"max_restarts": (non_negative_int, "an integer ≥ 0"),
                     "within_seconds": (positive_int, "a positive integer")},
     "extern": {"modules": (string_list, "an array of strings")},
@@ -110,9 +113,10 @@ class Grove:
         self.tool_diagnostics: list[Diagnostic] = []
 
 
-def read_grove(project: Project) -> Grove:
+def read_grove(project: Project, state_url: str | None = None) -> Grove:
     """The project's grove.toml in one pass: every valid value lands on its typed section, every problem
-    becomes a diagnostic (E090; E093 for a missing extern module). Without grove.toml: the defaults."""
+    becomes a diagnostic (E090; E093 for a missing extern module). Without grove.toml: the defaults.
+    `state_url`: SAGE_STATE_URL, which decides whether `[persistence]` is a PostgreSQL one (SPEC §14.1)."""
     grove = Grove()
     if project.config_path is None:
         return grove
@@ -123,6 +127,7 @@ def read_grove(project: Project) -> Grove:
         return grove
     from .servers import parse_mcp_settings, parse_tools_config
     config, path = project.config, project.config_path
+    _remember_masked(path)
     targets: dict[str, Any] = {"project": grove.project, "test": grove.test, "llm": grove.llm,
                                "persistence": grove.persistence, "supervision": grove.supervision,
                                "extern": grove.extern}
@@ -144,7 +149,10 @@ def read_grove(project: Project) -> Grove:
 
         if section == "persistence":
             grove.persistence.backend = "sqlite"
+            grove.persistence.present = True
         apply_keys(data, keys, section, report, targets[section])
+    if grove.persistence.present:
+        _check_postgres(config, grove, state_url, out)
     diagnostics = out.diagnostics
     for module in grove.extern.modules:
         if not os.path.isfile(os.path.join(project.root, module)):
@@ -157,6 +165,37 @@ def read_grove(project: Project) -> Grove:
     grove.tool_diagnostics = tool_diagnostics + mcp_diagnostics
     grove.diagnostics = diagnostics + grove.tool_diagnostics
     return grove
+
+
+def _remember_masked(path: str) -> None:
+    """Diagnostics that quote a line of grove.toml show the password of any URL in it as `***` (a
+    `[persistence] url`, SPEC §14.1): they quote the lines kept here, masked, not the file."""
+    from ..diagnostics import remember_source
+    from ..secrecy import mask_passwords
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            remember_source(path, mask_passwords(file.read()))
+    except OSError:   # unreadable now: the diagnostics quote nothing
+        pass
+
+
+def _check_postgres(config: dict, grove: Grove, state_url: str | None, out: Collector) -> None:
+    """SPEC §14.1: a postgres backend needs a URL (unless SAGE_STATE_URL gives one) and an explicit project
+    name, since runs and fields in a shared database are keyed by it and checkouts' directories differ."""
+    if state_url is not None:
+        postgres = state_url.startswith(("postgresql://", "postgres://"))
+    else:
+        postgres = grove.persistence.backend == "postgres"
+    if not postgres:
+        return
+    table = config.get("persistence", {})
+    if state_url is None and "url" not in table:
+        out.error(f'{out.file}: [persistence] backend = "postgres" needs url (a postgresql:// URL or conninfo)',
+                  "persistence", "backend" if "backend" in table else None,
+                  hint='url = "postgresql://sage:${PGPASSWORD}@db.example/sage"')
+    if not isinstance(config.get("project"), dict) or not isinstance(config["project"].get("name"), str):
+        out.error(f"{out.file}: a postgres backend needs [project] name: runs and fields are keyed by it",
+                  "persistence", None, hint='add `name = "<project>"` under [project]')
 
 
 def toml_error_diagnostic(path: str, exc: Exception) -> Diagnostic:
