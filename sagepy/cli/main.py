@@ -76,6 +76,11 @@ def _runs_arguments(runs: argparse.ArgumentParser) -> None:
     add_arguments(runs)
 
 
+def _worker_arguments(worker: argparse.ArgumentParser) -> None:
+    from .worker import add_arguments
+    add_arguments(worker)
+
+
 def _explain_arguments(explain: argparse.ArgumentParser) -> None:
     from .explain import add_arguments
     add_arguments(explain)
@@ -103,6 +108,8 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
               _tools_arguments),
     "runs": ("list, show, resolve and prune durable runs",
              "The durable runs of the project (grove.toml with [persistence]).", _runs_arguments),
+    "worker": ("execute queued and interrupted runs", "Claim the project's queued runs (`sage runs submit`) and "
+               "interrupted ones, and execute each in a process of its own.", _worker_arguments),
     "explain": ("explain an error code", "Print the explanation of an error code, with a wrong and a fixed example.",
                 _explain_arguments),
     "new": ("create a new project", "Create a project skeleton in NAME/ (NAME `.`: in the current directory, which "
@@ -128,8 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return USAGE_EXIT
+        if args.command == "run" and args.resume is not None and program_args:
+            parser.error("--resume runs with the arguments the run recorded: it takes no `-- ARGS`")
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
-                   "fmt": _fmt, "new": _new, "explain": _explain, "lsp": _lsp}[args.command]
+                   "fmt": _fmt, "worker": _worker, "new": _new, "explain": _explain, "lsp": _lsp}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -193,10 +202,10 @@ def _take_color_options(parser: argparse.ArgumentParser, argv: list[str]) -> tup
 
 
 def _take_program_arguments(argv: list[str]) -> tuple[list[str], list[str]]:
-    """`sage run … -- ARGS`: what follows the first `--` belongs to the program (`args()`, SPEC §6.1).
-    Other commands keep their `--` (`sage tools add NAME -- CMD …`)."""
-    commands = [a for a in argv if not a.startswith("-")]
-    if "--" not in argv or not commands or commands[0] != "run":
+    """`sage run … -- ARGS` and `sage runs submit … -- ARGS`: what follows the first `--` belongs to the
+    program (`args()`, SPEC §6.1). Other commands keep their `--` (`sage tools add NAME -- CMD …`)."""
+    commands = [a for a in argv[:argv.index("--")] if not a.startswith("-")] if "--" in argv else []
+    if commands[:1] != ["run"] and commands[:2] != ["runs", "submit"]:
         return argv, []
     split = argv.index("--")
     return argv[:split], argv[split + 1:]
@@ -254,6 +263,11 @@ def _tools(args: argparse.Namespace) -> int:
 def _runs(args: argparse.Namespace) -> int:
     from .runs import run_runs_command
     return run_runs_command(args)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from .worker import run_worker_command
+    return run_worker_command(args)
 
 
 def _explain(args: argparse.Namespace) -> int:

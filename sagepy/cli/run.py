@@ -39,14 +39,15 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
 
 def _run_program(session: Session, entry_path: str, trace_file: str | None, trace_stderr: bool,
                  program_args: list[str], resume: str | None, journal: bool) -> int:
+    from ..session import store_open_failure
     trace = session.trace_target(trace_file, trace_stderr)
     target = None
-    if session.settings.persistence.present:
+    if session.settings.persistence.present or resume is not None:
         from ..store.config import StoreConfigError
         try:
             target = session.settings.state_target()
-        except StoreConfigError as exc:   # an unset variable in the URL: nothing can be tried
-            sys.stderr.write(f"{exc}\n")
+        except StoreConfigError as exc:
+            sys.stderr.write(store_open_failure(None, exc) + "\n")
             return 1
     if target is None:   # no [persistence]: `@persistent` fields live in process memory, nothing journals
         if resume is not None:
@@ -59,8 +60,8 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
         finally:
             runtime.effects.close()
             runtime.store.close()
-    from ..session import store_open_failure
     from ..store.base import Busy, NewerFormat, Unavailable
+    from ..store.config import StoreConfigError
     durable = journal or resume is not None
     try:
         runtime = session.build_runtime(trace=trace, persistent=True, durable=durable, program_args=program_args)
@@ -98,12 +99,18 @@ def _run_runtime(session: Session, runtime: Runtime, entry_path: str, run: Any) 
         diags.append(Diagnostic("E041", "the entry file has no `run` declaration", entry_path, None,
                                 hint="end the file with `run Main;` naming the entry agent"))
     target = compiler.entry_target(run_decl.name) if run_decl is not None and compiler is not None else None
+    if run is not None:
+        from ..runtime.durable import DurableExit
+        from ..workers.version import program_version, version_files
+        try:   # a worker's run of a changed program is left before anything is reported
+            run.check_version(program_version(session.root, version_files(session, [m.path for m in program.modules])))
+        except DurableExit as exc:
+            return exc.code
     if any(d.severity == "error" for d in diags):
         report_diagnostics(diags)
         return 1
     if run is not None:
         from ..diagnostics import display_path
-        from ..runtime.durable import DurableExit
         try:
             run.start(display_path(entry_path), runtime, effects.journal)
         except DurableExit as exc:
@@ -176,7 +183,7 @@ def _run_agent(runtime: Runtime, agent: Any, journal: Any) -> tuple[int, str]:
         runtime.stop_all()
         runtime.shutdown(grace_seconds=2.0)
         runtime.write_err(journal.stop_message)
-        return journal.stop_code, "halted" if journal.kind == "halted" else "stopped"
+        return journal.stop_code, journal.kind if journal.kind in ("halted", "cancelled") else "stopped"
     for failed in runtime.unawaited_failures():
         if failed is inst:
             continue

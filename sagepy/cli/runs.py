@@ -53,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                        "interrupted and halted runs are always kept.")
     prune.add_argument("--keep", metavar="N", type=_count, default=50, help="how many ended runs to keep "
                                                                              "(default 50)")
+    from .queue import add_arguments as add_queue_arguments
+    add_queue_arguments(sub)
 
 
 def _add_format(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +84,11 @@ def _count(text: str) -> int:
 
 
 def run_runs_command(args: argparse.Namespace) -> int:
-    opened = open_group(args, "runs", ("list", "show", "resolve", "prune"))
+    from .queue import COMMANDS as QUEUE_COMMANDS
+    if args.runs_command in QUEUE_COMMANDS:
+        from .queue import run_queue_command
+        return run_queue_command(args.runs_command, args)
+    opened = open_group(args, "runs", ("list", "show", "resolve", "prune", *QUEUE_COMMANDS))
     if isinstance(opened, int):
         return opened
     command, session = opened
@@ -137,7 +143,8 @@ def _list(args: argparse.Namespace, store: Store | None) -> int:
     runs = store.list_runs() if store is not None else []
     now = time.time()
     if args.format == "json":
-        print(json.dumps([_run_json(run, now) for run in runs], ensure_ascii=False))
+        infos = store.run_infos() if store is not None else {}
+        print(json.dumps([_run_json(run, now, infos.get(run.id)) for run in runs], ensure_ascii=False))
         return 0
     if not runs:
         print("no durable runs yet")
@@ -150,7 +157,8 @@ def _list(args: argparse.Namespace, store: Store | None) -> int:
 def _run_lines(runs: list[RunRecord], now: float) -> list[str]:
     """id, start time, status, exit code and entry file of each run, in aligned columns."""
     from ..store.leases import shown_status
-    rows = [(run.id, _utc(run.started_at), shown_status(run, now),
+    from ..store.queue import QUEUED
+    rows = [(run.id, "-".ljust(19) if run.status == QUEUED else _utc(run.started_at), shown_status(run, now),
              "-" if run.exit_code is None else str(run.exit_code), run.entry) for run in runs]
     status_width = max(len(row[2]) for row in rows)
     code_width = max(len(row[3]) for row in rows)
@@ -158,10 +166,15 @@ def _run_lines(runs: list[RunRecord], now: float) -> list[str]:
             for rid, started, status, code, entry in rows]
 
 
-def _run_json(run: RunRecord, now: float) -> dict[str, Any]:
+def _run_json(run: RunRecord, now: float, info: Any = None) -> dict[str, Any]:
+    """The object of `list --format json`; `info`: the run's queue row (store.queue.RunInfo), if any."""
     from ..store.leases import shown_status
-    return {"id": run.id, "started_at": _utc(run.started_at, iso=True), "status": shown_status(run, now),
-            "exit_code": run.exit_code, "entry": run.entry}
+    from ..store.queue import QUEUED, RunInfo
+    info = info or RunInfo()
+    return {"id": run.id, "started_at": None if run.status == QUEUED else _utc(run.started_at, iso=True),
+            "status": shown_status(run, now), "exit_code": run.exit_code, "entry": run.entry,
+            "queue": info.queue, "version": info.version or None, "host": run.lease_host or info.host,
+            "recoveries": info.recoveries}
 
 
 def _utc(stamp: float, iso: bool = False) -> str:
@@ -230,7 +243,10 @@ def _resolve(args: argparse.Namespace, store: Store | None) -> int:
         step.status, step.outcome = DONE, args.ok
         store.record_step(run.id, step)
         done = "done"
-    print(f"recorded {path}:{number} of run {run.id} as {done}; continue with `sage run --resume {run.id}`")
+    if store.requeue_run(run.id):   # a worker was executing it: a worker resumes it
+        print(f"recorded {path}:{number} of run {run.id} as {done}; the run is queued again for a worker")
+    else:
+        print(f"recorded {path}:{number} of run {run.id} as {done}; continue with `sage run --resume {run.id}`")
     return 0
 
 

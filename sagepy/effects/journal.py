@@ -62,7 +62,7 @@ class Journal:
         self.stopped = threading.Event()
         self.stop_code: int | None = None
         self.stop_message = ""
-        self.kind = ""                  # "halted" | "diverged", once stopped
+        self.kind = ""                  # "halted" | "diverged" | "cancelled", once stopped
         self.lock = threading.Lock()
         # MCP handles the program holds -> the live handle, or the arguments of a replayed mcp_connect that
         # has not connected again yet
@@ -156,6 +156,14 @@ class Journal:
     def diverge(self, step: Step, record: StepRecord) -> None:
         self._stop(1, "diverged", f"error: journal divergence at {step.path} step {step.number}: recorded "
                    f"{record.kind} {record.target}, now {step.kind} {step.target}")
+
+    def cancel(self) -> None:
+        """`sage runs cancel` (from the lease's heartbeat): every agent stops before its next step, and the
+        run ends `cancelled` with exit code 130."""
+        try:
+            self._stop(130, "cancelled", f"run {self.run_id} cancelled")
+        except JournalStopped:
+            pass
 
     def _stop(self, code: int, kind: str, message: str) -> None:
         with self.lock:

@@ -49,7 +49,7 @@ class PersistenceSettings:
     """`[persistence]`. Without the table `@persistent` fields live for one process (the store has always
     been opt-in); with it the backend defaults to SQLite."""
 
-    __slots__ = ("backend", "path", "url", "schema", "present")
+    __slots__ = ("backend", "path", "url", "schema", "present", "max_recoveries")
 
     def __init__(self) -> None:
         self.backend = "memory"
@@ -57,6 +57,7 @@ class PersistenceSettings:
         self.url: str | None = None     # PostgreSQL, `$` references unresolved (sagepy.store.config resolves)
         self.schema = "sage"
         self.present = False            # whether grove.toml has the table (SAGE_STATE_URL applies then)
+        self.max_recoveries = 5         # automatic resumes of one run by workers (SPEC §14.2)
 
 
 class ExternSettings:
@@ -85,7 +86,8 @@ _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
             "max_tool_steps": (positive_int, "a positive integer"),
             "max_tool_result_chars": (positive_int, "a positive integer")},
     "persistence": {"backend": (one_of(("sqlite", "postgres", "memory")), 'one of "sqlite", "postgres", "memory"'),
-                    "path": (string, "a string"), "url": (string, "a string"), "schema": (string, "a string")},
+                    "path": (string, "a string"), "url": (string, "a string"), "schema": (string, "a string"),
+                    "max_recoveries": (non_negative_int, "an integer ≥ 0")},
     "supervision": {"max_restarts": (non_negative_int, "an integer ≥ 0"),
                     "within_seconds": (positive_int, "a positive integer")},
     "extern": {"modules": (string_list, "an array of strings")},

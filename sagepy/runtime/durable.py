@@ -18,6 +18,7 @@ from typing import Any
 
 from ..store.base import COMPLETED, FAILED, HALTED, RUNNING, RunRecord, TakenOver
 from ..store.leases import HEARTBEAT_SECONDS, lease_is_stale
+from ..store.queue import CANCELLED, CANCELLED_EXIT, QUEUED, RunInfo, record_arguments
 
 NEEDS_PERSISTENCE = "error: durable runs need a [persistence] table in grove.toml"
 
@@ -60,6 +61,9 @@ class DurableRun:
         self.journal: Any = None
         self._beating = threading.Event()
         self._heart: threading.Thread | None = None
+        self.version = ""             # the program version (SPEC §14.2), recorded with a new run
+        from ..workers.child import WorkerClaim
+        self.claim = WorkerClaim.from_environment() if resumed else None   # a worker started this process
 
     @classmethod
     def prepare(cls, store: Any, resume: str | None) -> "DurableRun":
@@ -70,11 +74,23 @@ class DurableRun:
         if run.status in (COMPLETED, FAILED):
             code = run.exit_code if run.exit_code is not None else 0
             raise DurableExit(code, f"run {run.id} already ended with exit code {code}")
+        if run.status == CANCELLED:
+            raise DurableExit(CANCELLED_EXIT, f"run {run.id} was cancelled")
         return cls(store, run, True)
 
     @property
     def run_id(self) -> str:
         return self.run.id if self.run is not None else ""
+
+    def check_version(self, version: str) -> None:
+        """Record the program's version; a worker's run whose files changed since the worker started is given
+        back for a worker of its version (before its first step: nothing has run)."""
+        self.version = version
+        claim = self.claim
+        if claim is not None and claim.version and version != claim.version:
+            from ..workers.child import LEFT_EXIT
+            self.store.unclaim_run(self.run.id, claim.was_queued)
+            raise DurableExit(LEFT_EXIT, "")
 
     def start(self, entry: str, runtime: Any, journal: Any) -> None:
         """Take the lease (a new run is created holding it), announce the run on stderr, give the run's records
@@ -84,20 +100,34 @@ class DurableRun:
         token = secrets.token_hex(16)
         if self.resumed:
             run = self.run
-            if run.status == HALTED:   # resolved since (or not): running again, under this process's lease
-                store.end_run(run.id, RUNNING, None)
-            owner = store.acquire_lease(run.id, pid, host, token, lease_is_stale)
+            claim = self.claim
+
+            def is_stale(owner: RunRecord) -> bool:
+                return lease_is_stale(owner) or (claim is not None and claim.may_take(owner, host))
+            owner = store.acquire_lease(run.id, pid, host, token, is_stale)
             if owner is not None:
                 raise DurableExit(1, f"error: run {run.id} is being executed by process {owner.lease_pid} "
                                      f"on {owner.lease_host}")
+            if run.status in (HALTED, QUEUED):   # resolved since (or not), or submitted: running again
+                store.mark_running(run.id)
+            store.note_owner(run.id, host)
+            info = store.run_info(run.id)
+            if info is not None and info.args is not None:
+                runtime.program_args = record_arguments(info)
+            elif info is None:   # a run journaled before arguments were recorded
+                store.set_run_info(run.id, RunInfo(version=self.version, args=list(runtime.program_args), host=host))
             records = store.steps(run.id)
             _announce(f"resuming run {run.id}")
+            if claim is not None:
+                from ..workers.child import capture_output
+                capture_output(store, run.id)
         else:
             run_id = new_run_id(now)
             while store.get_run(run_id) is not None:
                 run_id = new_run_id(now)
             self.run = RunRecord(run_id, now, RUNNING, None, entry, pid, host, now, token)
             store.create_run(self.run)
+            store.set_run_info(run_id, RunInfo(version=self.version, args=list(runtime.program_args), host=host))
             records = []
             _announce(f"run id: {run_id}")
         journal.begin(self.run.id, records)
@@ -111,12 +141,14 @@ class DurableRun:
         while not self._beating.wait(HEARTBEAT_SECONDS) and not journal.stopped.is_set():
             try:
                 journal.heartbeat()
+                if self.store.cancel_requested(self.run.id):   # `sage runs cancel`: stop before the next step
+                    journal.cancel()
             except Exception:  # a busy store this second: the lease stays fresh for 10 s, the next beat may pass
                 continue
 
     def finish(self, code: int, ending: str) -> None:
-        """Record how this execution ended. `ending`: "completed" or "failed" (the run has ended), "halted",
-        or "stopped" (a divergence or a signal: the run stays resumable and its lease is released)."""
+        """Record how this execution ended. `ending`: "completed", "failed" or "cancelled" (the run has ended),
+        "halted", or "stopped" (a divergence or a signal: the run stays resumable, its lease released)."""
         from ..effects.journal import JournalStopped
         self._beating.set()
         if self._heart is not None:
@@ -129,10 +161,8 @@ class DurableRun:
         try:
             if journal is not None:
                 journal.close()
-            if ending in (COMPLETED, FAILED):
+            if ending in (COMPLETED, FAILED, HALTED, CANCELLED):
                 store.end_run(self.run.id, ending, code)
-            elif ending == HALTED:
-                store.end_run(self.run.id, HALTED, code)
             else:
                 store.release_lease(self.run.id)
         except JournalStopped:   # the last commit found the lease lost or the database out of reach

@@ -105,7 +105,7 @@ class Store(Protocol):
         """Sets the status and exit code and releases the lease (its heartbeat and token; the last owner's
         pid and host stay, for `sage runs` and for a deposed owner's message)."""
     def prune_runs(self, keep: int) -> list[str]:
-        """Deletes ended runs (completed, failed) beyond the newest `keep` ended ones, with their steps;
+        """Deletes ended runs (completed, failed, cancelled) beyond the newest `keep` ended ones, with their steps;
         returns their ids, newest first."""
 
     # ---- journal steps

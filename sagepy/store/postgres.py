@@ -36,6 +36,8 @@ from ..core.json_text import compact_json, parse_json
 from . import crash
 from .base import (Busy, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, Unreachable, COMPLETED,
                    FAILED, STARTED)
+from .postgres_queue import PostgresQueue
+from .queue import CANCELLED
 
 FORMAT = 1   # the journal format this sagepy writes and reads
 RETRY_SECONDS = 30.0
@@ -76,7 +78,7 @@ def first_line(exc: BaseException) -> str:
     return line.removeprefix("connection failed: ")
 
 
-class PostgresStore:
+class PostgresStore(PostgresQueue):
     durable = True
 
     def __init__(self, url: str, project: str, schema: str = "sage", shown: str | None = None,
@@ -98,6 +100,7 @@ class PostgresStore:
         self._s = sql.Identifier(schema).as_string(self._conn)
         try:
             self._open_format()
+            self._open_queue()
         except BaseException:
             self.close()
             raise
@@ -318,10 +321,11 @@ class PostgresStore:
 
     def prune_runs(self, keep: int) -> list[str]:
         def work(conn: Any) -> list[str]:
-            rows = conn.execute(f"SELECT id FROM {self._s}.runs WHERE project = %s AND status IN (%s, %s) "
-                                f"{_NEWEST_FIRST} FOR UPDATE", (self.project, COMPLETED, FAILED)).fetchall()
+            rows = conn.execute(f"SELECT id FROM {self._s}.runs WHERE project = %s AND status IN (%s, %s, %s) "
+                                f"{_NEWEST_FIRST} FOR UPDATE", (self.project, COMPLETED, FAILED, CANCELLED)).fetchall()
             pruned = [row[0] for row in rows[max(0, keep):]]
             if pruned:
+                self._delete_queue_rows(conn, pruned)
                 conn.execute(f"DELETE FROM {self._s}.steps WHERE project = %s AND run_id = ANY(%s)",
                              (self.project, pruned))
                 conn.execute(f"DELETE FROM {self._s}.runs WHERE project = %s AND id = ANY(%s)",

@@ -35,6 +35,8 @@ from ..secrecy import private_directory
 from . import crash
 from .base import (Busy, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, COMPLETED, FAILED,
                    STARTED)
+from .queue import CANCELLED
+from .sqlite_queue import QUEUE_SCHEMA, QUEUE_TABLES, SqliteQueue
 
 CHECKPOINT_PAGES = 4000
 FORMAT = 1   # the journal format this sagepy writes and reads
@@ -48,6 +50,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS steps (run_id TEXT NOT NULL, path TEXT NOT NULL, number INTEGER NOT NULL, "
     "kind TEXT NOT NULL, target TEXT NOT NULL, args_hash TEXT NOT NULL, safety TEXT NOT NULL, "
     "status TEXT NOT NULL, outcome TEXT NOT NULL, PRIMARY KEY (run_id, path, number)) WITHOUT ROWID",
+    *QUEUE_SCHEMA,
 )
 _RUN_COLUMNS = "id, started_at, status, exit_code, entry, lease_pid, lease_host, lease_heartbeat, lease_token"
 _STEP_COLUMNS = "path, number, kind, target, args_hash, safety, status, outcome"
@@ -70,7 +73,7 @@ def _failure(exc: sqlite3.Error) -> Exception:
     return Unavailable(text)
 
 
-class SqliteStore:
+class SqliteStore(SqliteQueue):
     durable = True
 
     def __init__(self, path: str, busy_timeout_s: float = 30.0) -> None:
@@ -113,7 +116,8 @@ class SqliteStore:
             row = self._db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
             if row is not None and int(row[0]) > FORMAT:
                 raise NewerFormat(int(row[0]), FORMAT)
-            if row is not None and tables >= {"sage_state", "runs", "steps"} and self._has_token_column():
+            if row is not None and tables >= {"sage_state", "runs", "steps", *QUEUE_TABLES} and \
+                    self._has_token_column():
                 return
         with self._write():
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -252,11 +256,12 @@ class SqliteStore:
 
     def prune_runs(self, keep: int) -> list[str]:
         with self._write():
-            rows = self._db.execute(f"SELECT id FROM runs WHERE status IN (?, ?) {_NEWEST_FIRST}",
-                                    (COMPLETED, FAILED)).fetchall()
+            rows = self._db.execute(f"SELECT id FROM runs WHERE status IN (?, ?, ?) {_NEWEST_FIRST}",
+                                    (COMPLETED, FAILED, CANCELLED)).fetchall()
             pruned = [row[0] for row in rows[max(0, keep):]]
             for run_id in pruned:
                 self._db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
+                self._delete_queue_rows(run_id)
                 self._db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         return pruned
 
