@@ -53,6 +53,7 @@ _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
     "supervision": {"max_restarts": (_non_negative_int, "an integer ≥ 0"),
                     "within_seconds": (_positive_int, "a positive integer")},
     "extern": {"modules": (_string_list, "an array of strings")},
+    "observability": {"otlp_endpoint": (_string, "a string")},
 }
 _MCP_SECTIONS = ("tools", "mcp")
 
@@ -68,7 +69,7 @@ def read_grove(project: Project, settings: Settings) -> None:
     config, path = project.config, project.config_path
     targets: dict[str, Any] = {"project": settings.project, "test": settings.test, "llm": _Sink(),
                                "persistence": settings.persistence, "supervision": settings.supervision,
-                               "extern": settings.extern}
+                               "extern": settings.extern, "observability": settings.observability}
     out = _Collector(path)
     for section, data in config.items():
         if section in _MCP_SECTIONS:

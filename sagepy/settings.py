@@ -58,6 +58,16 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SAGE_CACHE_DIR", None, "AST cache directory (default: $XDG_CACHE_HOME/sagepy or ~/.cache/sagepy)"),
     Variable("SAGE_NO_CACHE", None, "any value: never read or write the AST cache"),
     Variable("SAGE_OAUTH_OPEN", None, "command that opens OAuth authorisation URLs instead of the browser"),
+    # OpenTelemetry export (SPEC §18.1): the standard variables, read from the same snapshot
+    Variable("OTEL_EXPORTER_OTLP_ENDPOINT", None, "OTLP/HTTP base URL; traces go to <url>/v1/traces"),
+    Variable("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None, "OTLP/HTTP traces URL, used as it is"),
+    Variable("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf", "the only protocol sagepy exports with"),
+    Variable("OTEL_EXPORTER_OTLP_HEADERS", None, "headers of every export request (`k=v,k2=v2`)"),
+    Variable("OTEL_EXPORTER_OTLP_TRACES_HEADERS", None, "headers of trace export requests (win over the above)"),
+    Variable("OTEL_SERVICE_NAME", None, "the service.name of exported spans (default: the project name)"),
+    Variable("OTEL_SDK_DISABLED", None, "`true`: no export"),
+    Variable("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", None,
+             "`true`: prompts, answers, tool arguments and results are recorded on spans"),
     Variable("SAGE_DEBUG", None, "any value: an internal error shows its Python traceback (sagepy's addition, "
              "for its developers)"),
     # Test hooks of the durable-run crash sweep (sagepy.store.crash reads them once per process)
@@ -149,6 +159,15 @@ class PersistenceSettings:
         self.path = ".sage/state.db"
 
 
+class ObservabilitySettings:
+    """`[observability]` (SPEC §18.1): the OTLP/HTTP traces URL; the `OTEL_*` variables win."""
+
+    __slots__ = ("otlp_endpoint",)
+
+    def __init__(self) -> None:
+        self.otlp_endpoint: str | None = None
+
+
 class ExternSettings:
     __slots__ = ("modules",)
 
@@ -210,6 +229,7 @@ class Settings:
         self.supervision = SupervisionSettings()
         self.persistence = PersistenceSettings()
         self.extern = ExternSettings()
+        self.observability = ObservabilitySettings()
         self.llm_section: Mapping[str, Any] = {}
         self.tools = ToolSettings({}, {})
         self.toml_broken = False

@@ -30,6 +30,29 @@ def enable_journal(effects: Effects, journal: Any) -> None:
     effects.perform = compose(layers(effects))
 
 
+def enable_export(effects: Effects, entry: str) -> None:
+    """Export this run's spans when an OTLP endpoint is configured (SPEC §18.1; `sage run` only: a test
+    never exports). `entry`: the entry file as displayed. A missing otel extra or an unsupported protocol is
+    one warning, and the run goes on without export."""
+    from ..telemetry.config import MISSING_EXTRA, export_config
+    config, warning = export_config(effects.settings)
+    if warning is not None:
+        effects.runtime.write_err(warning)
+    if config is None:
+        return
+    try:
+        from . import otel
+    except ImportError:
+        effects.runtime.write_err(MISSING_EXTRA)
+        return
+    from ..telemetry.secrets import known_secrets
+    journal = effects.journal
+    effects.otel = otel.SpanExport(config, entry, journal.run_id if journal is not None else None,
+                                   known_secrets(effects.settings), effects.runtime.write_err)
+    effects.world.observe_llm = otel.observe_answer
+    effects.perform = compose(layers(effects))
+
+
 def layers(effects: Effects) -> list:
     """The chain, outermost first."""
     chain: list = []
@@ -37,7 +60,10 @@ def layers(effects: Effects) -> list:
         from .mocks import MockLayer
         chain.append(MockLayer(effects))
     if effects.tracer.on:   # tracing is decided once per run: without it, steps skip the layer altogether
-        chain.append(TraceLayer(effects.tracer))
+        chain.append(TraceLayer(effects.tracer, effects))
+    if effects.otel is not None:
+        from .otel import OtelLayer
+        chain.append(OtelLayer(effects.otel, effects))
     if effects.journal is not None:
         from .journal import JournalLayer
         chain.append(JournalLayer(effects.journal))

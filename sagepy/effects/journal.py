@@ -61,6 +61,12 @@ class Journal:
             self.store.record_step(self.run_id, record)
         return record
 
+    def replaying(self, step: Step) -> bool:
+        """Whether `step` will be answered from its record rather than performed (the layers above the
+        journal mark such steps as replayed)."""
+        record = self.records.get((step.path, step.number))
+        return record is not None and record.status in (DONE, STEP_FAILED) and record.kind == step.kind
+
     # ---------------------------------------------------------------- stopping the run
     def halt(self, step: Step, record: StepRecord) -> None:
         where = f"{step.path}:{step.number}"

@@ -40,10 +40,12 @@ class Step:
 
     `agent` is the performing agent (or test) context and `detail` what the real layer needs beyond the wire
     arguments (a ToolCallInfo, a mailbox owner, a value to store); neither is part of the step's identity.
+    `call_id` is the model's id of a call it asked for.
     A safety class that costs a round trip to find (a remote tool's annotations) is resolved on first read.
     """
 
-    __slots__ = ("kind", "target", "arguments", "ret", "path", "number", "agent", "detail", "_safety", "_resolve")
+    __slots__ = ("kind", "target", "arguments", "ret", "path", "number", "agent", "detail", "call_id", "_safety",
+                 "_resolve")
 
     def __init__(self, kind: str, target: str, arguments: Any, ret: T.Type | None, safety: str | None,
                  agent: Any, detail: Any = None, resolve: Callable[["Step"], str] | None = None) -> None:
@@ -53,6 +55,7 @@ class Step:
         self.ret = ret
         self.agent = agent
         self.detail = detail
+        self.call_id: str | None = None   # the model's id of a call it asked for (SPEC §4.12)
         self._safety = safety
         self._resolve = resolve
         if agent is not None:

@@ -89,6 +89,9 @@ def _run_stack(session: Session, stack: Any, entry_path: str, resume: str | None
     except DurableExit as exc:
         sys.stderr.write(exc.message + "\n")
         return exc.code
+    from ..diagnostics import display_path
+    from ..effects.factory import enable_export
+    enable_export(effects, display_path(entry_path))
     started = time.monotonic()
     effects.trace(None, "run.start", {"entry": run_decl.name})
     code, ending = 1, "stopped"
