@@ -106,11 +106,15 @@ class OtelLayer:
             else detail
         return (overrides or {}).get("model") or self.effects.settings.llm.model
 
+    def _offline(self, model: str) -> bool:
+        """The `echo` model and the `mock` key answer without a request: no server to name."""
+        return model == "echo" or bool(getattr(self.effects.settings.llm, "mock", False))
+
     def _chat_span(self, step: Step, model: str, started: int, turn: _Turn, replayed: bool, value: Any,
                    error: SageRaise | None) -> None:
         attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": self._provider,
                                       "gen_ai.request.model": model}
-        if self._server is not None:
+        if self._server is not None and not self._offline(model):
             attributes["server.address"], attributes["server.port"] = self._server
         if turn.models:
             attributes["gen_ai.response.model"] = turn.models[-1]
@@ -193,8 +197,9 @@ class OtelLayer:
             protocol, transport = manager.wire_facts(server=self.effects.world.server_key(step.detail.tool))
         if protocol:
             span.set_attribute("mcp.protocol.version", protocol)
-        if transport:
-            span.set_attribute("network.transport", "pipe" if transport == "stdio" else "tcp")
+        network = {"stdio": "pipe", "http": "tcp"}.get(transport)
+        if network is not None:
+            span.set_attribute("network.transport", network)
 
 
 def _address(url: str | None) -> tuple[str, int] | None:

@@ -44,8 +44,14 @@ class _Failures(logging.Handler):
         self.reason: str | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.name.startswith("opentelemetry.exporter") and record.args:
-            self.reason = _reason(record.args[-1])
+        args = record.args if isinstance(record.args, tuple) else ()
+        if not record.name.startswith("opentelemetry.exporter") or not args:
+            return
+        message = str(record.msg)
+        if message.startswith("Transient error"):      # (error, kind, backoff)
+            self.reason = _reason(args[0])
+        elif "reason:" in message:                      # (kind, status code, reason)
+            self.reason = f"HTTP {args[1]} {args[2]}" if args[1] else _reason(args[2])
 
 
 def _reason(error: Any) -> str:
@@ -55,8 +61,6 @@ def _reason(error: Any) -> str:
     match = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
     if match:
         return match.group(1).strip()
-    if isinstance(error, int) or text.isdigit():
-        return f"HTTP {text}"
     return text.split("\n", 1)[0][:200] or "unknown error"
 
 
@@ -106,9 +110,9 @@ class SpanExport:
                                                                   "service.version": __version__}))
         self._processor = BatchSpanProcessor(self._exporter)
         self._provider.add_span_processor(self._processor)
-        if not isinstance(otel_trace.get_tracer_provider(), TracerProvider):
-            # the MCP SDK makes its client spans with the global provider: they join this trace
-            otel_trace.set_tracer_provider(self._provider)
+        # Not made the global provider: the spans of the MCP SDK (and of an in-process server's SDK) stay
+        # non-recording, yet carry the current span's context, so a request's `traceparent` names the call's
+        # execute_tool span.
         self.tracer = self._provider.get_tracer("sagepy", __version__)
         self._lock = threading.Lock()
         self._root: Any = None
