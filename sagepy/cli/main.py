@@ -60,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .runs import add_arguments as add_runs_arguments
     add_runs_arguments(runs)
 
+    trace = sub.add_parser("trace", help="view a trace file as an HTML timeline",
+                           description="Work with trace files written by `sage run --trace-file`.")
+    from .trace import add_arguments as add_trace_arguments
+    add_trace_arguments(trace)
+
     explain = sub.add_parser("explain", help="explain an error code",
                              description="Print the explanation of an error code, with a wrong and a fixed example.")
     from .explain import add_arguments as add_explain_arguments
@@ -89,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return USAGE_EXIT
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
-                   "new": _new, "explain": _explain}[args.command]
+                   "new": _new, "explain": _explain, "trace": _trace}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -193,6 +198,11 @@ def _tools(args: argparse.Namespace) -> int:
 def _runs(args: argparse.Namespace) -> int:
     from .runs import run_runs_command
     return run_runs_command(args)
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from .trace import run_trace_command
+    return run_trace_command(args)
 
 
 def _explain(args: argparse.Namespace) -> int:
