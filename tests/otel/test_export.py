@@ -236,7 +236,8 @@ def test_a_resumed_durable_run_marks_its_replayed_spans(tmp_path: Path) -> None:
         llm["SAGE_LLM_URL"] = srv.url
         crashed = sage(root, env={**llm, "SAGE_CRASH_AFTER_WRITE": "2"})   # the model turn and `k1` recorded
         assert crashed.returncode == 77, crashed.stderr
-        resumed = sage(root, "run", "--resume", "last", env={**llm, "OTEL_EXPORTER_OTLP_ENDPOINT": r.url})
+        resumed = sage(root, "run", "--resume", "last", "--trace-file", "t.ndjson",
+                       env={**llm, "OTEL_EXPORTER_OTLP_ENDPOINT": r.url})
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout == "answer one | value of k1 | value of k2\n"
     tree(r.spans)
@@ -249,6 +250,12 @@ def test_a_resumed_durable_run_marks_its_replayed_spans(tmp_path: Path) -> None:
     assert [c["attributes"].get("sage.replayed") for c in calls] == [True, None]
     assert [json.loads(line)["traceparent"].split("-")[2] for line in (root / "meta.log").read_text().splitlines()
             if "traceparent" in line] == [calls[1]["span_id"]]
+    # the NDJSON trace marks the replayed steps' events, and every event names its agent's path
+    events = [json.loads(line) for line in (root / "t.ndjson").read_text().splitlines()]
+    assert all("path" in e for e in events)
+    marked = [(e["kind"], e.get("fn"), e.get("replayed")) for e in events if e["kind"].startswith(("llm.", "tool."))]
+    assert marked == [("llm.request", None, True), ("llm.response", None, True), ("tool.call", "lookup", True),
+                      ("tool.result", "lookup", True), ("tool.call", "lookup", None), ("tool.result", "lookup", None)]
 
 
 def test_an_unreachable_collector_is_one_warning_and_keeps_the_exit_code(tmp_path: Path) -> None:
