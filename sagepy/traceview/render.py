@@ -94,8 +94,9 @@ def _axis(trace: Trace, scale: float, height: int) -> list[str]:
     t = 0
     while t <= span_ms:
         x = LABEL_W + t * scale
-        out.append(f'<line class="tick" x1="{x:.1f}" y1="{AXIS_H - 6}" x2="{x:.1f}" y2="{height}"/>'
-                   f'<text x="{x + 2:.1f}" y="{AXIS_H - 10}">{escape(_ms(t))}</text>')
+        label = f'<text x="{x + 2:.1f}" y="{AXIS_H - 10}">{escape(_ms(t))}</text>' \
+            if x + 48 < LABEL_W + PLOT_W else ""   # no label cut off at the right edge
+        out.append(f'<line class="tick" x1="{x:.1f}" y1="{AXIS_H - 6}" x2="{x:.1f}" y2="{height}"/>{label}')
         t += step
     return out
 
