@@ -19,7 +19,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 
-from ..runtime.errors import SageRaise
+from ..core.errors import SageRaise
 from ..telemetry.spans import CLIENT, INTERNAL, SpanExport, mark_error
 
 __all__ = ["OtelLayer", "SpanExport", "observe_answer"]
@@ -256,11 +256,11 @@ def _output_messages(value: Any, turn: _Turn) -> str:
 
 
 def _json_of(value: Any) -> str:
-    from ..convert import compact_json, to_json
+    from ..core.convert import compact_json, to_json
     try:
         return compact_json(to_json(value))
     except Exception:  # noqa: BLE001 - a value without a JSON form is shown by its display
-        from ..runtime.values import display
+        from ..core.values import display
         return display(value)
 
 

@@ -11,8 +11,8 @@ import threading
 import time
 from typing import Any
 
-from .. import types as T
-from ..runtime.errors import SageRaise
+from ..core import types as T
+from ..core.errors import SageRaise
 from .chain import Perform
 from .step import LLM, MCP, TOOL, Step
 
