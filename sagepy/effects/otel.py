@@ -132,7 +132,10 @@ class OtelLayer:
             attributes["gen_ai.input.messages"] = export.redact(_input_messages(step))
             if error is None:
                 attributes["gen_ai.output.messages"] = export.redact(_output_messages(value, turn))
-        span = export.start_step(f"chat {model}", step.agent, INTERNAL if replayed else CLIENT, attributes,
+        # a turn that sent no request (replayed from the journal, or answered by `echo` or the `mock` key)
+        # is no client call
+        client = not replayed and not self._offline(model)
+        span = export.start_step(f"chat {model}", step.agent, CLIENT if client else INTERNAL, attributes,
                                  start_time=started)
         if error is not None:
             mark_error(span, error.error.kind, export.redact(error.error.display()))

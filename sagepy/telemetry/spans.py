@@ -64,6 +64,13 @@ def _reason(error: Any) -> str:
     return text.split("\n", 1)[0][:200] or "unknown error"
 
 
+_FAILURES = _Failures()
+# The SDK's log records go to _FAILURES alone and never reach the program's stderr (one handler per process:
+# with none, Python's last-resort handler would print them).
+logging.getLogger("opentelemetry").addHandler(_FAILURES)
+logging.getLogger("opentelemetry").propagate = False
+
+
 class _Recording(SpanExporter):
     """The OTLP/HTTP exporter, remembering whether any batch failed."""
 
@@ -100,10 +107,8 @@ class SpanExport:
         self.capture = config.capture_content
         self._secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
         self._write_err = write_err or (lambda line: sys.stderr.write(line + "\n"))
-        self._failures = _Failures()
-        sdk_logger = logging.getLogger("opentelemetry")
-        sdk_logger.addHandler(self._failures)
-        sdk_logger.propagate = False   # nothing of the SDK's own reaches the program's stderr
+        self._failures = _FAILURES
+        _FAILURES.reason = None
         self._exporter = _Recording(OTLPSpanExporter(endpoint=config.url, headers=config.headers,
                                                      timeout=EXIT_WAIT_S), self._failures)
         self._provider = TracerProvider(resource=Resource.create({"service.name": config.service,

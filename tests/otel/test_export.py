@@ -79,7 +79,10 @@ def one(spans: list[dict], name: str) -> dict:
 def test_summoned_agents_nest_under_their_summoner(tmp_path: Path) -> None:
     root = project(tmp_path, """
         agent Leaf {
-            on start { yield(1); }
+            on start {
+                let a = try divine("a question");
+                yield(1);
+            }
         }
         agent Worker {
             on start {
@@ -101,7 +104,7 @@ def test_summoned_agents_nest_under_their_summoner(tmp_path: Path) -> None:
         run Main;
         """)
     with Receiver() as r:
-        result = sage(root, env={"OTEL_EXPORTER_OTLP_ENDPOINT": r.url})
+        result = sage(root, env={"OTEL_EXPORTER_OTLP_ENDPOINT": r.url, "SAGE_MODEL": "echo"})
     assert (result.returncode, result.stdout, result.stderr) == (3, "4\n", "")
     ids = tree(r.spans)
     run = one(r.spans, "sage run src/main.sg")
@@ -118,6 +121,11 @@ def test_summoned_agents_nest_under_their_summoner(tmp_path: Path) -> None:
     leaves = r.named("invoke_agent Leaf")
     assert sorted(ids[s["parent"]]["attributes"]["sage.agent.path"] for s in leaves) == sorted(workers)
     assert {s["attributes"]["sage.agent.path"] for s in leaves} == {"Main/Worker#1/Leaf#1", "Main/Worker#2/Leaf#1"}
+    # the offline `echo` model sends no request: its turns are no client calls and name no server
+    chats = r.named("chat echo")
+    assert sorted(ids[c["parent"]]["attributes"]["sage.agent.path"] for c in chats) == sorted(
+        s["attributes"]["sage.agent.path"] for s in leaves)
+    assert all(c["kind"] == "INTERNAL" and "server.address" not in c["attributes"] for c in chats)
     assert all(s["status"] == "UNSET" for s in r.spans)
     for s in r.spans:   # a child lies within its parent
         if s["parent"] is not None:
