@@ -131,8 +131,9 @@ def _mark(mark: Mark, x0: float, top: float, scale: float) -> str:
 def _lane(lane: Lane, y: float, x0: float, scale: float) -> tuple[str, float]:
     marks_h = ROW_H if lane.marks else 0
     height = lane.rows * ROW_H + marks_h + LANE_PAD
-    label = lane.path if lane.path == NO_AGENT else lane.path.rsplit("/", 1)[-1]
-    indent = 8 + 14 * lane.depth
+    indent = 8 + 10 * lane.depth
+    room = (LABEL_W - indent - 8) // 6   # characters that fit at 11 px
+    label = lane.path if len(lane.path) <= room else "…" + lane.path[-(room - 1):]
     parts = [f'<g class="lane" data-path="{escape(lane.path)}" data-depth="{lane.depth}">',
              f'<rect class="lane-bg" x="0" y="{y:.1f}" width="{LABEL_W + PLOT_W}" height="{height}"/>',
              f'<text class="lane-label" x="{indent}" y="{y + 13:.1f}">{escape(label)}'
