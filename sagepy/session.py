@@ -18,7 +18,8 @@ from .settings import Overrides, Settings
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
-    from .loader import Program
+    from .check.index import ProgramIndex
+    from .loader import Program, Sources
     from .runtime.agents import Runtime
     from .effects import Effects
     from .runtime.interpreter import Host
@@ -62,13 +63,13 @@ class Session:
 
     # ---------------------------------------------------------------- programs
 
-    def load(self, path: str) -> Program:
+    def load(self, path: str, sources: Sources | None = None) -> Program:
         from .loader import load_program
-        return load_program(path, cache_dir=self.overrides.cache_dir)
+        return load_program(path, cache_dir=self.overrides.cache_dir, sources=sources)
 
-    def check(self, program: Program, test_file: bool = False) -> list[Diagnostic]:
+    def check(self, program: Program, test_file: bool = False, index: ProgramIndex | None = None) -> list[Diagnostic]:
         from .check import check_program
-        diags = check_program(program, tools=self.settings.tools, test_file=test_file)
+        diags = check_program(program, tools=self.settings.tools, test_file=test_file, index=index)
         return diags + self._ambiguous_bindings(program)
 
     def _ambiguous_bindings(self, program: Program) -> list[Diagnostic]:
@@ -94,16 +95,19 @@ class Session:
                     found.append(Diagnostic("E090", f"{os.path.basename(grove or 'grove.toml')}: {exc}", grove, span))
         return found
 
-    def analyze(self, path: str, test_file: bool = False,
-                prestart: Effects | None = None) -> tuple[Program, list[Diagnostic]]:
+    def analyze(self, path: str, test_file: bool = False, prestart: Effects | None = None,
+                sources: Sources | None = None, index: ProgramIndex | None = None,
+                link: bool = True) -> tuple[Program, list[Diagnostic]]:
         """Load, check and link the program of `path`: the work of `sage check`, and all that `sage run` and
         `sage test` do before compiling. Each stage runs only when the ones before it found no error: loading
         and grove.toml's diagnostics, the checker (the only resolver: it records on the AST what the runtime
         needs, and `program.resolved` says so), and linking (the Python function of every `extern fn`, in
         `program.externs`; E093 for each one missing). With `prestart`, the servers of the tool blocks agents
-        `use` start in the background through those effects as soon as the program is loaded (SPEC §8.3)."""
+        `use` start in the background through those effects as soon as the program is loaded (SPEC §8.3).
+        `sources` reads the files (the language server's unsaved buffers); `index` is filled by the checker;
+        `link=False` stops after checking (linking imports the program's Python modules)."""
         from .syntax import ast as A
-        program = self.load(path)
+        program = self.load(path, sources)
         program.resolved = False
         program.externs = {}
         diags = list(program.diagnostics)
@@ -114,10 +118,12 @@ class Session:
         diags.extend(self.settings.diagnostics)
         if _has_errors(diags):
             return program, diags
-        diags.extend(self.check(program, test_file=test_file))
+        diags.extend(self.check(program, test_file=test_file, index=index))
         if _has_errors(diags):
             return program, diags
         program.resolved = True
+        if not link:
+            return program, diags
         from .link import link_externs
         program.externs, link_errors = link_externs(program, self.settings)
         return program, diags + link_errors
@@ -126,11 +132,12 @@ class Session:
                 prestart: bool = False) -> tuple[Program, list[Diagnostic]]:
         """`analyze`, then compile the program onto `stack` when it has no error (the compiler reports
         nothing: everything it could find, the checker already has)."""
+        from .builtins import load_builtins, load_constants, load_io_builtins
         from .runtime.compile import Compiler
         program, diags = self.analyze(path, test_file, stack.effects if prestart else None)
         if _has_errors(diags):
             return program, diags
-        compiler = Compiler(stack.host, program.externs)
+        compiler = Compiler(stack.host, program.externs, load_builtins(), load_constants(), load_io_builtins())
         compiler.compile_program(program)
         program.compiler = compiler
         return program, diags
@@ -143,25 +150,30 @@ class Session:
 
     def runtime_stack(self, *, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None,
                       trace: tuple[str | None, bool] = (None, False), persistent: bool = False,
-                      mocks: Any = None, real_llm: bool = False,
-                      program_args: list[str] | None = None) -> RuntimeStack:
-        """The one place a Runtime, its effects, its host and its store are built.
+                      durable: bool = False, mocks: Any = None, real_llm: bool = False,
+                      program_args: list[str] | None = None, export: str | None = None) -> RuntimeStack:
+        """The one place a Runtime, its effects chain (assembled here, once), its host and its store are built.
 
         `persistent`: `@persistent` fields use the project's store (`sage run`; `open_store` says what it
-        raises), else a fresh in-memory one;
+        raises), else a fresh in-memory one; `durable`: the chain journals every step into that store
+        (`stack.effects.journal`, which `runtime.durable` starts);
         `mocks`: the test's mock queues (`sage test`), consulted before the real world; `program_args`: what
-        `args()` returns (SPEC §6.1: what follows `--` on the `sage run` line, `[]` under `sage test`)."""
+        `args()` returns (SPEC §6.1: what follows `--` on the `sage run` line, `[]` under `sage test`); `export`:
+        the entry file as displayed, for `sage run`, whose spans are exported when an OTLP endpoint is set."""
+        from .builtins import load_io_builtins
         from .effects import build_effects
         from .runtime.agents import Runtime
         from .runtime.interpreter import Host
         store = self.open_store() if persistent else None   # first: it is what can refuse to open
-        runtime = Runtime(out=out, err=err)
-        if store is not None:
-            runtime.store = store
-        runtime.program_args = list(program_args or [])
+        runtime = Runtime(out=out, err=err, store=store, program_args=program_args)
+        journal = None
+        if durable:
+            from .effects.journal import Journal
+            journal = Journal(runtime.store.backend, runtime)
         trace_path, trace_stderr = trace
-        effects = build_effects(runtime, self.settings, trace_path=trace_path, trace_stderr=trace_stderr,
-                                mocks=mocks, real_llm=real_llm)
+        effects = build_effects(runtime, self.settings, load_io_builtins(), trace_path=trace_path,
+                                trace_stderr=trace_stderr, mocks=mocks, real_llm=real_llm, journal=journal,
+                                export=export)
         host = Host(runtime, effects)
         return RuntimeStack(runtime, effects, host)
 

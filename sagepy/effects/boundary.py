@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 from ..core import types as T
 from ..core.values import Variant
 from .chain import Perform
-from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step, ToolCallInfo
+from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
 from .trace import Tracer
 from .world import World
 
 if TYPE_CHECKING:
+    from ..check.symbols import ToolRef
     from ..settings import Settings
 
 # Classes of `io` steps (SPEC §14): reading the world may be done again, writing a whole file or making a
@@ -36,7 +37,7 @@ class Effects:
         self.runtime = runtime
         self.settings = settings
         self.tracer = tracer
-        self.mocks = mocks              # sagepy.testing.mocks.MockQueues under `sage test`, else None
+        self.mocks = mocks              # sagepy.effects.mocks.MockQueues under `sage test`, else None
         self.real_llm = real_llm        # `sage test --real-llm`
         self.ended = False              # the test this Effects belongs to has ended
         self.world = World(settings, tracer, self.elicit, self.sample)
@@ -47,7 +48,7 @@ class Effects:
     # ---------------------------------------------------------------- model turns
     def divine(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None = None) -> Any:
         return self.perform(Step(LLM, "infer" if infer else "divine", [prompt], target, "read_only", ctx,
-                                 overrides))
+                                 overrides=overrides))
 
     def divine_with_tools(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None,
                           offered: list, max_steps: int | None) -> Any:
@@ -63,19 +64,19 @@ class Effects:
         return self.perform(Step(LLM, "sampling", arguments, T.STRING, "read_only", None))
 
     # ---------------------------------------------------------------- tools
-    def tool_call(self, ctx: Any, info: ToolCallInfo, args: list) -> Any:
-        return self.perform(self.tool_step(ctx, info, args))
+    def tool_call(self, ctx: Any, ref: ToolRef, args: list) -> Any:
+        return self.perform(self.tool_step(ctx, ref, args))
 
-    def tool_step(self, ctx: Any, info: ToolCallInfo, args: list) -> Step:
-        """The step of a call of `info` with Sage values `args` (performed by `tool_call`, or by the model's
-        tool loop)."""
-        if info.builtin:   # every parameter of a built-in tool is a String: already wire data
-            return Step(TOOL, info.label, args, info.ret, self.world.tool_safety(info), ctx, info)
-        return Step(TOOL, info.label, (_wire or _load_wire()).tool_arguments(info, args), info.ret, None, ctx, info,
-                    self._tool_safety)
+    def tool_step(self, ctx: Any, ref: ToolRef, args: list, source: str | None = None) -> Step:
+        """The step of a call of `ref` with Sage values `args` (performed by `tool_call`, or by the model's
+        tool loop with `source` "model")."""
+        if ref.builtin:   # every parameter of a built-in tool is a String: already wire data
+            return Step(TOOL, ref.label, args, ref.ret, self.world.tool_safety(ref), ctx, tool=ref, source=source)
+        return Step(TOOL, ref.label, (_wire or _load_wire()).tool_arguments(ref, args), ref.ret, None, ctx,
+                    tool=ref, source=source, resolve=self._tool_safety)
 
     def _tool_safety(self, step: Step) -> str:
-        return self.world.tool_safety(step.detail)
+        return self.world.tool_safety(step.tool)
 
     def mcp_builtin(self, ctx: Any, name: str, args: list) -> Any:
         """The dynamic MCP builtins of SPEC §8.5 (their arguments are Strings: wire data already)."""
@@ -85,9 +86,10 @@ class Effects:
             return self.perform(self.mcp_call_step(ctx, args))
         return self.perform(Step(MCP, name, args, None, _MCP_SAFETY[name], ctx))
 
-    def mcp_call_step(self, ctx: Any, args: list, caller: ToolCallInfo | None = None) -> Step:
+    def mcp_call_step(self, ctx: Any, args: list, caller: ToolRef | None = None) -> Step:
         """The step of `mcp_call(handle, tool, args_json)`; `caller` describes a call the model asked for."""
-        return Step(MCP, "mcp_call", args, T.STRING, None, ctx, caller, self._dynamic_safety)
+        return Step(MCP, "mcp_call", args, T.STRING, None, ctx, tool=caller,
+                    source=None if caller is None else "model", resolve=self._dynamic_safety)
 
     def _dynamic_safety(self, step: Step) -> str:
         return self.world.dynamic_safety(self.live_handle(step.arguments[0]), step.arguments[1])
@@ -125,24 +127,25 @@ class Effects:
 
     def await_result(self, ctx: Any, handle: Any, ms: int) -> bool:
         """`await h timeout(ms)`: whether h's result was fixed in time."""
-        return self.perform(Step(AWAIT, "await", [ms], None, "read_only", ctx, handle))
+        return self.perform(Step(AWAIT, "await", [ms], None, "read_only", ctx, awaited=handle))
 
     def persistent(self, ctx: Any, agent: str, field: str, method: str, value: Any = None) -> Any:
         """`self.f.get()`, `self.f.set(v)`, `self.f.update(fn)` (value: the Sage function), `self.f.checkpoint()`
         of agent's persistent field f."""
         if method == "update":
-            return self.perform(Step(STATE, f"{field}.update", [], None, "idempotent", ctx, (agent, field, value)))
+            return self.perform(Step(STATE, f"{field}.update", [], None, "idempotent", ctx,
+                                     field=(agent, field, value)))
         if method == "set":
             from ..core.convert import to_json
             return self.perform(Step(STATE, f"{field}.set", [to_json(value)], None, "idempotent", ctx,
-                                     (agent, field, value)))
+                                     field=(agent, field, value)))
         safety = "read_only" if method == "get" else "idempotent"
-        return self.perform(Step(STATE, f"{field}.{method}", [], None, safety, ctx, (agent, field, None)))
+        return self.perform(Step(STATE, f"{field}.{method}", [], None, safety, ctx, field=(agent, field, None)))
 
     def checkpoint(self, ctx: Any) -> None:
         """The statement `checkpoint();`: save every persistent field of the running agent."""
         if ctx.agent is not None and ctx.agent.persistent:
-            self.perform(Step(STATE, "checkpoint", [], None, "idempotent", ctx, (ctx.agent.name, None, None)))
+            self.perform(Step(STATE, "checkpoint", [], None, "idempotent", ctx, field=(ctx.agent.name, None, None)))
 
     # ---------------------------------------------------------------- MCP callbacks and lifetime
     def elicit(self, server: str, request: Any) -> Any:
@@ -150,7 +153,7 @@ class Effects:
         `sage test` the `mock elicit` queue (empty: decline; `fail("m")`: an error answer), otherwise the
         terminal form or decline, as configured."""
         if self.mocks is not None:
-            from ..testing.mocks import EMPTY, Failure
+            from .mocks import EMPTY, Failure
             mock = self.mocks.take("elicit")
             if mock is EMPTY:
                 return "decline"

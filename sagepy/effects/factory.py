@@ -1,7 +1,7 @@
 """Assembling the effects chain of one run or test: the one place that lists the layers."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .boundary import Effects
 from .chain import compose
@@ -10,30 +10,29 @@ from .trace import TraceLayer, Tracer
 
 if TYPE_CHECKING:
     from ..settings import Settings
-    from ..testing.mocks import MockQueues
+    from .journal import Journal
+    from .mocks import MockQueues
 
 
-def build_effects(runtime: Any, settings: Settings, *, trace_path: str | None = None, trace_stderr: bool = False,
-                  mocks: MockQueues | None = None, real_llm: bool = False) -> Effects:
+def build_effects(runtime: Any, settings: Settings, io_builtins: dict[str, Callable[..., Any]], *,
+                  trace_path: str | None = None, trace_stderr: bool = False, mocks: MockQueues | None = None,
+                  real_llm: bool = False, journal: Journal | None = None, export: str | None = None) -> Effects:
     """The effects of one `sage run`, or of one test when `mocks` are the test's queues (the mocks layer
-    first; `real_llm`: `sage test --real-llm`). Sets `runtime.effects`."""
+    first; `real_llm`: `sage test --real-llm`); `journal`: that of a durable run (SPEC §14: `sage run` with
+    `[persistence]`, unless `--no-journal`; a test never journals); `export`: the entry file as displayed, when
+    `sage run` exports its spans if an OTLP endpoint is configured (SPEC §18.1; a test never exports). Sets
+    `runtime.effects`."""
     effects = Effects(runtime, settings, Tracer(trace_path, trace_stderr), mocks, real_llm)
-    effects.perform = compose(layers(effects))
+    effects.journal = journal
+    if export is not None:
+        _start_export(effects, export)
+    effects.perform = compose(layers(effects, io_builtins))
     runtime.effects = effects
     return effects
 
 
-def enable_journal(effects: Effects, journal: Any) -> None:
-    """Make a run durable (SPEC §14): the chain gains the journal layer (`sage run` only: a test never
-    journals, and a run with `--no-journal` keeps the chain without it)."""
-    effects.journal = journal
-    effects.perform = compose(layers(effects))
-
-
-def enable_export(effects: Effects, entry: str) -> None:
-    """Export this run's spans when an OTLP endpoint is configured (SPEC §18.1; `sage run` only: a test
-    never exports). `entry`: the entry file as displayed. A missing otel extra or an unsupported protocol is
-    one warning, and the run goes on without export."""
+def _start_export(effects: Effects, entry: str) -> None:
+    """A missing otel extra or an unsupported protocol is one warning, and the run goes on without export."""
     from ..telemetry.config import MISSING_EXTRA, export_config
     config, warning = export_config(effects.settings)
     if warning is not None:
@@ -46,14 +45,12 @@ def enable_export(effects: Effects, entry: str) -> None:
         effects.runtime.write_err(MISSING_EXTRA)
         return
     from ..telemetry.secrets import known_secrets
-    journal = effects.journal
-    effects.otel = otel.SpanExport(config, entry, journal.run_id if journal is not None else None,
-                                   known_secrets(effects.settings), effects.runtime.write_err)
+    effects.otel = otel.SpanExport(config, entry, effects.journal, known_secrets(effects.settings),
+                                   effects.runtime.write_err)
     effects.world.observe_llm = otel.observe_answer
-    effects.perform = compose(layers(effects))
 
 
-def layers(effects: Effects) -> list:
+def layers(effects: Effects, io_builtins: dict[str, Callable[..., Any]]) -> list:
     """The chain, outermost first."""
     chain: list = []
     if effects.mocks is not None:
@@ -67,5 +64,5 @@ def layers(effects: Effects) -> list:
     if effects.journal is not None:
         from .journal import JournalLayer
         chain.append(JournalLayer(effects.journal))
-    chain.append(RealLayer(effects.world))
+    chain.append(RealLayer(effects.world, io_builtins))
     return chain

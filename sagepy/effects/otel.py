@@ -101,9 +101,7 @@ class OtelLayer:
             self._chat_span(step, model, started, turn, replayed, value, error)
 
     def _model(self, step: Step) -> str:
-        detail = step.detail
-        overrides = getattr(detail, "overrides", None) if detail is not None and not isinstance(detail, dict) \
-            else detail
+        overrides = step.turn.overrides if step.turn is not None else step.overrides
         return (overrides or {}).get("model") or self.effects.settings.llm.model
 
     def _offline(self, model: str) -> bool:
@@ -144,14 +142,14 @@ class OtelLayer:
     # ---------------------------------------------------------------- tool calls
     def _tool(self, step: Step, next: Perform) -> Any:
         export = self.export
-        info = step.detail
+        info = step.tool
         dynamic = step.kind == MCP
         name = info.label if info is not None else None
         if dynamic and info is None:
             name = self._dynamic_label(step.arguments[0], step.arguments[1])
         attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
                                       "gen_ai.tool.type": "function",
-                                      "sage.tool.source": (info.source if info is not None else None) or "program"}
+                                      "sage.tool.source": step.source or "program"}
         call_id = getattr(step, "call_id", None)
         if call_id:
             attributes["gen_ai.tool.call.id"] = call_id
@@ -197,7 +195,7 @@ class OtelLayer:
         if dynamic:
             protocol, transport = manager.wire_facts(handle=self.effects.live_handle(step.arguments[0]))
         else:
-            protocol, transport = manager.wire_facts(server=self.effects.world.server_key(step.detail.tool))
+            protocol, transport = manager.wire_facts(server=self.effects.world.server_key(step.tool.tool))
         if protocol:
             span.set_attribute("mcp.protocol.version", protocol)
         network = {"stdio": "pipe", "http": "tcp"}.get(transport)
@@ -269,7 +267,7 @@ def _json_of(value: Any) -> str:
 
 def _tool_arguments(step: Step) -> str:
     arguments = step.arguments
-    info = step.detail
+    info = step.tool
     if step.kind == MCP:   # mcp_call(handle, tool, args_json)
         return arguments[2] if len(arguments) > 2 else "{}"
     if isinstance(arguments, list) and info is not None:   # a built-in tool's positional Strings

@@ -5,7 +5,6 @@ counts), MCP connections by the MCP package; both write through the same `Tracer
 """
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import time
@@ -14,7 +13,7 @@ from typing import Any
 from ..core import types as T
 from ..core.errors import SageRaise
 from .chain import Perform
-from .step import LLM, MCP, TOOL, Step
+from .step import LLM, MCP, TOOL, Step, current_context
 
 
 class Tracer:
@@ -37,11 +36,11 @@ class Tracer:
         if stream is None:
             return
         if ctx is None and kind not in ("run.start", "run.end"):
-            from ..runtime.agents import current_context
             ctx = current_context()   # layers that do not know the agent (LLM client, MCP) run in its thread
         event = {"t": time.time_ns() // 1_000_000, "kind": kind,
                  "agent": getattr(ctx, "display_name", None), "path": getattr(ctx, "path", None)}
         event.update(data)
+        import json   # only when tracing: a run without it never imports json
         line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
         with self.lock:
             stream.write(line + "\n")
@@ -72,11 +71,11 @@ class TraceLayer:
     def perform(self, step: Step, next: Perform) -> Any:
         if step.kind == LLM:
             return self._replayed_turn(step, next) if self._replaying(step) else next(step)
-        if step.kind != TOOL and (step.kind != MCP or step.detail is None):
+        if step.kind != TOOL and (step.kind != MCP or step.tool is None):
             return next(step)
-        info = step.detail
+        info = step.tool
         ctx = step.agent
-        source = {} if info.source is None else {"source": info.source}
+        source = {} if step.source is None else {"source": step.source}
         if self._replaying(step):
             source["replayed"] = True
         self.tracer.emit(ctx, "tool.call", {"tool": info.tool, "fn": info.fn,
@@ -96,12 +95,9 @@ class TraceLayer:
         return value
 
     def _replayed_turn(self, step: Step, next: Perform) -> Any:
-        detail = step.detail
-        overrides = getattr(detail, "overrides", None) if detail is not None and not isinstance(detail, dict) \
-            else detail
+        overrides = step.turn.overrides if step.turn is not None else step.overrides
         model = (overrides or {}).get("model") or (self.effects.settings.llm.model if self.effects else None)
-        turn = getattr(detail, "turn", None)
-        numbered = {} if turn is None else {"step": turn}
+        numbered = {} if step.turn is None else {"step": step.turn.turn}
         arguments = step.arguments
         prompt = arguments[0] if isinstance(arguments, list) else ""
         self.tracer.emit(step.agent, "llm.request", {"model": model, "prompt_chars": len(prompt),

@@ -75,11 +75,9 @@ class DurableRun:
     def run_id(self) -> str:
         return self.run.id if self.run is not None else ""
 
-    def start(self, entry: str, runtime: Any, effects: Any) -> None:
-        """Take the lease (a new run is created holding it), announce the run on stderr, load the journal into
-        the effects chain and start the heartbeat."""
-        from ..effects.factory import enable_journal
-        from ..effects.journal import Journal
+    def start(self, entry: str, runtime: Any, journal: Any) -> None:
+        """Take the lease (a new run is created holding it), announce the run on stderr, give the run's records
+        to the journal of the effects chain (sagepy.effects.journal.Journal) and start the heartbeat."""
         store = self.store
         pid, host, now = os.getpid(), socket.gethostname(), time.time()
         if self.resumed:
@@ -100,9 +98,9 @@ class DurableRun:
             store.create_run(self.run)
             records = []
             _announce(f"run id: {run_id}")
-        self.journal = Journal(store, self.run.id, records, runtime)
-        runtime.replay_horizon = self.journal.horizon
-        enable_journal(effects, self.journal)
+        journal.begin(self.run.id, records)
+        self.journal = journal
+        runtime.replay_horizon = journal.horizon
         self._heart = threading.Thread(target=self._heartbeat, args=(pid,), name="sage-lease", daemon=True)
         self._heart.start()
 

@@ -99,11 +99,12 @@ class _Recording(SpanExporter):
 class SpanExport:
     """The spans of one run, from its `run.start` event to `close`."""
 
-    def __init__(self, config: ExportConfig, entry: str, run_id: str | None, secrets: list[str],
+    def __init__(self, config: ExportConfig, entry: str, journal: Any, secrets: list[str],
                  write_err: Callable[[str], None] | None = None) -> None:
+        """`journal`: that of a durable run (its run id is known once the run has started), else None."""
         self.config = config
         self.entry = entry
-        self.run_id = run_id
+        self.journal = journal
         self.capture = config.capture_content
         self._secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
         self._write_err = write_err or (lambda line: sys.stderr.write(line + "\n"))
@@ -141,8 +142,9 @@ class SpanExport:
     def _root_locked(self) -> Any:
         if self._root is None:
             attributes = {"sage.entry": self.entry}
-            if self.run_id:
-                attributes["sage.run.id"] = self.run_id
+            run_id = getattr(self.journal, "run_id", None)
+            if run_id:
+                attributes["sage.run.id"] = run_id
             self._root = self.tracer.start_span(f"sage run {self.entry}", kind=INTERNAL, attributes=attributes)
         return self._root
 
