@@ -141,15 +141,20 @@ def test_a_typed_mcp_call_carries_its_trace_context_to_the_server_and_a_failing_
                 print(try Meta.lookup("k1"));
                 let r = Meta.explode("boom") catch(e) { "caught {e.kind}" };
                 print(r);
+                let h = try mcp_connect(env_or("DYNAMIC", ""));
+                print(try mcp_call(h, "lookup", '{"key": "k3"}'));
             }
         }
         run Main;
         """)
+    dynamic = json.dumps({"transport": "stdio", "name": "recorder", "command": sys.executable,
+                          "args": [str(META_SERVER)], "env": {"META_LOG": str(root / "meta.log")}})
     with Receiver() as r:
         result = sage(root, env={"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": r.url + "/v1/traces",
-                                 "OTEL_SERVICE_NAME": "checkout", "OTEL_EXPORTER_OTLP_HEADERS": "x-team=ai%20ops"})
+                                 "OTEL_SERVICE_NAME": "checkout", "OTEL_EXPORTER_OTLP_HEADERS": "x-team=ai%20ops",
+                                 "DYNAMIC": dynamic})
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "value of k1\ncaught Mcp\n"
+    assert result.stdout == "value of k1\ncaught Mcp\nvalue of k3\n"
     tree(r.spans)
     assert {req["headers"].get("x-team") for req in r.requests} == {"ai ops"}
     assert r.spans[0]["resource"]["service.name"] == "checkout"
@@ -168,8 +173,12 @@ def test_a_typed_mcp_call_carries_its_trace_context_to_the_server_and_a_failing_
     # the server received each call's context: this trace, and the call's own span as the parent
     metas = [json.loads(line) for line in (root / "meta.log").read_text().splitlines()]
     parents = [m["traceparent"].split("-") for m in metas]
+    call = one(r.spans, "execute_tool recorder.lookup")   # a dynamic call: `<server>.<remote>`
+    assert (call["parent"], call["attributes"]["gen_ai.tool.name"], call["attributes"]["network.transport"],
+            call["attributes"]["mcp.method.name"]) == (main["span_id"], "recorder.lookup", "pipe", "tools/call")
     assert [(p[1], p[2]) for p in parents] == [(lookup["trace_id"], lookup["span_id"]),
-                                               (explode["trace_id"], explode["span_id"])]
+                                               (explode["trace_id"], explode["span_id"]),
+                                               (call["trace_id"], call["span_id"])]
     # no content unless asked for
     assert not any(k.startswith("gen_ai.tool.call.") for s in r.spans for k in s["attributes"])
 
