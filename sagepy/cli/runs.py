@@ -1,14 +1,13 @@
 """`sage runs list|show|resolve|prune` (SPEC §14): the durable runs of the project in the current directory.
 
 Runs, their journal steps and leases are read through the store interface (sagepy/store/base.py), from the
-SQLite file of `[persistence]`. A project without that table has no durable runs. Reports go to stdout,
+store of `[persistence]` (a SQLite file, or a PostgreSQL database that shows the runs of every machine). A project without that table has no durable runs. Reports go to stdout,
 errors to stderr (exit 1); bad arguments are usage errors (exit 2).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -93,17 +92,18 @@ def run_runs_command(args: argparse.Namespace) -> int:
         from ..render import write_diagnostics
         write_diagnostics(format_diagnostics(settings.diagnostics) + "\n")
         return 1
-    path = settings.state_path()
-    if path is None:
-        from ..runtime.durable import NEEDS_PERSISTENCE
-        sys.stderr.write(NEEDS_PERSISTENCE + "\n")
-        return 1
     from ..session import store_open_failure
     from ..store.base import Busy, NewerFormat, Unavailable
-    from ..store.sqlite import SqliteStore
+    from ..store.config import StoreConfigError, open_store
+    target = None
     handler = {"list": _list, "show": _show, "resolve": _resolve, "prune": _prune}[command]
     try:
-        store = SqliteStore(path) if os.path.exists(path) else None   # looking creates no store
+        target = settings.state_target()
+        if target is None:
+            from ..runtime.durable import NEEDS_PERSISTENCE
+            sys.stderr.write(NEEDS_PERSISTENCE + "\n")
+            return 1
+        store = open_store(target, create=False)   # looking creates no SQLite file
         try:
             return handler(args, store)
         finally:
@@ -112,8 +112,8 @@ def run_runs_command(args: argparse.Namespace) -> int:
     except RunsError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    except (NewerFormat, Busy, Unavailable) as exc:   # worded as `sage run` words them
-        sys.stderr.write(store_open_failure(path, exc) + "\n")
+    except (NewerFormat, Busy, Unavailable, StoreConfigError) as exc:   # worded as `sage run` words them
+        sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
 
 

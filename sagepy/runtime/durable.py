@@ -2,8 +2,9 @@
 
 A durable run is created (or, with `--resume`, found) in the project's store before the entry agent starts;
 its journal (sagepy.effects.journal) joins the effects chain; a heartbeat thread keeps its lease fresh while it
-runs; at the end the record gets its status and exit code, or, when the run stopped early (a halt, a
-divergence, a signal), stays resumable.
+runs (the lease carries a random token that fences every write of this process, SPEC §14.1); at the end the
+pending outcomes are committed and the record gets its status and exit code, or, when the run stopped early
+(a halt, a divergence, a signal, a lost lease), stays resumable.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from ..store.base import COMPLETED, FAILED, HALTED, RUNNING, RunRecord
+from ..store.base import COMPLETED, FAILED, HALTED, RUNNING, RunRecord, TakenOver
 from ..store.leases import HEARTBEAT_SECONDS, lease_is_stale
 
 NEEDS_PERSISTENCE = "error: durable runs need a [persistence] table in grove.toml"
@@ -80,11 +81,12 @@ class DurableRun:
         to the journal of the effects chain (sagepy.effects.journal.Journal) and start the heartbeat."""
         store = self.store
         pid, host, now = os.getpid(), socket.gethostname(), time.time()
+        token = secrets.token_hex(16)
         if self.resumed:
             run = self.run
             if run.status == HALTED:   # resolved since (or not): running again, under this process's lease
                 store.end_run(run.id, RUNNING, None)
-            owner = store.acquire_lease(run.id, pid, host, now, lease_is_stale)
+            owner = store.acquire_lease(run.id, pid, host, token, lease_is_stale)
             if owner is not None:
                 raise DurableExit(1, f"error: run {run.id} is being executed by process {owner.lease_pid} "
                                      f"on {owner.lease_host}")
@@ -94,37 +96,49 @@ class DurableRun:
             run_id = new_run_id(now)
             while store.get_run(run_id) is not None:
                 run_id = new_run_id(now)
-            self.run = RunRecord(run_id, now, RUNNING, None, entry, pid, host, now)
+            self.run = RunRecord(run_id, now, RUNNING, None, entry, pid, host, now, token)
             store.create_run(self.run)
             records = []
             _announce(f"run id: {run_id}")
         journal.begin(self.run.id, records)
         self.journal = journal
         runtime.replay_horizon = journal.horizon
-        self._heart = threading.Thread(target=self._heartbeat, args=(pid,), name="sage-lease", daemon=True)
+        self._heart = threading.Thread(target=self._heartbeat, name="sage-lease", daemon=True)
         self._heart.start()
 
-    def _heartbeat(self, pid: int) -> None:
-        while not self._beating.wait(HEARTBEAT_SECONDS):
+    def _heartbeat(self) -> None:
+        journal = self.journal
+        while not self._beating.wait(HEARTBEAT_SECONDS) and not journal.stopped.is_set():
             try:
-                self.store.heartbeat(self.run.id, pid, time.time())
+                journal.heartbeat()
             except Exception:  # a busy store this second: the lease stays fresh for 10 s, the next beat may pass
                 continue
 
     def finish(self, code: int, ending: str) -> None:
         """Record how this execution ended. `ending`: "completed" or "failed" (the run has ended), "halted",
         or "stopped" (a divergence or a signal: the run stays resumable and its lease is released)."""
+        from ..effects.journal import JournalStopped
         self._beating.set()
         if self._heart is not None:
             self._heart.join(5)
         store = self.store
+        journal = self.journal
+        if journal is not None and journal.kind in ("taken over", "unreachable"):
+            journal.close()   # the run is another process's now, or the database is out of reach
+            return
         try:
+            if journal is not None:
+                journal.close()
             if ending in (COMPLETED, FAILED):
                 store.end_run(self.run.id, ending, code)
             elif ending == HALTED:
                 store.end_run(self.run.id, HALTED, code)
             else:
                 store.release_lease(self.run.id)
+        except JournalStopped:   # the last commit found the lease lost or the database out of reach
+            sys.stderr.write(journal.stop_message + "\n")
+        except TakenOver as exc:   # deposed between its last step and its end: the new owner ends the run
+            sys.stderr.write(f"error: run {self.run.id} was taken over by process {exc.pid} on {exc.host}\n")
         except Exception as exc:  # the run still ended as reported; the record says `running` until resumed
             sys.stderr.write(f"warning: could not record the end of run {self.run.id}: {exc}\n")
 

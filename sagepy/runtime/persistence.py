@@ -1,7 +1,8 @@
 """`@persistent` agent fields (SPEC §4.8): the runtime's side of the store.
 
 Values are keyed by agent name and field name and shared by every instance of the agent (last write wins).
-The store itself (`backend`, a sagepy.store.base.Store: SQLite at `[persistence] path`, else process memory;
+The store itself (`backend`, a sagepy.store.base.Store: SQLite at `[persistence] path`, PostgreSQL at its
+`url`, else process memory;
 a fresh in-memory one per test under `sage test`) holds them as JSON (SPEC §5); this adapter converts with
 the field's type and keeps a per-process cache, so that `get` costs no read. `update` is the exception: it
 reads inside the store's transaction, never from the cache, so concurrent updates from other agents and other
@@ -94,12 +95,15 @@ class StateStore:
             self._backend.close()
 
     def _call(self, method: Callable[..., Any], *args: Any) -> Any:
-        from ..store.base import Busy, Unavailable   # loaded already: `method` belongs to a store
+        from ..store.base import Busy, StepRecord, TakenOver, Unavailable, Unreachable   # loaded already
         try:
             return method(*args)
         except Busy:
             raise runtime_error(f"persistent store busy: {self.backend.path}") from None
-        except Unavailable as exc:
+        except (TakenOver, Unavailable) as exc:
+            journaled = any(isinstance(arg, StepRecord) for arg in args)
+            if isinstance(exc, TakenOver) or (journaled and isinstance(exc, Unreachable)):
+                raise   # the journal stops the run (SPEC §14.1)
             raise runtime_error(f"persistent store unavailable: {self.backend.path}: {exc}") from None
 
 
