@@ -16,6 +16,7 @@ background thread driving asks it to stop and takes over.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import selectors
 import threading
 import time
@@ -42,12 +43,14 @@ _selecting = False           # the driver is (or is about to be) blocked in sele
 
 
 class _Call:
-    """One coroutine run for one waiting thread."""
+    """One coroutine run for one waiting thread, in that thread's context (so that what the caller's context
+    holds, such as the current OpenTelemetry span, is what the coroutine sees whichever thread drives)."""
 
-    __slots__ = ("thread", "task", "done", "promoted", "signal", "outcome", "failed")
+    __slots__ = ("thread", "context", "task", "done", "promoted", "signal", "outcome", "failed")
 
     def __init__(self) -> None:
         self.thread = threading.get_ident()
+        self.context = contextvars.copy_context()
         self.task: asyncio.Task | None = None
         self.done = False
         self.outcome: Any = None
@@ -178,7 +181,7 @@ def _start(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], call
     if call.done:   # abandoned before it started
         coro.close()
         return
-    call.task = loop.create_task(_outcome(loop, coro, call))
+    call.task = loop.create_task(_outcome(loop, coro, call), context=call.context)
 
 
 async def _outcome(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], call: _Call) -> None:

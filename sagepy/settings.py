@@ -62,6 +62,16 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SAGE_OAUTH_OPEN", None, "command that opens OAuth authorisation URLs instead of the browser"),
     Variable("SAGE_STATE_URL", None, "replaces the [persistence] backend of a project that has one: "
              "postgresql://… or sqlite:<path>"),
+    # OpenTelemetry export (SPEC §18.1): the standard variables, read from the same snapshot
+    Variable("OTEL_EXPORTER_OTLP_ENDPOINT", None, "OTLP/HTTP base URL; traces go to <url>/v1/traces"),
+    Variable("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None, "OTLP/HTTP traces URL, used as it is"),
+    Variable("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf", "the only protocol sagepy exports with"),
+    Variable("OTEL_EXPORTER_OTLP_HEADERS", None, "headers of every export request (`k=v,k2=v2`)"),
+    Variable("OTEL_EXPORTER_OTLP_TRACES_HEADERS", None, "headers of trace export requests (win over the above)"),
+    Variable("OTEL_SERVICE_NAME", None, "the service.name of exported spans (default: the project name)"),
+    Variable("OTEL_SDK_DISABLED", None, "`true`: no export"),
+    Variable("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", None,
+             "`true`: prompts, answers, tool arguments and results are recorded on spans"),
     Variable("SAGE_DEBUG", None, "any value: an internal error shows its Python traceback (sagepy's addition, "
              "for its developers)"),
     # Test hooks of the durable-run crash sweep (sagepy.store.crash reads them once per process)
@@ -173,6 +183,7 @@ class Settings:
         self.supervision = grove.supervision
         self.persistence = grove.persistence
         self.extern = grove.extern
+        self.observability = grove.observability
         self.llm_section = grove.llm
         self.tools = ToolSettings(grove.tool_tables, grove.servers)
         self.toml_broken = grove.toml_broken

@@ -22,13 +22,13 @@ MAX_LINES = 600
 ORDER: tuple[tuple[str, ...], ...] = (
     ("core",),                                   # values, errors, types, Sage<->JSON conversion, JSON text
     ("aio", "deepstack", "diagnostics", "errorcodes", "render", "resources", "sagepy", "secrecy", "testfiles",
-     "tls"),                                     # helpers that need nothing of sagepy but core
+     "tls", "traceview"),                        # helpers that need nothing of sagepy but core; the trace viewer
     ("net", "progress"),                         # helpers on helpers (tls, render)
     ("syntax",),                                 # source -> AST
     ("fmt", "loader", "project"),                # the formatter; programs and their modules; the project
     ("check",),                                  # the only resolver
     ("grove", "link"),                           # grove.toml checked into typed data; extern functions found
-    ("builtins", "llm", "mcp", "store", "tools"),  # the world: each knows wire data and core only
+    ("builtins", "llm", "mcp", "store", "telemetry", "tools"),  # the world: each knows wire data and core only
     ("settings", "workers"),                     # one command's grove.toml and SAGE_* variables; queued runs
     ("effects",),                                # the boundary: steps, the chain of layers
     ("runtime",),                                # compiled closures, agents

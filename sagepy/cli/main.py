@@ -81,6 +81,11 @@ def _worker_arguments(worker: argparse.ArgumentParser) -> None:
     add_arguments(worker)
 
 
+def _trace_arguments(trace: argparse.ArgumentParser) -> None:
+    from .trace import add_arguments
+    add_arguments(trace)
+
+
 def _explain_arguments(explain: argparse.ArgumentParser) -> None:
     from .explain import add_arguments
     add_arguments(explain)
@@ -110,6 +115,8 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
              "The durable runs of the project (grove.toml with [persistence]).", _runs_arguments),
     "worker": ("execute queued and interrupted runs", "Claim the project's queued runs (`sage runs submit`) and "
                "interrupted ones, and execute each in a process of its own.", _worker_arguments),
+    "trace": ("view a trace file as an HTML timeline", "Work with trace files written by `sage run --trace-file`.",
+              _trace_arguments),
     "explain": ("explain an error code", "Print the explanation of an error code, with a wrong and a fixed example.",
                 _explain_arguments),
     "new": ("create a new project", "Create a project skeleton in NAME/ (NAME `.`: in the current directory, which "
@@ -138,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run" and args.resume is not None and program_args:
             parser.error("--resume runs with the arguments the run recorded: it takes no `-- ARGS`")
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
-                   "fmt": _fmt, "worker": _worker, "new": _new, "explain": _explain, "lsp": _lsp}[args.command]
+                   "fmt": _fmt, "worker": _worker, "new": _new, "explain": _explain, "lsp": _lsp,
+                   "trace": _trace}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -268,6 +276,11 @@ def _runs(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     from .worker import run_worker_command
     return run_worker_command(args)
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from .trace import run_trace_command
+    return run_trace_command(args)
 
 
 def _explain(args: argparse.Namespace) -> int:

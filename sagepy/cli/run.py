@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..deepstack import deep_recursion, start_thread
-from ..diagnostics import Diagnostic, format_diagnostics, format_location_block
+from ..diagnostics import Diagnostic, display_path, format_diagnostics, format_location_block
 from ..runtime.agents import AgentInstance, Runtime
 from ..runtime.lifecycle import run_lifecycle
 from ..syntax import ast as A
@@ -54,7 +54,7 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
             from ..runtime.durable import NEEDS_PERSISTENCE
             sys.stderr.write(NEEDS_PERSISTENCE + "\n")
             return 1
-        runtime = session.build_runtime(trace=trace, program_args=program_args)
+        runtime = session.build_runtime(trace=trace, program_args=program_args, export=display_path(entry_path))
         try:
             return _run_runtime(session, runtime, entry_path, None)
         finally:
@@ -64,7 +64,8 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
     from ..store.config import StoreConfigError
     durable = journal or resume is not None
     try:
-        runtime = session.build_runtime(trace=trace, persistent=True, durable=durable, program_args=program_args)
+        runtime = session.build_runtime(trace=trace, persistent=True, durable=durable, program_args=program_args,
+                                        export=display_path(entry_path))
     except (Unavailable, NewerFormat, StoreConfigError) as exc:   # SPEC §4.8, §14: refused before anything runs
         sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
@@ -110,7 +111,7 @@ def _run_runtime(session: Session, runtime: Runtime, entry_path: str, run: Any) 
         report_diagnostics(diags)
         return 1
     if run is not None:
-        from ..diagnostics import display_path
+        from ..runtime.durable import DurableExit
         try:
             run.start(display_path(entry_path), runtime, effects.journal)
         except DurableExit as exc:

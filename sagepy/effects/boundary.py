@@ -44,6 +44,7 @@ class Effects:
         self.ended = False              # the test this Effects belongs to has ended
         self.world = World(settings, tracer, self.elicit, self.sample)
         self.journal: Any = None        # the journal of a durable run (effects.journal.Journal), else None
+        self.otel: Any = None           # the spans of an exported run (telemetry.spans.SpanExport), else None
         self.perform: Perform = _unassembled   # the chain, set by build_effects
 
     # ---------------------------------------------------------------- model turns
@@ -173,10 +174,14 @@ class Effects:
 
     def trace(self, ctx: Any, kind: str, data: dict) -> None:
         self.tracer.emit(ctx, kind, data)
+        if self.otel is not None:
+            self.otel.event(ctx, kind, data)
 
     def close(self) -> None:
         self.world.close()
         self.tracer.close()
+        if self.otel is not None:
+            self.otel.close()
 
 
 _wire: Any = None   # sagepy.effects.wire, loaded when a program first calls an MCP tool

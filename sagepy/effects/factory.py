@@ -16,15 +16,38 @@ if TYPE_CHECKING:
 
 def build_effects(runtime: Any, settings: Settings, io_builtins: dict[str, Callable[..., Any]], *,
                   trace_path: str | None = None, trace_stderr: bool = False, mocks: MockQueues | None = None,
-                  real_llm: bool = False, journal: Journal | None = None) -> Effects:
+                  real_llm: bool = False, journal: Journal | None = None, export: str | None = None) -> Effects:
     """The effects of one `sage run`, or of one test when `mocks` are the test's queues (the mocks layer
     first; `real_llm`: `sage test --real-llm`); `journal`: that of a durable run (SPEC §14: `sage run` with
-    `[persistence]`, unless `--no-journal`; a test never journals). Sets `runtime.effects`."""
+    `[persistence]`, unless `--no-journal`; a test never journals); `export`: the entry file as displayed, when
+    `sage run` exports its spans if an OTLP endpoint is configured (SPEC §18.1; a test never exports). Sets
+    `runtime.effects`."""
     effects = Effects(runtime, settings, Tracer(trace_path, trace_stderr), mocks, real_llm)
     effects.journal = journal
+    if export is not None:
+        _start_export(effects, export)
     effects.perform = compose(layers(effects, io_builtins))
     runtime.effects = effects
     return effects
+
+
+def _start_export(effects: Effects, entry: str) -> None:
+    """A missing otel extra or an unsupported protocol is one warning, and the run goes on without export."""
+    from ..telemetry.config import MISSING_EXTRA, export_config
+    config, warning = export_config(effects.settings)
+    if warning is not None:
+        effects.runtime.write_err(warning)
+    if config is None:
+        return
+    try:
+        from . import otel
+    except ImportError:
+        effects.runtime.write_err(MISSING_EXTRA)
+        return
+    from ..telemetry.secrets import known_secrets
+    effects.otel = otel.SpanExport(config, entry, effects.journal, known_secrets(effects.settings),
+                                   effects.runtime.write_err)
+    effects.world.observe_llm = otel.observe_answer
 
 
 def layers(effects: Effects, io_builtins: dict[str, Callable[..., Any]]) -> list:
@@ -34,7 +57,10 @@ def layers(effects: Effects, io_builtins: dict[str, Callable[..., Any]]) -> list
         from .mocks import MockLayer
         chain.append(MockLayer(effects))
     if effects.tracer.on:   # tracing is decided once per run: without it, steps skip the layer altogether
-        chain.append(TraceLayer(effects.tracer))
+        chain.append(TraceLayer(effects.tracer, effects))
+    if effects.otel is not None:
+        from .otel import OtelLayer
+        chain.append(OtelLayer(effects.otel, effects))
     if effects.journal is not None:
         from .journal import JournalLayer
         chain.append(JournalLayer(effects.journal))

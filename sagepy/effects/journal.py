@@ -131,6 +131,12 @@ class Journal:
                 self.halt(step, record)
         return record
 
+    def replaying(self, step: Step) -> bool:
+        """Whether `step` will be answered from its record rather than performed (the layers above the
+        journal mark such steps as replayed)."""
+        record = self.records.get((step.path, step.number))
+        return record is not None and record.status in (DONE, STEP_FAILED) and record.kind == step.kind
+
     def flush(self) -> None:
         """Commit the pending outcomes: before a `state` write, a pause, a halt and the end of the run."""
         with _store_errors(self):

@@ -38,12 +38,12 @@ class Step:
     dynamic tool a model asked for); `source`, `"model"` for the calls a model asks for in
     `divine(p, tools: [...])` (SPEC §4.12), traced as such; `turn`, the `ModelTurn` of such a `divine`'s model
     turns; `overrides`, the request fields of a plain `divine`; `field`, (agent, field, value) of a `state` step;
-    `awaited`, the handle of an `await`. A safety class that costs a round trip to find (a remote tool's
+    `awaited`, the handle of an `await`; `call_id`, the model's id of a call it asked for. A safety class that costs a round trip to find (a remote tool's
     annotations) is resolved on first read.
     """
 
     __slots__ = ("kind", "target", "arguments", "ret", "path", "number", "agent", "tool", "source", "turn",
-                 "overrides", "field", "awaited", "_safety", "_resolve")
+                 "overrides", "field", "awaited", "call_id", "_safety", "_resolve")
 
     def __init__(self, kind: str, target: str, arguments: Any, ret: T.Type | None, safety: str | None,
                  agent: Any, *, tool: Any = None, source: str | None = None, turn: Any = None,
@@ -60,6 +60,7 @@ class Step:
         self.overrides = overrides
         self.field = field
         self.awaited = awaited
+        self.call_id: str | None = None   # the model's id of a call it asked for (SPEC §4.12)
         self._safety = safety
         self._resolve = resolve
         if agent is not None:

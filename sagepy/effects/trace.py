@@ -10,9 +10,10 @@ import threading
 import time
 from typing import Any
 
+from ..core import types as T
 from ..core.errors import SageRaise
 from .chain import Perform
-from .step import MCP, TOOL, Step, current_context
+from .step import LLM, MCP, TOOL, Step, current_context
 
 
 class Tracer:
@@ -55,17 +56,28 @@ class TraceLayer:
     """`tool.call` before and `tool.result` after each tool step, and each dynamic call a model asked for
     (with `"source": "model"`, SPEC §4.12); other steps pass untouched. In the chain only when tracing is on.
     Mocks sit above this layer, so every step traced here is performed (or replayed) below: `mocked` is
-    false."""
+    false. In a resumed durable run, the events of a step the journal answers from its record carry
+    `"replayed": true`; a replayed model turn, which never reaches the LLM client, gets its
+    `llm.request`/`llm.response` pair here."""
 
-    def __init__(self, tracer: Tracer) -> None:
+    def __init__(self, tracer: Tracer, effects: Any = None) -> None:
         self.tracer = tracer
+        self.effects = effects
+
+    def _replaying(self, step: Step) -> bool:
+        journal = self.effects.journal if self.effects is not None else None
+        return journal is not None and journal.replaying(step)
 
     def perform(self, step: Step, next: Perform) -> Any:
+        if step.kind == LLM:
+            return self._replayed_turn(step, next) if self._replaying(step) else next(step)
         if step.kind != TOOL and (step.kind != MCP or step.tool is None):
             return next(step)
         info = step.tool
         ctx = step.agent
         source = {} if step.source is None else {"source": step.source}
+        if self._replaying(step):
+            source["replayed"] = True
         self.tracer.emit(ctx, "tool.call", {"tool": info.tool, "fn": info.fn,
                                             **({} if info.builtin else {"remote": info.remote}),
                                             "safety": step.safety, **source})
@@ -80,4 +92,21 @@ class TraceLayer:
         self.tracer.emit(ctx, "tool.result", {"tool": info.tool, "fn": info.fn, "ok": True,
                                               "duration_ms": int((time.monotonic() - started) * 1000),
                                               "mocked": False, **source})
+        return value
+
+    def _replayed_turn(self, step: Step, next: Perform) -> Any:
+        overrides = step.turn.overrides if step.turn is not None else step.overrides
+        model = (overrides or {}).get("model") or (self.effects.settings.llm.model if self.effects else None)
+        numbered = {} if step.turn is None else {"step": step.turn.turn}
+        arguments = step.arguments
+        prompt = arguments[0] if isinstance(arguments, list) else ""
+        self.tracer.emit(step.agent, "llm.request", {"model": model, "prompt_chars": len(prompt),
+                                                     "typed": step.ret not in (None, T.STRING), **numbered,
+                                                     "replayed": True})
+        started = time.monotonic()
+        value = next(step)
+        self.tracer.emit(step.agent, "llm.response", {"duration_ms": int((time.monotonic() - started) * 1000),
+                                                      "chars": len(value) if isinstance(value, str) else 0,
+                                                      "attempts": 0, "mocked": False, **numbered,
+                                                      "replayed": True})
         return value

@@ -20,6 +20,7 @@ class World:
         self.tracer = tracer
         self._elicit = elicit
         self._sample = sample
+        self.observe_llm: Callable[[Any], None] | None = None   # the span exporter's hook, when export is on
         self._llm: Any = None
         self._mcp: Any = None
         self._safety: dict[str, str] = {}   # `T.f` of a typed MCP tool -> its class, once its server is listed
@@ -33,7 +34,7 @@ class World:
                 from ..llm import LlmClient
                 tracer = self.tracer   # tracing is decided once per run: without it the client traces nothing
                 self._llm = LlmClient(self.settings.llm, trace=(lambda kind, data: tracer.emit(None, kind, data))
-                                      if tracer.on else None)
+                                      if tracer.on else None, observe=self.observe_llm)
             return self._llm
 
     # ---------------------------------------------------------------- MCP

@@ -60,6 +60,15 @@ class PersistenceSettings:
         self.max_recoveries = 5         # automatic resumes of one run by workers (SPEC §14.2)
 
 
+class ObservabilitySettings:
+    """`[observability]` (SPEC §18.1): the OTLP/HTTP traces URL; the `OTEL_*` variables win."""
+
+    __slots__ = ("otlp_endpoint",)
+
+    def __init__(self) -> None:
+        self.otlp_endpoint: str | None = None
+
+
 class ExternSettings:
     __slots__ = ("modules",)
 
@@ -91,6 +100,7 @@ _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
     "supervision": {"max_restarts": (non_negative_int, "an integer ≥ 0"),
                     "within_seconds": (positive_int, "a positive integer")},
     "extern": {"modules": (string_list, "an array of strings")},
+    "observability": {"otlp_endpoint": (string, "a string")},
 }
 _MCP_SECTIONS = ("tools", "mcp")
 
@@ -107,6 +117,7 @@ class Grove:
         self.persistence = PersistenceSettings()
         self.supervision = SupervisionSettings()
         self.extern = ExternSettings()
+        self.observability = ObservabilitySettings()
         self.tool_tables: dict[str, Any] = {}
         self.servers: dict[str, ServerConfig] = {}
         self.mcp: McpSettings | None = None   # None: the defaults (no grove.toml, or no [mcp])
@@ -132,7 +143,7 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
     _remember_masked(path)
     targets: dict[str, Any] = {"project": grove.project, "test": grove.test, "llm": grove.llm,
                                "persistence": grove.persistence, "supervision": grove.supervision,
-                               "extern": grove.extern}
+                               "extern": grove.extern, "observability": grove.observability}
     out = Collector(path)
     for section, data in config.items():
         if section in _MCP_SECTIONS:

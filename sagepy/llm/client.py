@@ -92,9 +92,13 @@ class _Tally:
 class LlmClient:
     """The real LLM layer of `Effects`. Safe to share between agent threads."""
 
-    def __init__(self, config: LlmConfig, trace: Trace | None = None) -> None:
+    def __init__(self, config: LlmConfig, trace: Trace | None = None,
+                 observe: Callable[[Any], None] | None = None) -> None:
+        """`observe`: called with every decoded answer of the API (the span exporter reads the model,
+        finish reasons and usage from it)."""
         self.config = config
         self._trace = trace
+        self._observe = observe
         self._provider = provider_for(config)
         self._transport = ChatTransport(config, self._provider)
 
@@ -284,6 +288,8 @@ class LlmClient:
             raise
         tally.attempts += answer.attempts
         tally.add_usage(*self._provider.usage(answer.data))
+        if self._observe is not None:
+            self._observe(answer.data)
         return answer
 
     def _emit(self, kind: str, data: dict) -> None:

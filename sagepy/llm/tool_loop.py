@@ -195,7 +195,9 @@ def _prepare(call: Any, offer: Offer, callbacks: Callbacks) -> _Prepared:
             arguments: Any = _sage_arguments(function, data)
         else:   # a `null` for a property the server does not require means: leave the argument out
             arguments = undo_nulls(data, offer.dialected(function))
-        return _Prepared(function, step=callbacks.call_step(function, arguments))
+        step = callbacks.call_step(function, arguments)
+        step.call_id = call["id"]
+        return _Prepared(function, step=step)
     except (ValueError, ConversionError) as exc:
         return _Prepared(function, text=f"error: invalid arguments for '{name}': {exc}")
     except SageRaise as exc:

@@ -355,6 +355,15 @@ class ConnectionPool(Catalogue):
         """The name of a dynamic connection: its config's `name`, else `mcp:<n>`."""
         return self._slot(handle).label
 
+    def wire_facts(self, server: str | None = None, handle: str | None = None) -> tuple[str, str]:
+        """(the protocol version the connection negotiated, `""` before it is open; the transport) of a
+        configured server or of a dynamic connection's handle, for the spans of its calls."""
+        slot = self._servers.get(server) if server is not None else self._dynamic.get(handle_id(handle or ""))
+        if slot is None:
+            return "", ""
+        conn = slot.conn
+        return (conn.protocol if conn is not None else ""), slot.config.transport
+
     def connection(self, handle: str) -> int | None:
         """n of an open connection `mcp:<n>`, else None."""
         n = handle_id(handle)

@@ -1,0 +1,168 @@
+"""OpenTelemetry export overhead (SPEC §18.1): the same programs with export off, with export to a local
+OTLP/HTTP receiver, and with `--trace-file`.
+
+Programs (each timed inside, with `now_ms()` around its loop, after a warm-up call):
+  mcp    CALLS typed calls of `lookup` on the stdio test server tests/otel/servers/meta_server.py;
+  model  TURNS `divine` turns against a local chat-completions server (bench/llm.py --serve).
+Each round runs off, export, trace-file in turn; the median of the per-round ratios against off is
+reported. The receiver (a thread of this script) answers every `POST /v1/traces` with 200 at once and
+counts the requests and bytes; its URL is given as OTEL_EXPORTER_OTLP_ENDPOINT. The whole process's wall
+time is shown as well: it includes the export at exit. Target: export ≤ 1.1× off.
+
+    python bench/otel.py [--runs N] [--calls N] [--turns N] [--program mcp|model]
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from timing import REPO, bench_env, require_success, sage_command, timed_run
+
+TARGET = 1.1
+META_SERVER = REPO / "tests" / "otel" / "servers" / "meta_server.py"
+
+MCP_PROGRAM = """\
+tool Meta {{ fn lookup(key: String) -> String }}
+agent Main {{
+    use Meta;
+    on start {{
+        let warm = try Meta.lookup("warm");
+        let t0 = now_ms();
+        for i in range(0, {n}) {{
+            let v = try Meta.lookup("k{{i}}");
+        }}
+        print(now_ms() - t0);
+    }}
+}}
+run Main;
+"""
+
+MODEL_PROGRAM = """\
+agent Main {{
+    on start {{
+        let warm = try divine("warm-up");
+        let t0 = now_ms();
+        for i in range(0, {n}) {{
+            let answer = try divine("turn {{i}}: answer in one line");
+        }}
+        print(now_ms() - t0);
+    }}
+}}
+run Main;
+"""
+
+
+class Receiver:
+    def __init__(self) -> None:
+        self.requests = 0
+        self.bytes = 0
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                size = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(size)
+                receiver.requests += 1
+                receiver.bytes += size
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def project(root: Path, program: str, n: int) -> Path:
+    (root / "src").mkdir(parents=True)
+    (root / "grove.toml").write_text(
+        f'[project]\nname = "bench"\n\n[tools.Meta]\ncommand = "{sys.executable}"\nargs = ["{META_SERVER}"]\n\n'
+        '[tools.Meta.env]\nMETA_LOG = "/dev/null"\n\n[tools.Meta.safety]\nlookup = "read_only"\n', encoding="utf-8")
+    (root / "src" / "main.sg").write_text(program.format(n=n), encoding="utf-8")
+    return root
+
+
+def run_case(label: str, root: Path, env: dict[str, str], extra: list[str]) -> tuple[float, float]:
+    """(the program's own milliseconds, the process's wall milliseconds)."""
+    wall, result = timed_run([*sage_command(), "run", *extra], env, cwd=root)
+    require_success(label, result)
+    if result.stderr.strip():
+        sys.exit(f"{label} printed on stderr:\n{result.stderr}")
+    return float(result.stdout.split()[-1]), wall * 1000
+
+
+def bench(name: str, root: Path, env: dict[str, str], receiver: Receiver, runs: int) -> None:
+    trace_file = root / "t.ndjson"
+    cases = {"off": (env, []), "export": ({**env, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}, []),
+             "trace-file": (env, ["--trace-file", str(trace_file)])}
+    for label, (case_env, extra) in cases.items():   # warm-up: the AST cache, the server's imports
+        run_case(f"{name} {label} (warm-up)", root, case_env, extra)
+    samples: dict[str, list[tuple[float, float]]] = {label: [] for label in cases}
+    requests_before = receiver.requests
+    for _ in range(runs):
+        for label, (case_env, extra) in cases.items():
+            samples[label].append(run_case(f"{name} {label}", root, case_env, extra))
+            trace_file.unlink(missing_ok=True)
+    exports = (receiver.requests - requests_before) / runs
+    print(f"\n{name}: {runs} rounds (off, export, trace-file); medians in ms; ratio = median of per-round "
+          "ratios against off")
+    print(f"{'case':<12}{'program ms':>12}{'ratio':>9}{'wall ms':>10}{'ratio':>9}")
+    for label in cases:
+        program = statistics.median(s[0] for s in samples[label])
+        wall = statistics.median(s[1] for s in samples[label])
+        ratio = statistics.median(s[0] / max(o[0], 1) for s, o in zip(samples[label], samples["off"]))
+        wall_ratio = statistics.median(s[1] / o[1] for s, o in zip(samples[label], samples["off"]))
+        verdict = ""
+        if label == "export":
+            verdict = "  ok" if ratio <= TARGET else "  over"
+            verdict += f" (target <= {TARGET:g}x; {exports:.1f} export requests per run)"
+        print(f"{label:<12}{program:>12.1f}{ratio:>8.2f}x{wall:>10.1f}{wall_ratio:>8.2f}x{verdict}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7, help="rounds to time (default 7)")
+    parser.add_argument("--calls", type=int, default=300, help="MCP calls per run (default 300)")
+    parser.add_argument("--turns", type=int, default=200, help="model turns per run (default 200)")
+    parser.add_argument("--program", choices=("mcp", "model"), help="only this program")
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="sage-bench-otel-"))
+    receiver = Receiver()
+    model = subprocess.Popen([sys.executable, str(REPO / "bench" / "llm.py"), "--serve"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        url = model.stdout.readline().strip()  # type: ignore[union-attr]
+        env = bench_env(scratch / "cache")
+        for name in [n for n in list(env) if n.startswith("OTEL_")]:
+            del env[name]
+        env.update(SAGE_LLM_URL=url, SAGE_API_KEY="bench-key", SAGE_MODEL="bench-model")
+        print(f"sage command: {' '.join(sage_command())}")
+        if args.program in (None, "mcp"):
+            bench(f"mcp ({args.calls} typed calls)", project(scratch / "mcp", MCP_PROGRAM, args.calls), env,
+                  receiver, args.runs)
+        if args.program in (None, "model"):
+            bench(f"model ({args.turns} divine turns)", project(scratch / "model", MODEL_PROGRAM, args.turns), env,
+                  receiver, args.runs)
+    finally:
+        model.stdin.close()  # type: ignore[union-attr]
+        model.wait(10)
+        receiver.server.shutdown()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

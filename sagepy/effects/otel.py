@@ -1,0 +1,284 @@
+"""The OpenTelemetry layer of the effects chain (SPEC §18.1): a `chat` span per model turn and an
+`execute_tool` span per tool call, built-in, typed, dynamic or asked for by the model, each under its agent's
+`invoke_agent` span (sagepy.telemetry.spans keeps those and the root).
+
+It sits beside the trace layer, above the journal: a step the journal will answer from its record is known
+before it runs (`Journal.replaying`), so its span carries `sage.replayed` and a replayed model turn is an
+INTERNAL span without usage. While a tool step runs, its span is the thread's current OpenTelemetry context:
+the MCP SDK's client spans nest under it and its `traceparent` reaches the server in the request's `_meta`.
+
+In the chain only when export is on (`factory.enable_export`); loaded only then.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+
+from ..core.errors import SageRaise
+from ..telemetry.spans import CLIENT, INTERNAL, SpanExport, mark_error
+
+__all__ = ["OtelLayer", "SpanExport", "observe_answer"]
+from .chain import Perform
+from .step import LLM, MCP, TOOL, Step
+
+_UNANSWERED = object()
+_turns = threading.local()   # the model turn being answered in this thread: what the LLM client reports
+
+
+class _Turn:
+    """What the LLM client reported about the requests of one model turn."""
+
+    __slots__ = ("models", "finish_reasons", "input_tokens", "output_tokens")
+
+    def __init__(self) -> None:
+        self.models: list[str] = []
+        self.finish_reasons: list[str] = []
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+
+
+def observe_answer(data: Any) -> None:
+    """The LLM client's hook: one decoded answer of the turn this thread is performing, in chat-completions
+    form (`choices[].finish_reason`, `usage.prompt_tokens`) or the Messages API's (`stop_reason`,
+    `usage.input_tokens`)."""
+    turn = getattr(_turns, "turn", None)
+    if turn is None or not isinstance(data, dict):
+        return
+    if isinstance(data.get("model"), str):
+        turn.models.append(data["model"])
+    for choice in data.get("choices") or ():
+        if isinstance(choice, dict) and isinstance(choice.get("finish_reason"), str):
+            turn.finish_reasons.append(choice["finish_reason"])
+    if isinstance(data.get("stop_reason"), str):
+        turn.finish_reasons.append(data["stop_reason"])
+    usage = data.get("usage")
+    if isinstance(usage, dict):
+        for field, slot in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens"),
+                            ("input_tokens", "input_tokens"), ("output_tokens", "output_tokens")):
+            count = usage.get(field)
+            if isinstance(count, int) and not isinstance(count, bool):
+                setattr(turn, slot, (getattr(turn, slot) or 0) + count)
+
+
+class OtelLayer:
+    def __init__(self, export: SpanExport, effects: Any) -> None:
+        self.export = export
+        self.effects = effects
+        llm = effects.settings.llm
+        self._server = _address(llm.url)
+        self._provider = getattr(llm, "provider", None) or "openai"
+
+    def perform(self, step: Step, next: Perform) -> Any:
+        kind = step.kind
+        if kind == LLM:
+            return self._chat(step, next)
+        if kind == TOOL or (kind == MCP and step.target == "mcp_call"):
+            return self._tool(step, next)
+        return next(step)
+
+    def _replaying(self, step: Step) -> bool:
+        journal = self.effects.journal
+        return journal is not None and journal.replaying(step)
+
+    # ---------------------------------------------------------------- model turns
+    def _chat(self, step: Step, next: Perform) -> Any:
+        replayed = self._replaying(step)
+        model = self._model(step)
+        started = time.time_ns()
+        turn = _Turn()
+        outer = getattr(_turns, "turn", None)
+        _turns.turn = turn
+        error: SageRaise | None = None
+        value: Any = None
+        try:
+            value = next(step)
+            return value
+        except SageRaise as exc:
+            error = exc
+            raise
+        finally:
+            _turns.turn = outer
+            self._chat_span(step, model, started, turn, replayed, value, error)
+
+    def _model(self, step: Step) -> str:
+        overrides = step.turn.overrides if step.turn is not None else step.overrides
+        return (overrides or {}).get("model") or self.effects.settings.llm.model
+
+    def _offline(self, model: str) -> bool:
+        """The `echo` model and the `mock` key answer without a request: no server to name."""
+        return model == "echo" or bool(getattr(self.effects.settings.llm, "mock", False))
+
+    def _chat_span(self, step: Step, model: str, started: int, turn: _Turn, replayed: bool, value: Any,
+                   error: SageRaise | None) -> None:
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": self._provider,
+                                      "gen_ai.request.model": model}
+        if self._server is not None and not self._offline(model):
+            attributes["server.address"], attributes["server.port"] = self._server
+        if turn.models:
+            attributes["gen_ai.response.model"] = turn.models[-1]
+        if turn.finish_reasons:
+            attributes["gen_ai.response.finish_reasons"] = turn.finish_reasons
+        if replayed:
+            attributes["sage.replayed"] = True
+        else:
+            if turn.input_tokens is not None:
+                attributes["gen_ai.usage.input_tokens"] = turn.input_tokens
+            if turn.output_tokens is not None:
+                attributes["gen_ai.usage.output_tokens"] = turn.output_tokens
+        export = self.export
+        if export.capture:
+            attributes["gen_ai.input.messages"] = export.redact(_input_messages(step))
+            if error is None:
+                attributes["gen_ai.output.messages"] = export.redact(_output_messages(value, turn))
+        # a turn that sent no request (replayed from the journal, or answered by `echo` or the `mock` key)
+        # is no client call
+        client = not replayed and not self._offline(model)
+        span = export.start_step(f"chat {model}", step.agent, CLIENT if client else INTERNAL, attributes,
+                                 start_time=started)
+        if error is not None:
+            mark_error(span, error.error.kind, export.redact(error.error.display()))
+        span.end()
+
+    # ---------------------------------------------------------------- tool calls
+    def _tool(self, step: Step, next: Perform) -> Any:
+        export = self.export
+        info = step.tool
+        dynamic = step.kind == MCP
+        name = info.label if info is not None else None
+        if dynamic and info is None:
+            name = self._dynamic_label(step.arguments[0], step.arguments[1])
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                                      "gen_ai.tool.type": "function",
+                                      "sage.tool.source": step.source or "program"}
+        call_id = getattr(step, "call_id", None)
+        if call_id:
+            attributes["gen_ai.tool.call.id"] = call_id
+        replayed = self._replaying(step)
+        if replayed:
+            attributes["sage.replayed"] = True
+        if export.capture:
+            attributes["gen_ai.tool.call.arguments"] = export.redact(_tool_arguments(step))
+        span = export.start_step(f"execute_tool {name}", step.agent, INTERNAL, attributes)
+        token = otel_context.attach(otel_trace.set_span_in_context(span))
+        value: Any = _UNANSWERED
+        try:
+            span.set_attribute("sage.tool.safety", step.safety)
+            value = next(step)
+            return value
+        except SageRaise as exc:
+            mark_error(span, exc.error.kind, export.redact(exc.error.display()))
+            raise
+        finally:
+            otel_context.detach(token)
+            if dynamic or (info is not None and not info.builtin):
+                self._mcp_attributes(span, step, dynamic)
+            if export.capture and value is not _UNANSWERED:
+                span.set_attribute("gen_ai.tool.call.result", export.redact(_tool_result(value)))
+            span.end()
+
+    def _dynamic_label(self, handle: str, tool: str) -> str:
+        manager = self.effects.world.mcp_started
+        label = handle
+        if manager is not None:
+            try:
+                label = manager.handle_label(self.effects.live_handle(handle))
+            except SageRaise:
+                label = handle
+        server = "mcp" + label[len("mcp:"):] if label.startswith("mcp:") else label
+        return f"{server}.{tool}"
+
+    def _mcp_attributes(self, span: Any, step: Step, dynamic: bool) -> None:
+        manager = self.effects.world.mcp_started
+        span.set_attribute("mcp.method.name", "tools/call")
+        if manager is None:
+            return
+        if dynamic:
+            protocol, transport = manager.wire_facts(handle=self.effects.live_handle(step.arguments[0]))
+        else:
+            protocol, transport = manager.wire_facts(server=self.effects.world.server_key(step.tool.tool))
+        if protocol:
+            span.set_attribute("mcp.protocol.version", protocol)
+        network = {"stdio": "pipe", "http": "tcp"}.get(transport)
+        if network is not None:
+            span.set_attribute("network.transport", network)
+
+
+def _address(url: str | None) -> tuple[str, int] | None:
+    from urllib.parse import urlsplit
+    try:
+        parts = urlsplit(url or "")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    return (parts.hostname, port) if parts.hostname else None
+
+
+# ---------------------------------------------------------------- content (only on opt-in)
+def _text_parts(text: Any) -> list[dict]:
+    return [{"type": "text", "content": text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)}]
+
+
+def _input_messages(step: Step) -> str:
+    """The conventions' input messages of a model turn: role and parts."""
+    arguments = step.arguments
+    if isinstance(arguments, list):   # a plain divine: its prompt
+        messages = [{"role": "user", "parts": _text_parts(arguments[0])}]
+    else:
+        raw = list(arguments.get("messages") or [])
+        if arguments.get("system"):
+            raw.insert(0, {"role": "system", "content": arguments["system"]})
+        messages = []
+        for m in raw:
+            parts = []
+            if m.get("role") == "tool":
+                parts.append({"type": "tool_call_response", "id": m.get("tool_call_id"), "response": m.get("content")})
+            elif m.get("content") is not None:
+                parts.extend(_text_parts(m["content"]))
+            for call in m.get("tool_calls") or ():
+                function = call.get("function") or {}
+                parts.append({"type": "tool_call", "id": call.get("id"), "name": function.get("name"),
+                              "arguments": function.get("arguments")})
+            messages.append({"role": m.get("role"), "parts": parts})
+    return json.dumps(messages, ensure_ascii=False, separators=(",", ":"))
+
+
+def _output_messages(value: Any, turn: _Turn) -> str:
+    finish = turn.finish_reasons[-1] if turn.finish_reasons else "stop"
+    if isinstance(value, dict) and value.get("role") == "assistant":   # a turn of a tool loop
+        parts = _text_parts(value["content"]) if value.get("content") else []
+        for call in value.get("tool_calls") or ():
+            function = call.get("function") or {}
+            parts.append({"type": "tool_call", "id": call.get("id"), "name": function.get("name"),
+                          "arguments": function.get("arguments")})
+    else:
+        parts = _text_parts(value if isinstance(value, str) else _json_of(value))
+    return json.dumps([{"role": "assistant", "parts": parts, "finish_reason": finish}], ensure_ascii=False,
+                      separators=(",", ":"))
+
+
+def _json_of(value: Any) -> str:
+    from ..core.convert import compact_json, to_json
+    try:
+        return compact_json(to_json(value))
+    except Exception:  # noqa: BLE001 - a value without a JSON form is shown by its display
+        from ..core.values import display
+        return display(value)
+
+
+def _tool_arguments(step: Step) -> str:
+    arguments = step.arguments
+    info = step.tool
+    if step.kind == MCP:   # mcp_call(handle, tool, args_json)
+        return arguments[2] if len(arguments) > 2 else "{}"
+    if isinstance(arguments, list) and info is not None:   # a built-in tool's positional Strings
+        arguments = dict(zip(info.params, arguments))
+    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+def _tool_result(value: Any) -> str:
+    return value if isinstance(value, str) else _json_of(value)
