@@ -55,6 +55,7 @@ _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
     "extern": {"modules": (_string_list, "an array of strings")},
 }
 _MCP_SECTIONS = ("tools", "mcp")
+_OWN_SECTIONS = ("approvals",)   # parsed by a module of their own
 
 
 def read_grove(project: Project, settings: Settings) -> None:
@@ -74,9 +75,10 @@ def read_grove(project: Project, settings: Settings) -> None:
         if section in _MCP_SECTIONS:
             continue
         keys = _SECTIONS.get(section)
-        if keys is None:
+        if keys is None and section not in _OWN_SECTIONS:
             out.error(f"{out.file}: unknown section [{section}]", section,
-                      hint=did_you_mean(section, list(_SECTIONS) + list(_MCP_SECTIONS), cutoff=0.6))
+                      hint=did_you_mean(section, list(_SECTIONS) + list(_MCP_SECTIONS) + list(_OWN_SECTIONS),
+                                        cutoff=0.6))
             continue
         if not isinstance(data, dict):
             out.error(f"{out.file}: [{section}] must be a table, found {_toml_type(data)}", section)
@@ -85,6 +87,10 @@ def read_grove(project: Project, settings: Settings) -> None:
         def report(message: str, key: str | None, hint: str | None, section: str = section) -> None:
             out.error(f"{out.file}: {message}", section, key, hint)
 
+        if section == "approvals":
+            from .approval_policy import parse_approvals
+            settings.approvals = parse_approvals(data, report, lambda key: out.locator.span("approvals", key))
+            continue
         if section == "persistence":
             settings.persistence.backend = "sqlite"
         elif section == "llm":

@@ -19,6 +19,7 @@ import os
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 if TYPE_CHECKING:
+    from .approval_policy import ApprovalPolicy
     from .diagnostics import Diagnostic
     from .llm.config import LlmConfig
     from .mcp.config import McpSettings, ServerConfig
@@ -212,6 +213,7 @@ class Settings:
         self.extern = ExternSettings()
         self.llm_section: Mapping[str, Any] = {}
         self.tools = ToolSettings({}, {})
+        self.approvals: ApprovalPolicy | None = None   # `[approvals]` (SPEC §17.1), when grove.toml has it
         self.toml_broken = False
         self.diagnostics: list[Diagnostic] = []         # every E090/E093 of grove.toml
         self.tool_diagnostics: list[Diagnostic] = []    # those of the MCP tables, for `sage tools`

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import types as T
+from ..runtime.errors import SageRaise
 from ..runtime.values import Variant
 from .chain import Perform
 from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step, ToolCallInfo
@@ -25,7 +26,7 @@ IO_SAFETY = {"now_ms": "read_only", "now_s": "read_only", "env": "read_only", "e
              "read_line": "read_only", "read_all": "read_only", "read_file": "read_only",
              "list_dir": "read_only", "file_exists": "read_only", "sleep_ms": "read_only",
              "write_file": "idempotent", "delete_file": "idempotent", "make_dir": "idempotent",
-             "append_file": "destructive"}
+             "append_file": "destructive", "ask": "read_only"}
 _MCP_SAFETY = {"mcp_connect": "read_only", "mcp_list_tools": "read_only", "mcp_tools": "read_only",
                "mcp_server_info": "read_only", "mcp_disconnect": "idempotent"}
 
@@ -41,6 +42,9 @@ class Effects:
         self.ended = False              # the test this Effects belongs to has ended
         self.world = World(settings, tracer, self.elicit, self.sample)
         self.journal: Any = None        # the journal of a durable run (effects.journal.Journal), else None
+        policy = settings.approvals
+        self.gated = policy is not None and bool(policy.rules)   # some calls may need approval (SPEC §17)
+        self._people: Any = None
         self.perform: Perform = _unassembled   # the chain, set by build_effects
 
     # ---------------------------------------------------------------- model turns
@@ -67,11 +71,34 @@ class Effects:
 
     def tool_step(self, ctx: Any, info: ToolCallInfo, args: list) -> Step:
         """The step of a call of `info` with Sage values `args` (performed by `tool_call`, or by the model's
-        tool loop)."""
+        tool loop), with the approval step it needs, numbered before it (SPEC §17.1)."""
         if info.builtin:   # every parameter of a built-in tool is a String: already wire data
-            return Step(TOOL, info.label, args, info.ret, self.world.tool_safety(info), ctx, info)
-        return Step(TOOL, info.label, (_wire or _load_wire()).tool_arguments(info, args), info.ret, None, ctx, info,
-                    self._tool_safety)
+            approval = self._tool_gate(ctx, info, args) if self.gated else None
+            step = Step(TOOL, info.label, args, info.ret, self.world.tool_safety(info), ctx, info)
+        else:
+            arguments = (_wire or _load_wire()).tool_arguments(info, args)
+            approval = self._tool_gate(ctx, info, arguments) if self.gated else None
+            step = Step(TOOL, info.label, arguments, info.ret, None, ctx, info, self._tool_safety)
+        step.approval = approval
+        return step
+
+    def _tool_gate(self, ctx: Any, info: ToolCallInfo, arguments: Any) -> Step | None:
+        if info.builtin:
+            names: tuple[str, ...] = (info.tool,)
+            shown = lambda: dict(zip(info.params, arguments))   # noqa: E731
+        else:
+            names = (info.tool, self.world.server_key(info.tool))
+            shown = lambda: arguments   # noqa: E731
+        return self.people.gate(ctx, names, info.tool, info.fn, info.label, info.source or "program", shown,
+                                lambda: self._approval_safety(info))
+
+    def _approval_safety(self, info: ToolCallInfo) -> str:
+        """The class that decides a `"destructive"` approval rule: under `sage test` an MCP tool's
+        `[tools.X.safety]` override, else destructive, with no listing made (SPEC §17.1)."""
+        if self.mocks is None or info.builtin:
+            return self.world.tool_safety(info)
+        server = self.settings.tools.servers.get(self.world.server_key(info.tool))
+        return server.safety.get(info.remote, "destructive") if server is not None else "destructive"
 
     def _tool_safety(self, step: Step) -> str:
         return self.world.tool_safety(step.detail)
@@ -86,7 +113,41 @@ class Effects:
 
     def mcp_call_step(self, ctx: Any, args: list, caller: ToolCallInfo | None = None) -> Step:
         """The step of `mcp_call(handle, tool, args_json)`; `caller` describes a call the model asked for."""
-        return Step(MCP, "mcp_call", args, T.STRING, None, ctx, caller, self._dynamic_safety)
+        approval = self._dynamic_gate(ctx, args, caller) if self.gated else None
+        step = Step(MCP, "mcp_call", args, T.STRING, None, ctx, caller, self._dynamic_safety)
+        step.approval = approval
+        return step
+
+    def _dynamic_gate(self, ctx: Any, args: list, caller: ToolCallInfo | None) -> Step | None:
+        """The approval of a call of a dynamic connection's tool, known by the connection's name."""
+        handle, tool, args_json = args
+        server = caller.tool if caller is not None else self._server_name(handle)
+
+        def shown() -> Any:
+            from ..json_text import parse_json
+            try:
+                return parse_json(args_json)
+            except ValueError:
+                return args_json
+
+        def safety() -> str:
+            if self.mocks is not None:
+                return "destructive"
+            return self.world.dynamic_safety(self.live_handle(handle), tool)
+        return self.people.gate(ctx, (server,), server, tool, f"{server}.{tool}",
+                                caller.source or "program" if caller is not None else "program", shown, safety)
+
+    def _server_name(self, handle: str) -> str:
+        """A dynamic connection's configured `name`, else `mcp<n>` (SPEC §4.12)."""
+        manager = self.world.mcp_started
+        if manager is not None and (self.mocks is None or handle not in self.mocks.issued_handles):
+            try:
+                label = manager.handle_label(self.live_handle(handle))
+            except SageRaise:   # no such connection: the call itself will say so
+                label = handle
+            if not label.startswith("mcp:"):
+                return label
+        return "mcp" + handle.rpartition(":")[2]
 
     def _dynamic_safety(self, step: Step) -> str:
         return self.world.dynamic_safety(self.live_handle(step.arguments[0]), step.arguments[1])
@@ -114,7 +175,22 @@ class Effects:
 
     # ---------------------------------------------------------------- clock, stdin, environment, files, sleep
     def io(self, ctx: Any, name: str, args: tuple | list) -> Any:
+        if name == "ask":
+            return self.ask(ctx, args[0])
         return self.perform(Step(IO, name, list(args), None, IO_SAFETY[name], ctx))
+
+    # ---------------------------------------------------------------- people (SPEC §17)
+    @property
+    def people(self) -> Any:
+        """The approvals and questions of this run (sagepy.effects.approvals.People), made on first use."""
+        if self._people is None:
+            from .approvals import People
+            self._people = People(self.settings.approvals, self.mocks, self.tracer)
+        return self._people
+
+    def ask(self, ctx: Any, question: str) -> str:
+        """`ask(question)`: an `io` step, answered by a mock, the journal, the terminal, or no one."""
+        return self.people.ask_question(ctx, question, self.perform)
 
     # ---------------------------------------------------------------- agents
     def receive(self, ctx: Any) -> tuple:

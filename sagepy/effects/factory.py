@@ -33,6 +33,9 @@ def enable_journal(effects: Effects, journal: Any) -> None:
 def layers(effects: Effects) -> list:
     """The chain, outermost first."""
     chain: list = []
+    if effects.gated:   # a decision is taken before anything else happens to a call (SPEC §17.1)
+        from .approvals import ApprovalLayer
+        chain.append(ApprovalLayer(effects.people))
     if effects.mocks is not None:
         from .mocks import MockLayer
         chain.append(MockLayer(effects))

@@ -6,7 +6,9 @@ error raised. A record of another kind, target or argument hash is a divergence;
 performed again when its class is read_only or idempotent and halts the run when destructive. Without a record
 the step is live: a destructive step commits `started` before it runs, and every outcome is committed before
 the program sees it. Sage errors raised by the step are outcomes; a stop (cancellation, shutdown, the end of
-the run) is not, and neither is a failure of sagepy itself.
+the run) is not, and neither is a failure of sagepy itself. An approval or a question that no one can answer
+here is recorded `waiting` and pauses the run (SPEC §17.3); on resume a decided one is replayed and one still
+waiting is asked again.
 
 Process state that a replayed step would have created is made again when a live step needs it: a replayed
 `mcp_connect` returns its recorded handle and connects for real only when a live `mcp_*` step uses that
@@ -21,9 +23,10 @@ from typing import Any, Callable
 
 from ..runtime.errors import AgentCancelled, SageRaise
 from ..runtime.values import UNIT, ErrorValue
-from ..store.base import DONE, STARTED, STEP_FAILED, Busy, StepRecord, Unavailable
+from ..store.base import DONE, STARTED, STEP_FAILED, WAITING, Busy, StepRecord, Unavailable
 from .chain import Perform
 from .outcomes import args_hash, decode_error, decode_value, encode_error, encode_value
+from .people import NoOneToAsk
 from .step import AWAIT, MCP, RECEIVE, STATE, Step
 
 
@@ -46,7 +49,7 @@ class Journal:
         self.stopped = threading.Event()
         self.stop_code: int | None = None
         self.stop_message = ""
-        self.kind = ""                  # "halted" | "diverged", once stopped
+        self.kind = ""                  # "halted" | "diverged" | "paused", once stopped
         self.lock = threading.Lock()
         # MCP handles the program holds -> the live handle, or the arguments of a replayed mcp_connect that
         # has not connected again yet
@@ -67,6 +70,12 @@ class Journal:
         self._stop(3, "halted", f"halted: the outcome of {record.target} ({step.path} step {step.number}) is "
                    f"unknown; record it with 'sage runs resolve {self.run_id} {where} --ok JSON | --failed MESSAGE "
                    f"| --not-run' and resume")
+
+    def pause(self, step: Step, digest: str, request: Any) -> None:
+        """No one can answer the step here (SPEC §17.3): it waits, recorded with what it asks, and the run
+        pauses; which steps wait, and the lines that say so, are read back when the run releases its lease."""
+        self.record(step, digest, step.safety, WAITING, request)
+        self._stop(5, "paused", "")
 
     def diverge(self, step: Step, record: StepRecord) -> None:
         self._stop(1, "diverged", f"error: journal divergence at {step.path} step {step.number}: recorded "
@@ -209,6 +218,8 @@ class JournalLayer:
             if not self._stopping(step):
                 journal.record(step, digest, safety, STEP_FAILED, encode_error(exc.error))
             raise
+        except NoOneToAsk as exc:   # an approval or a question that only a person can answer
+            journal.pause(step, digest, exc.request)
         if step.kind == RECEIVE:
             sender = value[1]
             outcome = {"from": sender.path if sender is not None else None, "send": value[2]}

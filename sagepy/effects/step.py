@@ -13,7 +13,8 @@ IO = "io"            # clock, stdin, environment, file builtins, sleep_ms
 RECEIVE = "receive"  # a message taken from the mailbox (`on message`, `receive()`)
 STATE = "state"      # `@persistent` get/set/checkpoint
 AWAIT = "await"      # `await h timeout(ms)`
-KINDS = (LLM, TOOL, MCP, IO, RECEIVE, STATE, AWAIT)
+APPROVAL = "approval"   # a person's decision on a call that needs approval (SPEC §17.1)
+KINDS = (LLM, TOOL, MCP, IO, RECEIVE, STATE, AWAIT, APPROVAL)
 
 
 class ToolCallInfo:
@@ -41,9 +42,11 @@ class Step:
     `agent` is the performing agent (or test) context and `detail` what the real layer needs beyond the wire
     arguments (a ToolCallInfo, a mailbox owner, a value to store); neither is part of the step's identity.
     A safety class that costs a round trip to find (a remote tool's annotations) is resolved on first read.
+    `approval` is the step of the decision a call needs before it is made (SPEC §17.1), numbered just before it.
     """
 
-    __slots__ = ("kind", "target", "arguments", "ret", "path", "number", "agent", "detail", "_safety", "_resolve")
+    __slots__ = ("kind", "target", "arguments", "ret", "path", "number", "agent", "detail", "approval", "_safety",
+                 "_resolve")
 
     def __init__(self, kind: str, target: str, arguments: Any, ret: T.Type | None, safety: str | None,
                  agent: Any, detail: Any = None, resolve: Callable[["Step"], str] | None = None) -> None:
@@ -53,6 +56,7 @@ class Step:
         self.ret = ret
         self.agent = agent
         self.detail = detail
+        self.approval: Step | None = None
         self._safety = safety
         self._resolve = resolve
         if agent is not None:

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from ..store.base import COMPLETED, FAILED, HALTED, RUNNING, RunRecord
+from ..store.base import COMPLETED, FAILED, HALTED, PAUSED, RUNNING, RunRecord
 from ..store.leases import HEARTBEAT_SECONDS, lease_is_stale
 
 NEEDS_PERSISTENCE = "error: durable runs need a [persistence] table in grove.toml"
@@ -84,7 +84,7 @@ class DurableRun:
         pid, host, now = os.getpid(), socket.gethostname(), time.time()
         if self.resumed:
             run = self.run
-            if run.status == HALTED:   # resolved since (or not): running again, under this process's lease
+            if run.status in (HALTED, PAUSED):   # resolved or answered since (or not): running again, under this lease
                 store.end_run(run.id, RUNNING, None)
             owner = store.acquire_lease(run.id, pid, host, now, lease_is_stale)
             if owner is not None:
@@ -115,7 +115,8 @@ class DurableRun:
 
     def finish(self, code: int, ending: str) -> None:
         """Record how this execution ended. `ending`: "completed" or "failed" (the run has ended), "halted",
-        or "stopped" (a divergence or a signal: the run stays resumable and its lease is released)."""
+        "paused" (waiting for a person: one line per waiting step on stderr), or "stopped" (a divergence or a
+        signal: the run stays resumable and its lease is released)."""
         self._beating.set()
         if self._heart is not None:
             self._heart.join(5)
@@ -125,10 +126,25 @@ class DurableRun:
                 store.end_run(self.run.id, ending, code)
             elif ending == HALTED:
                 store.end_run(self.run.id, HALTED, code)
+            elif ending == PAUSED:
+                for step in store.pause_run(self.run.id):
+                    _announce(paused_line(self.run.id, step))
             else:
                 store.release_lease(self.run.id)
         except Exception as exc:  # the run still ended as reported; the record says `running` until resumed
             sys.stderr.write(f"warning: could not record the end of run {self.run.id}: {exc}\n")
+
+
+def paused_line(run_id: str, step: Any) -> str:
+    """What a paused run says of one waiting step (SPEC §17.3)."""
+    where = f"{step.path}:{step.number}"
+    if step.kind == "approval":
+        from ..json_text import compact_json
+        return (f"paused: {step.target} {compact_json(step.outcome)} needs approval ({step.path} step {step.number}); "
+                f"approve with 'sage runs approve {run_id} {where}' or deny with 'sage runs deny {run_id} {where} "
+                f"--reason TEXT', then resume")
+    return (f"paused: question for a person ({step.path} step {step.number}): {step.outcome}; answer with "
+            f"'sage runs answer {run_id} {where} TEXT', then resume")
 
 
 def _announce(line: str) -> None:

@@ -10,7 +10,7 @@ import threading
 from dataclasses import replace
 from typing import Any, Callable
 
-from .base import COMPLETED, FAILED, RunRecord, StepRecord
+from .base import COMPLETED, FAILED, PAUSED, RUNNING, WAITING, RunRecord, StepRecord
 
 
 class MemoryStore:
@@ -98,6 +98,23 @@ class MemoryStore:
     def delete_step(self, run_id: str, path: str, number: int) -> None:
         with self._lock:
             self._steps.get(run_id, {}).pop((path, number), None)
+
+    def pause_run(self, run_id: str) -> list[StepRecord]:
+        with self._lock:
+            waiting = [step for step in self.steps(run_id) if step.status == WAITING]
+            self.end_run(run_id, PAUSED if waiting else RUNNING, 5 if waiting else None)
+            return waiting
+
+    def decide_step(self, run_id: str, step: StepRecord) -> bool:
+        with self._lock:
+            found = self._steps.get(run_id, {}).get((step.path, step.number))
+            if found is None or found.status != WAITING:
+                return False
+            self.record_step(run_id, step)
+            run = self._runs.get(run_id)
+            if run is not None and run.status == PAUSED:
+                self.end_run(run_id, RUNNING, None)
+            return True
 
     def acquire_lease(self, run_id: str, pid: int, host: str, now: float,
                       is_stale: Callable[[RunRecord], bool]) -> RunRecord | None:

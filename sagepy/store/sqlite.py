@@ -27,7 +27,8 @@ from typing import Any, Callable, Iterator
 from ..json_text import compact_json, parse_json
 from ..secrecy import private_directory
 from . import crash
-from .base import Busy, NewerFormat, RunRecord, StepRecord, Unavailable, COMPLETED, FAILED, STARTED
+from .base import (COMPLETED, FAILED, PAUSED, RUNNING, STARTED, WAITING, Busy, NewerFormat, RunRecord, StepRecord,
+                   Unavailable)
 
 CHECKPOINT_PAGES = 4000
 FORMAT = 1   # the journal format this sagepy writes and reads
@@ -257,6 +258,26 @@ class SqliteStore:
         self._db.execute(f"INSERT OR REPLACE INTO steps (run_id, {_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (run_id, step.path, step.number, step.kind, step.target, step.args_hash, step.safety,
                           step.status, compact_json(step.outcome)))
+
+    def pause_run(self, run_id: str) -> list[StepRecord]:
+        with self._write():
+            rows = self._db.execute(f"SELECT {_STEP_COLUMNS} FROM steps WHERE run_id = ? AND status = ? "
+                                    "ORDER BY path, number", (run_id, WAITING)).fetchall()
+            self._db.execute("UPDATE runs SET status = ?, exit_code = ?, lease_pid = NULL, lease_host = NULL, "
+                             "lease_heartbeat = NULL WHERE id = ?",
+                             (PAUSED, 5, run_id) if rows else (RUNNING, None, run_id))
+        return [StepRecord(*row[:7], outcome=parse_json(row[7])) for row in rows]
+
+    def decide_step(self, run_id: str, step: StepRecord) -> bool:
+        with self._write():
+            row = self._db.execute("SELECT status FROM steps WHERE run_id = ? AND path = ? AND number = ?",
+                                   (run_id, step.path, step.number)).fetchone()
+            if row is None or row[0] != WAITING:
+                return False
+            self._put_step(run_id, step)
+            self._db.execute("UPDATE runs SET status = ?, exit_code = NULL WHERE id = ? AND status = ?",
+                             (RUNNING, run_id, PAUSED))
+        return True
 
     # ---------------------------------------------------------------- leases
 
