@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .tools import add_arguments as add_tools_arguments
     add_tools_arguments(tools)
 
-    runs = sub.add_parser("runs", help="list, show, resolve and prune durable runs",
+    runs = sub.add_parser("runs", help="list, show, resolve, prune and answer durable runs",
                           description="The durable runs of the project (grove.toml with [persistence]).")
     from .runs import add_arguments as add_runs_arguments
     add_runs_arguments(runs)

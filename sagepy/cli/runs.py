@@ -1,4 +1,4 @@
-"""`sage runs list|show|resolve|prune` (SPEC §14): the durable runs of the project in the current directory.
+"""`sage runs list|show|resolve|prune` (SPEC §14) and `approve|deny|answer` (§17.4, runs_answer.py): the durable runs of the project in the current directory.
 
 Runs, their journal steps and leases are read through the store interface (sagepy/store/base.py), from the
 SQLite file of `[persistence]`. A project without that table has no durable runs. Reports go to stdout,
@@ -54,6 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                        "interrupted and halted runs are always kept.")
     prune.add_argument("--keep", metavar="N", type=_count, default=50, help="how many ended runs to keep "
                                                                              "(default 50)")
+    from .runs_answer import add_arguments as add_answer_arguments
+    add_answer_arguments(sub, _step_key)
 
 
 def _add_format(parser: argparse.ArgumentParser) -> None:
@@ -83,7 +85,8 @@ def _count(text: str) -> int:
 
 
 def run_runs_command(args: argparse.Namespace) -> int:
-    opened = open_group(args, "runs", ("list", "show", "resolve", "prune"))
+    from .runs_answer import COMMANDS as ANSWER_COMMANDS, run_answer
+    opened = open_group(args, "runs", ("list", "show", "resolve", "prune", *ANSWER_COMMANDS))
     if isinstance(opened, int):
         return opened
     command, session = opened
@@ -101,7 +104,8 @@ def run_runs_command(args: argparse.Namespace) -> int:
     from ..session import store_open_failure
     from ..store.base import Busy, NewerFormat, Unavailable
     from ..store.sqlite import SqliteStore
-    handler = {"list": _list, "show": _show, "resolve": _resolve, "prune": _prune}[command]
+    handler = {"list": _list, "show": _show, "resolve": _resolve, "prune": _prune,
+               **dict.fromkeys(ANSWER_COMMANDS, run_answer)}[command]
     try:
         store = SqliteStore(path) if os.path.exists(path) else None   # looking creates no store
         try:

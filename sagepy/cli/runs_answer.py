@@ -1,0 +1,72 @@
+"""`sage runs approve|deny|answer` (SPEC §17.4): a person's answer to a step a paused run waits on.
+
+The decision (or the answer) replaces the step's `waiting` record, with who gave it (`$USER@<host>`) and when,
+in the same transaction that makes a paused run resumable again: `sage run --resume RUN_ID` then replays it
+and carries on.
+"""
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..store.base import Store
+
+COMMANDS = ("approve", "deny", "answer")
+
+
+def add_arguments(sub: Any, step_key: Any) -> None:
+    """The three subcommands, on the `sage runs` subparsers `sub`; `step_key` parses PATH:N."""
+    approve = sub.add_parser("approve", help="approve the call a paused run waits on",
+                             description="Approve the call a paused run waits on, then resume the run with "
+                                         "`sage run --resume RUN_ID`.")
+    _common(approve, step_key)
+    approve.add_argument("--always", action="store_true",
+                         help="also approve that function for the rest of the run")
+    deny = sub.add_parser("deny", help="deny the call a paused run waits on",
+                          description="Deny the call a paused run waits on, then resume the run with "
+                                      "`sage run --resume RUN_ID`: the call fails as denied.")
+    _common(deny, step_key)
+    deny.add_argument("--reason", metavar="TEXT", help="why (the program, or the model, is told; default: denied)")
+    answer = sub.add_parser("answer", help="answer the question a paused run waits on",
+                            description="Answer the question (`ask`) a paused run waits on, then resume the run "
+                                        "with `sage run --resume RUN_ID`.")
+    _common(answer, step_key)
+    answer.add_argument("text", metavar="TEXT", help="the answer: what `ask` returns")
+
+
+def _common(parser: argparse.ArgumentParser, step_key: Any) -> None:
+    parser.add_argument("run_id", metavar="RUN_ID", help="a run id, or `last` for the newest run")
+    parser.add_argument("step", metavar="PATH:N", type=step_key,
+                        help="the agent path and step number the pause message names (e.g. Main:3)")
+
+
+def run_answer(args: argparse.Namespace, store: Store | None) -> int:
+    from ..effects.people import now_utc, person
+    from ..store.base import DONE, WAITING
+    from .runs import RunsError, find_run
+    run = find_run(store, args.run_id)
+    assert store is not None   # find_run found the run in it
+    path, number = args.step
+    command = args.runs_command
+    kind = "io" if command == "answer" else "approval"
+    step = next((s for s in store.steps(run.id) if s.path == path and s.number == number), None)
+    not_waiting = RunsError(f"{path} step {number} of run {run.id} is not waiting for "
+                            f"{'an answer' if kind == 'io' else 'approval'}")
+    if step is None or step.status != WAITING or step.kind != kind or (kind == "io" and step.target != "ask"):
+        raise not_waiting
+    by, at = person(), now_utc()
+    if command == "answer":
+        step.outcome = args.text
+        done = "answered"
+    elif command == "approve":
+        step.outcome = {"approved": True, "by": by, "at": at, **({"always": True} if args.always else {})}
+        done = "approved"
+    else:
+        step.outcome = {"approved": False, "by": by, "at": at, "reason": args.reason or "denied"}
+        done = "denied"
+    step.status = DONE
+    if not store.decide_step(run.id, step):   # answered meanwhile
+        raise not_waiting
+    print(f"{done} {path}:{number} of run {run.id}; continue with `sage run --resume {run.id}`")
+    return 0
