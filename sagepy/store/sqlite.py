@@ -260,7 +260,7 @@ class SqliteStore:
                           step.status, compact_json(step.outcome)))
 
     def pause_run(self, run_id: str) -> list[StepRecord]:
-        with self._write():
+        with self._write(journal=True):   # the run's last write before it waits (crash injection counts it)
             rows = self._db.execute(f"SELECT {_STEP_COLUMNS} FROM steps WHERE run_id = ? AND status = ? "
                                     "ORDER BY path, number", (run_id, WAITING)).fetchall()
             self._db.execute("UPDATE runs SET status = ?, exit_code = ?, lease_pid = NULL, lease_host = NULL, "
