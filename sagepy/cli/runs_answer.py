@@ -7,6 +7,7 @@ and carries on.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -42,19 +43,27 @@ def _common(parser: argparse.ArgumentParser, step_key: Any) -> None:
 
 
 def run_answer(args: argparse.Namespace, store: Store | None) -> int:
+    """Record the answer; exit 1 with `error: …` when the run or the waiting step is not there."""
     from ..effects.people import now_utc, person
+    from ..runtime.durable import DurableExit, find_run
     from ..store.base import DONE, WAITING
-    from .runs import RunsError, find_run
-    run = find_run(store, args.run_id)
-    assert store is not None   # find_run found the run in it
     path, number = args.step
     command = args.runs_command
     kind = "io" if command == "answer" else "approval"
+    try:
+        if store is None:   # no store file yet: no runs
+            raise DurableExit(1, f"error: no run {args.run_id} in this project" if args.run_id != "last"
+                              else "error: no durable run in this project yet")
+        run = find_run(store, args.run_id)
+    except DurableExit as exc:
+        sys.stderr.write(exc.message + "\n")
+        return 1
+    not_waiting = (f"error: {path} step {number} of run {run.id} is not waiting for "
+                   f"{'an answer' if kind == 'io' else 'approval'}\n")
     step = next((s for s in store.steps(run.id) if s.path == path and s.number == number), None)
-    not_waiting = RunsError(f"{path} step {number} of run {run.id} is not waiting for "
-                            f"{'an answer' if kind == 'io' else 'approval'}")
     if step is None or step.status != WAITING or step.kind != kind or (kind == "io" and step.target != "ask"):
-        raise not_waiting
+        sys.stderr.write(not_waiting)
+        return 1
     by, at = person(), now_utc()
     if command == "answer":
         step.outcome = args.text
@@ -67,6 +76,7 @@ def run_answer(args: argparse.Namespace, store: Store | None) -> int:
         done = "denied"
     step.status = DONE
     if not store.decide_step(run.id, step):   # answered meanwhile
-        raise not_waiting
+        sys.stderr.write(not_waiting)
+        return 1
     print(f"{done} {path}:{number} of run {run.id}; continue with `sage run --resume {run.id}`")
     return 0

@@ -83,12 +83,10 @@ class Effects:
         return step
 
     def _tool_gate(self, ctx: Any, info: ToolCallInfo, arguments: Any) -> Step | None:
-        if info.builtin:
-            names: tuple[str, ...] = (info.tool,)
-            shown = lambda: dict(zip(info.params, arguments))   # noqa: E731
-        else:
-            names = (info.tool, self.world.server_key(info.tool))
-            shown = lambda: arguments   # noqa: E731
+        names = (info.tool,) if info.builtin else (info.tool, self.world.server_key(info.tool))
+
+        def shown() -> Any:   # a built-in tool's arguments are positional: shown by parameter name
+            return dict(zip(info.params, arguments)) if info.builtin else arguments
         return self.people.gate(ctx, names, info.tool, info.fn, info.label, info.source or "program", shown,
                                 lambda: self._approval_safety(info))
 
