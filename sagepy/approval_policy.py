@@ -15,6 +15,7 @@ import re
 from typing import Any, Callable, Collection
 
 BUILTIN_TOOLS = ("Fs", "Shell", "Http", "Database")
+SETTINGS = ("calls", "prompt")   # the keys that name no tool
 _CALLS = ("model", "all")
 _PROMPT = ("auto", "never")
 
@@ -80,7 +81,7 @@ def parse_approvals(data: dict, report: Callable[[str, str | None, str | None], 
     an E090) and left out. `locate(key)` is where grove.toml writes a key."""
     policy = ApprovalPolicy()
     for key, value in data.items():
-        if key in ("calls", "prompt"):
+        if key in SETTINGS:
             choices = _CALLS if key == "calls" else _PROMPT
             if value in choices:
                 setattr(policy, key, value)
