@@ -221,3 +221,12 @@ def test_the_checks_see_what_they_guard(tmp_path: Path) -> None:
     layered = {"sagepy.syntax.parser": {"sagepy.diagnostics": 1}, "sagepy.diagnostics": {"sagepy.runtime.values": 1},
                "sagepy.runtime.values": {}}
     assert upstream_imports(layered) == ["  sagepy.syntax.parser -> sagepy.diagnostics -> sagepy.runtime.values"]
+
+
+def test_core_imports_nothing_else_of_sagepy() -> None:
+    """`sagepy.core` (values, errors, types, the Sage<->JSON conversion) is the bottom: everything may use it,
+    it uses nothing of sagepy outside itself."""
+    wrong = [f"  {source} (line {line}) -> {target}" for source, targets in sorted(import_graph().items())
+             if source.startswith("sagepy.core") for target, line in sorted(targets.items())
+             if not target.startswith("sagepy.core")]
+    assert not wrong, "sagepy.core imports other sagepy modules:\n" + "\n".join(wrong)

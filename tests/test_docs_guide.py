@@ -56,10 +56,13 @@ def guide_blocks() -> list[Block]:
 def _environment(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SAGE_", "OPENAI_")) and k not in ("NO_COLOR", "FORCE_COLOR")}
-    # `python3` in the guide's grove.toml must be this interpreter, the one with sagepy's dependencies.
+    # `python3` in the guide's grove.toml must be this interpreter, the one with sagepy's dependencies. A script,
+    # not a symlink: a symlinked venv interpreter finds no pyvenv.cfg beside it and loses the venv's packages.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "python3").symlink_to(sys.executable)
+    python3 = bin_dir / "python3"
+    python3.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+    python3.chmod(0o755)
     env.update(PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1", SAGE_CACHE_DIR=str(tmp_path / "cache"),
                PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
     return env

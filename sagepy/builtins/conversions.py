@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from ..runtime.values import display, err, ok
-from ..types import INT_MAX, INT_MIN
+from ..core.values import display, err, ok
+from ..core.types import INT_MAX, INT_MIN
 from .strings import WHITESPACE
 
 _INT_RE = re.compile(r"[+-]?[0-9]+")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from ..runtime.values import option
+from ..core.values import option
 from .io_steps import as_steps
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from ..runtime.errors import SageRaise, agent_error
-from ..runtime.values import UNIT
+from ..core.errors import SageRaise, agent_error
+from ..core.values import UNIT
 from .io_steps import as_steps
 
 # Rust's wording, which upstream Sage reports for a file that is not valid UTF-8.

@@ -1,24 +1,24 @@
 """JSON builtins (SPEC §6.7): validation, typed decoding, stringifying and top-level field access.
 
-Typed decoding and stringifying go through `sagepy.convert`, the one §5 mapping. The `json_get*` family is
+Typed decoding and stringifying go through `sagepy.core.convert`, the one §5 mapping. The `json_get*` family is
 forgiving by design: invalid JSON, a non-object, a missing key or a value of the wrong kind all give `None`.
 
-Every builtin module is imported at start-up, so `sagepy.convert` (and with it `json`) is imported inside
+Every builtin module is imported at start-up, so `sagepy.core.convert` (and with it `json`) is imported inside
 the functions: a program that never touches JSON never loads it.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..runtime.errors import runtime_error
-from ..runtime.values import NONE, Variant, some
-from ..types import FLOAT, INT, Type, type_name
+from ..core.errors import runtime_error
+from ..core.values import NONE, Variant, some
+from ..core.types import FLOAT, INT, Type, type_name
 
 _MISSING = object()
 
 
 def json_parse(s: str) -> str:
-    from ..json_text import parse_json
+    from ..core.json_text import parse_json
 
     try:
         parse_json(s)
@@ -29,8 +29,8 @@ def json_parse(s: str) -> str:
 
 def json_decode(s: str, target: Type) -> Any:
     """`target` is the resolved T of `json_decode<T>`, appended by the interpreter as the last argument."""
-    from ..convert import ConversionError, from_json
-    from ..json_text import parse_json
+    from ..core.convert import ConversionError, from_json
+    from ..core.json_text import parse_json
 
     try:
         data = parse_json(s)
@@ -43,7 +43,7 @@ def json_decode(s: str, target: Type) -> Any:
 
 
 def json_stringify(value: Any) -> str:
-    from ..convert import ConversionError, compact_json, to_json
+    from ..core.convert import ConversionError, compact_json, to_json
 
     try:
         return compact_json(to_json(value))
@@ -53,7 +53,7 @@ def json_stringify(value: Any) -> str:
 
 def _member(text: str, key: str) -> Any:
     """The value under `key` of a JSON object text, or _MISSING (JSON `null` is a present value)."""
-    from ..json_text import parse_json
+    from ..core.json_text import parse_json
 
     try:
         data = parse_json(text)
@@ -65,7 +65,7 @@ def _member(text: str, key: str) -> Any:
 
 
 def _as_text(data: Any) -> str:
-    from ..convert import compact_json
+    from ..core.convert import compact_json
 
     return data if isinstance(data, str) else compact_json(data)
 
@@ -81,7 +81,7 @@ def _typed_getter(target: Type) -> Callable[[str, str], Variant]:
         data = _member(text, key)
         if data is _MISSING:
             return NONE
-        from ..convert import ConversionError, from_json
+        from ..core.convert import ConversionError, from_json
 
         try:
             return some(from_json(data, target))
@@ -102,7 +102,7 @@ def json_get_list(text: str, key: str) -> Variant:
 
 
 def json_escape(s: str) -> str:
-    from ..convert import compact_json
+    from ..core.convert import compact_json
 
     # A JSON string literal escapes exactly `"`, `\` and the control characters; the slice drops its quotes.
     return compact_json(s)[1:-1]

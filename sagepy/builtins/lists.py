@@ -10,9 +10,9 @@ from functools import cmp_to_key
 from itertools import accumulate, dropwhile, takewhile
 from typing import Any, Callable
 
-from ..runtime.errors import invalid_argument, overflow
-from ..runtime.values import NONE, UNIT, ErrorValue, Record, Variant, some, values_equal
-from ..types import INT_MAX, INT_MIN
+from ..core.errors import invalid_argument, overflow
+from ..core.values import NONE, UNIT, ErrorValue, Record, Variant, some, values_equal
+from ..core.types import INT_MAX, INT_MIN
 from .sizes import building, check_size
 
 

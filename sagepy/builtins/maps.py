@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..runtime.values import option
+from ..core.values import option
 
 
 def map_get(m: dict, k: Any) -> Any:

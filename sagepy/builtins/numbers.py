@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from ..runtime.errors import check_int, invalid_argument, overflow
-from ..runtime.values import display
+from ..core.errors import check_int, invalid_argument, overflow
+from ..core.values import display
 
 _INF = float("inf")
 _NAN = float("nan")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..runtime.errors import runtime_error
-from ..runtime.values import NONE, Variant, display, err, ok, some
+from ..core.errors import runtime_error
+from ..core.values import NONE, Variant, display, err, ok, some
 
 
 def is_some(o: Variant) -> bool:

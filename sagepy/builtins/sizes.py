@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-from ..runtime.errors import invalid_argument
+from ..core.errors import invalid_argument
 
 MAX_SIZE = 1 << 30
 

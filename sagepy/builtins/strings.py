@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..runtime.values import NONE, some
+from ..core.values import NONE, some
 from .sizes import building, check_size
 
 # Unicode White_Space. Python's default `str.strip()` also strips U+001C..U+001F, which are not white space,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..runtime.errors import agent_error, invalid_argument
+from ..core.errors import agent_error, invalid_argument
 
 _SHORTHANDS = {"F": "%Y-%m-%d", "T": "%H:%M:%S", "D": "%m/%d/%y", "R": "%H:%M"}
 

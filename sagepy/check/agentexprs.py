@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import types as T
+from ..core import types as T
 from ..diagnostics import did_you_mean
 from .context import Body, Locals
 from .hints import field_hint

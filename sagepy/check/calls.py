@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import types as T
+from ..core import types as T
 from ..diagnostics import did_you_mean
 from ..syntax import ast as A
 from .context import Body, Locals

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..types import Type
+from ..core.types import Type
 from .env import ModuleScope
 from .symbols import AgentInfo
 

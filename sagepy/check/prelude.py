@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .. import types as T
+from ..core import types as T
 from ..resources import stdlib_dir
 from ..syntax import ast as A
 from .symbols import FnSig, ToolInfo, remote_name

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..types import Type
+from ..core.types import Type
 
 
 # the tools of SPEC §7, declared as `tool` blocks in stdlib/prelude.sg and implemented in sagepy/tools

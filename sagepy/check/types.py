@@ -1,4 +1,4 @@
-"""Checker-side type helpers on top of `sagepy.types`: the open type, inference holes, `Persisted<T>`,
+"""Checker-side type helpers on top of `sagepy.core.types`: the open type, inference holes, `Persisted<T>`,
 compatibility, merging and unification.
 
 `ANY` is the open type: the element type of `[]` and `{}`, the payload of a bare `None`, and the type of an
@@ -11,7 +11,7 @@ Holes never escape an inference: what a call returns has its unbound holes repla
 """
 from __future__ import annotations
 
-from ..types import (NEVER, AgentT, EnumT, FnT, ListT, MapT, OptionT, Prim, RecordT, ResultT, TupleT, Type,
+from ..core.types import (NEVER, AgentT, EnumT, FnT, ListT, MapT, OptionT, Prim, RecordT, ResultT, TupleT, Type,
                      TypeVar, type_name)
 
 ANY = Prim("_")

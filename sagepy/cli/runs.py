@@ -71,7 +71,7 @@ def _step_key(text: str) -> tuple[str, int]:
 
 
 def _json_value(text: str) -> Any:
-    from ..json_text import parse_json
+    from ..core.json_text import parse_json
     try:
         return parse_json(text)
     except ValueError as exc:

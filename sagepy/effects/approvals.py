@@ -20,8 +20,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..runtime.errors import SageRaise, TestAbort
-from ..runtime.values import ErrorValue
+from ..core.errors import SageRaise, TestAbort
+from ..core.values import ErrorValue
 from .chain import Perform
 from .people import NoOneToAsk, Terminal, now_utc, person
 from .step import APPROVAL, IO, Step
@@ -86,7 +86,7 @@ class Answerers:
             return {"approved": True, "by": by, "at": now_utc(), "always": True}
         if not self.terminal.available:
             raise NoOneToAsk(request.arguments)
-        from ..json_text import compact_json
+        from ..core.json_text import compact_json
         return self.terminal.approve(step.agent, request.label, compact_json(request.arguments), request.source)
 
     def learn(self, label: str, decision: dict) -> None:
@@ -143,7 +143,7 @@ class People:
             if isinstance(mock, Failure):
                 raise SageRaise(ErrorValue("Agent", mock.message))
             from ..testing.mocks import convert_mock
-            from .. import types as T
+            from ..core import types as T
             answer = convert_mock("ask", mock, T.STRING)
             by = "mock"
         else:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import types as T
-from ..runtime.errors import SageRaise
-from ..runtime.values import Variant
+from ..core import types as T
+from ..core.errors import SageRaise
+from ..core.values import Variant
 from .chain import Perform
 from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step, ToolCallInfo
 from .trace import Tracer
@@ -206,7 +206,7 @@ class Effects:
         if method == "update":
             return self.perform(Step(STATE, f"{field}.update", [], None, "idempotent", ctx, (agent, field, value)))
         if method == "set":
-            from ..convert import to_json
+            from ..core.convert import to_json
             return self.perform(Step(STATE, f"{field}.set", [to_json(value)], None, "idempotent", ctx,
                                      (agent, field, value)))
         safety = "read_only" if method == "get" else "idempotent"

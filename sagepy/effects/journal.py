@@ -21,8 +21,8 @@ import sys
 import threading
 from typing import Any, Callable
 
-from ..runtime.errors import AgentCancelled, SageRaise
-from ..runtime.values import UNIT, ErrorValue
+from ..core.errors import AgentCancelled, SageRaise
+from ..core.values import UNIT, ErrorValue
 from ..store.base import DONE, STARTED, STEP_FAILED, WAITING, Busy, StepRecord, Unavailable
 from .chain import Perform
 from .outcomes import args_hash, decode_error, decode_value, encode_error, encode_value

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import types as T
-from ..runtime.errors import SageRaise, TestAbort
-from ..runtime.values import UNIT, ErrorValue
+from ..core import types as T
+from ..core.errors import SageRaise, TestAbort
+from ..core.values import UNIT, ErrorValue
 from ..llm.tool_loop import ModelTurn, final_answer, scripted_answer
 from ..testing.mocks import EMPTY, Failure, ScriptedCalls, convert_mock
 from .chain import Perform
@@ -90,7 +90,7 @@ class MockLayer:
             from ..check.prelude import load_prelude   # loaded already: the test file was checked
             return convert_mock(key, mock, T.RecordT(load_prelude().records["McpServerInfo"]))
         if name == "mcp_tools":
-            from ..json_text import parse_json
+            from ..core.json_text import parse_json
             text = convert_mock(key, mock, T.STRING)
             try:
                 return tool_records(parse_json(text))

@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from .. import types as T
-from ..json_text import compact_json
+from ..core import types as T
+from ..core.json_text import compact_json
 from ..llm.client import opening_messages
 from ..llm.offer import Offer, OfferedFunction
 from ..llm.tool_loop import Callbacks, LoopSettings, ModelTurn, run_tool_loop

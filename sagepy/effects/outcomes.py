@@ -15,9 +15,9 @@ import hashlib
 import json
 from typing import Any
 
-from .. import types as T
-from ..runtime.errors import SageRaise
-from ..runtime.values import UNIT, ErrorValue
+from ..core import types as T
+from ..core.errors import SageRaise
+from ..core.values import UNIT, ErrorValue
 from .step import AWAIT, IO, LLM, MCP, STATE, TOOL, Step
 
 
@@ -53,7 +53,7 @@ def encode_value(step: Step, value: Any) -> Any:
     """The JSON the journal records for the step's value."""
     if value_type(step) is None:
         return value
-    from ..convert import to_json
+    from ..core.convert import to_json
     return to_json(value)
 
 
@@ -64,7 +64,7 @@ def decode_value(step: Step, data: Any) -> Any:
         return data
     if t == T.UNIT:
         return UNIT
-    from ..convert import from_json
+    from ..core.convert import from_json
     return from_json(data, t)
 
 

@@ -16,8 +16,8 @@ import sys
 import time
 from typing import Any, TextIO
 
-from ..runtime.errors import AgentCancelled, SageRaise
-from ..runtime.values import ErrorValue
+from ..core.errors import AgentCancelled, SageRaise
+from ..core.values import ErrorValue
 
 _POLL_S = 0.1
 

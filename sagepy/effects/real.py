@@ -8,8 +8,8 @@ import time
 from typing import Any, Callable
 
 from ..builtins import environ, files
-from ..runtime.errors import SageRaise
-from ..runtime.values import UNIT, ErrorValue
+from ..core.errors import SageRaise
+from ..core.values import UNIT, ErrorValue
 from .chain import Perform
 from .step import APPROVAL, AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
 from .world import World

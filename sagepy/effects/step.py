@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .. import types as T
+from ..core import types as T
 
 # The kinds of SPEC §14's table.
 LLM = "llm"          # a model turn of divine/infer, or a server's sampling request

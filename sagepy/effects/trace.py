@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any
 
-from ..runtime.errors import SageRaise
+from ..core.errors import SageRaise
 from .chain import Perform
 from .step import MCP, TOOL, Step
 

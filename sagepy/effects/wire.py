@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..convert import VALUE_LIMIT, ConversionError, from_json, to_json
-from ..json_text import compact_json, parse_json
+from ..core.convert import VALUE_LIMIT, ConversionError, from_json, to_json
+from ..core.json_text import compact_json, parse_json
 from ..mcp.failures import McpFailure, typed_error
 from ..mcp.results import text_items, text_of
-from ..runtime.values import NONE, UNIT, Record, Variant, some
-from ..types import STRING, UNIT as UNIT_TYPE, MapT, RecordT, Type, type_name
+from ..core.values import NONE, UNIT, Record, Variant, some
+from ..core.types import STRING, UNIT as UNIT_TYPE, MapT, RecordT, Type, type_name
 from .step import ToolCallInfo
 
 

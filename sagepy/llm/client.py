@@ -15,10 +15,10 @@ import threading
 import time
 from typing import Any, Callable
 
-from .. import types as T
-from ..convert import ConversionError, compact_json, from_json, json_schema, to_json
-from ..runtime.errors import SageRaise
-from ..runtime.values import ErrorValue
+from ..core import types as T
+from ..core.convert import ConversionError, compact_json, from_json, json_schema, to_json
+from ..core.errors import SageRaise
+from ..core.values import ErrorValue
 from .config import ECHO_MODEL, LlmConfig
 from .offline import OfflineError, echo_answer, mock_answer
 from .parse import extract_json

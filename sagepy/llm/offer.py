@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from .. import types as T
-from ..convert import json_schema
+from ..core import types as T
+from ..core.convert import json_schema
 
 NAME_LIMIT = 64
 _OUTSIDE_NAME = re.compile(r"[^A-Za-z0-9_-]")

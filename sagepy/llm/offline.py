@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import types as T
-from ..convert import ConversionError, default_value
+from ..core import types as T
+from ..core.convert import ConversionError, default_value
 
 ECHO_LIMIT = 200
 MOCK_TYPED_ERROR = "mock client cannot produce structured output"

@@ -2,14 +2,14 @@
 
 Models asked for JSON still wrap it in code fences or in a sentence of prose. The reply is tried, in order,
 as a whole; as the first ```json / ``` fenced block anywhere in it; as the first balanced JSON object or
-array in the text. Only strict JSON is accepted in each case (`sagepy.json_text.parse_json`).
+array in the text. Only strict JSON is accepted in each case (`sagepy.core.json_text.parse_json`).
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from ..json_text import parse_json
+from ..core.json_text import parse_json
 
 # An opening fence (``` or ```json, any info string), its body, and the closing fence.
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .. import types as T
-from ..convert import ConversionError, compact_json, from_json, to_json
-from ..json_text import parse_json
-from ..runtime.errors import SageRaise
-from ..runtime.values import NONE, ErrorValue
+from ..core import types as T
+from ..core.convert import ConversionError, compact_json, from_json, to_json
+from ..core.json_text import parse_json
+from ..core.errors import SageRaise
+from ..core.values import NONE, ErrorValue
 from .client import retry_instructions
 from .dialect import undo_nulls
 from .offer import Offer, OfferedFunction

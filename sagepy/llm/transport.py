@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from ..json_text import parse_json
+from ..core.json_text import parse_json
 from ..net import failure_reason, sync_client, url_for_display
 from ..progress import note, waiting
 from ..tls import failure_reason as tls_failure_reason

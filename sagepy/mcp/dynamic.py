@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..json_text import parse_json
+from ..core.json_text import parse_json
 from .config import ServerConfig, parse_server
 from .failures import McpFailure
 from .safety import safety_of

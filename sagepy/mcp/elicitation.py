@@ -76,7 +76,7 @@ def answer_from(value: Any) -> ElicitationAnswer:
         except ValueError:
             raise ValueError(f"elicitation answer {value!r} is neither decline, cancel nor a JSON object") from None
     else:
-        from ..convert import to_json
+        from ..core.convert import to_json
         value = to_json(value)
     if not isinstance(value, dict):
         raise ValueError("an accepted elicitation answer must be an object of property values")

@@ -6,8 +6,8 @@ prefix), for a dynamic builtin a message that embeds that display (`mcp_call 'x'
 """
 from __future__ import annotations
 
-from ..runtime.errors import SageRaise
-from ..runtime.values import ErrorValue
+from ..core.errors import SageRaise
+from ..core.values import ErrorValue
 
 SUB_KINDS = (
     "connection failed", "protocol error", "tool not found", "tool error", "deserialisation error",

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..secrecy import private_directory
 from .. import aio as loop
 from ..progress import waiting
-from ..runtime.errors import SageRaise
+from ..core.errors import SageRaise
 from .config import McpSettings, ServerConfig
 from .dynamic import handle_id, listing_object, log_name, parse_arguments, parse_connect_config
 from .failures import McpFailure, dynamic_error, typed_error

@@ -6,7 +6,7 @@ results become Sage values in the effects layer (sagepy/effects/wire.py).
 """
 from __future__ import annotations
 
-from ..json_text import compact_json
+from ..core.json_text import compact_json
 
 
 def text_items(result: dict) -> list[str]:

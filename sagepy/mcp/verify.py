@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..diagnostics import Diagnostic, did_you_mean
 from ..syntax import ast as A
-from ..types import (BOOL, FLOAT, INT, STRING, UNIT, EnumT, ListT, MapT, OptionT, Prim, RecordT, ResultT,
+from ..core.types import (BOOL, FLOAT, INT, STRING, UNIT, EnumT, ListT, MapT, OptionT, Prim, RecordT, ResultT,
                      TupleT, Type, type_name)
 from .config import AmbiguousBinding, ServerConfig, _Locator, reference_places, referenced_names
 from .failures import McpFailure

@@ -13,8 +13,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from .errors import AgentCancelled, SageRaise, TestAbort
-from .values import UNIT, ErrorValue
+from ..core.errors import AgentCancelled, SageRaise, TestAbort
+from ..core.values import UNIT, ErrorValue
 
 MAILBOX_CAPACITY = 32
 CALL_DEPTH_LIMIT = 10_000

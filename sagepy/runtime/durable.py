@@ -139,7 +139,7 @@ def paused_line(run_id: str, step: Any) -> str:
     """What a paused run says of one waiting step (SPEC §17.3)."""
     where = f"{step.path}:{step.number}"
     if step.kind == "approval":
-        from ..json_text import compact_json
+        from ..core.json_text import compact_json
         return (f"paused: {step.target} {compact_json(step.outcome)} needs approval ({step.path} step {step.number}); "
                 f"approve with 'sage runs approve {run_id} {where}' or deny with 'sage runs deny {run_id} {where} "
                 f"--reason TEXT', then resume")

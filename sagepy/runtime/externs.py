@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import SageFail
-from .. import types as T
-from .errors import SageRaise
-from .values import ErrorValue
+from ..core import types as T
+from ..core.errors import SageRaise
+from ..core.values import ErrorValue
 
 
 def bind_extern(name: str, fn: Callable[..., Any], ret: T.Type) -> Callable[..., Any]:
-    from ..convert import ConversionError, from_json, to_json
+    from ..core.convert import ConversionError, from_json, to_json
 
     def call(*args: Any) -> Any:
         try:

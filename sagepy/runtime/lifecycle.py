@@ -9,8 +9,8 @@ from typing import Any
 
 from ..deepstack import start_thread
 from .agents import AgentInstance, MailboxClosed, Runtime, YieldSignal, set_current_context
-from .errors import AgentCancelled, SageRaise, TestAbort
-from .values import ErrorValue, Record, Variant
+from ..core.errors import AgentCancelled, SageRaise, TestAbort
+from ..core.values import ErrorValue, Record, Variant
 
 
 def spawn(agent: Any, fields: dict, parent: AgentInstance | None, runtime: Runtime,

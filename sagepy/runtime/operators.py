@@ -9,9 +9,9 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
-from ..types import INT_MAX, INT_MIN
-from .errors import SageRaise, raise_at
-from .values import display, values_equal
+from ..core.types import INT_MAX, INT_MIN
+from ..core.errors import SageRaise, raise_at
+from ..core.values import display, values_equal
 
 
 def type_error(op: str, a: Any, b: Any, file: str, span: tuple) -> SageRaise:

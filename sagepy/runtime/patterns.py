@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..syntax import ast as A
-from .values import Variant, values_equal
+from ..core.values import Variant, values_equal
 
 Test = Callable[[Any, list], bool]
 

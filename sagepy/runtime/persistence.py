@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from .. import types as T
+from ..core import types as T
 from ..store.base import Busy, StepRecord, Store, Unavailable
-from .errors import runtime_error
+from ..core.errors import runtime_error
 
 _UNREADABLE = object()   # a stored value that no longer converts to the field's type
 
@@ -33,7 +33,7 @@ class StateStore:
     def load(self, agent: str, field: str, t: T.Type, start: Any = None) -> Any:
         """The stored value, else `start` (the value a `summon` or child spec gave the field), else the type's
         default (SPEC §4.8). A start of `None` is the default: only an `Option` field can be given `None`."""
-        from ..convert import default_value
+        from ..core.convert import default_value
         key = (agent, field)
         with self.lock:
             if key in self.cache:
@@ -49,7 +49,7 @@ class StateStore:
              run_id: str | None = None) -> None:
         """Store `value`; `data` is its JSON form (SPEC §5) when the caller has it already. With `step`, its
         journal record commits in the same transaction."""
-        from ..convert import to_json
+        from ..core.convert import to_json
         with self.lock:
             self._call(self.backend.set_field, agent, field, to_json(value) if data is None else data, step, run_id)
             self.cache[(agent, field)] = value
@@ -59,7 +59,7 @@ class StateStore:
         """`self.f.update(fn)`: `apply` maps the committed old value to the new one inside one store
         transaction; returns the new value. A Sage error raised by `apply` rolls the transaction back and
         propagates. The old value, when the store holds none, is the one `load` started the field at."""
-        from ..convert import default_value, to_json
+        from ..core.convert import default_value, to_json
         key = (agent, field)
         applied: list[Any] = []
 
@@ -93,7 +93,7 @@ class StateStore:
 
 
 def _decode(data: Any, t: T.Type) -> Any:
-    from ..convert import from_json
+    from ..core.convert import from_json
     try:
         return from_json(data, t)
     except Exception:  # any conversion failure means the stored value predates the field's type

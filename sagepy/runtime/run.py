@@ -13,7 +13,7 @@ from ..syntax import ast as A
 from .agents import AgentInstance, Runtime
 from .interpreter import Host
 from .lifecycle import run_lifecycle
-from .values import UNIT
+from ..core.values import UNIT
 
 if TYPE_CHECKING:
     from ..session import Session

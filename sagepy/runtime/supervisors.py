@@ -11,9 +11,9 @@ from typing import Any
 
 from ..deepstack import start_thread
 from .agents import AgentInstance, set_current_context
-from .errors import AgentCancelled, SageRaise
+from ..core.errors import AgentCancelled, SageRaise
 from .lifecycle import spawn
-from .values import ErrorValue
+from ..core.values import ErrorValue
 
 
 class ChildPlan:

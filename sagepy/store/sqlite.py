@@ -24,7 +24,7 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from ..json_text import compact_json, parse_json
+from ..core.json_text import compact_json, parse_json
 from ..secrecy import private_directory
 from . import crash
 from .base import (COMPLETED, FAILED, PAUSED, RUNNING, STARTED, WAITING, Busy, NewerFormat, RunRecord, StepRecord,

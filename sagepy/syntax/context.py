@@ -10,7 +10,7 @@ from typing import Any
 from lark import Token
 
 from ..diagnostics import Diagnostic
-from ..types import INT_MAX
+from ..core.types import INT_MAX
 
 
 # Longer digit strings are out of Int's range whatever their value; Python's int() refuses those over 4,300

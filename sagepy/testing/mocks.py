@@ -11,9 +11,9 @@ import collections
 import threading
 from typing import Any
 
-from .. import types as T
-from ..runtime.errors import TestAbort
-from ..runtime.values import display
+from ..core import types as T
+from ..core.errors import TestAbort
+from ..core.values import display
 
 
 class Failure:
@@ -59,8 +59,8 @@ class MockQueues:
 
 def convert_mock(label: str, value: Any, target: T.Type) -> Any:
     """Convert a mock value to the return type of the call it answers (SPEC §9.3); failure aborts the test."""
-    from ..convert import ConversionError, from_json, to_json
-    from ..json_text import compact_json, parse_json
+    from ..core.convert import ConversionError, from_json, to_json
+    from ..core.json_text import compact_json, parse_json
     if target == T.STRING:
         if type(value) is str:
             return value
@@ -69,7 +69,7 @@ def convert_mock(label: str, value: Any, target: T.Type) -> Any:
         except ConversionError as exc:
             raise TestAbort(f"mock for {label}: cannot convert '{display(value)}' to String: {exc}")
     if target == T.UNIT:
-        from ..runtime.values import UNIT
+        from ..core.values import UNIT
         return UNIT
     try:
         data = parse_json(value) if type(value) is str else to_json(value)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..deepstack import start_thread
 from ..diagnostics import Diagnostic, display_path
 from ..runtime.agents import AgentInstance, set_current_context
-from ..runtime.errors import AgentCancelled, SageRaise, TestAbort
-from ..runtime.values import ErrorValue
+from ..core.errors import AgentCancelled, SageRaise, TestAbort
+from ..core.values import ErrorValue
 
 if TYPE_CHECKING:
     from ..session import Session

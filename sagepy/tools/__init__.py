@@ -1,7 +1,7 @@
 """The built-in tools Http, Fs, Shell and Database (SPEC §7), implemented natively.
 
 The effects layer routes every built-in tool call here through `call_builtin_tool`. Arguments and results
-are Sage values (see runtime/values.py); a failure raises a `Tool` error whose message names the tool
+are Sage values (see core/values.py); a failure raises a `Tool` error whose message names the tool
 function and the reason (`Fs.read: path '../x' leaves the root`). Each tool lives in its own module, which
 is imported on the first call only: a program that never calls Http never imports httpx.
 """
@@ -14,8 +14,8 @@ import threading
 from contextvars import ContextVar
 from typing import Any
 
-from ..runtime.errors import AgentCancelled, SageRaise
-from ..runtime.values import ErrorValue
+from ..core.errors import AgentCancelled, SageRaise
+from ..core.values import ErrorValue
 from ..settings import Overrides
 
 

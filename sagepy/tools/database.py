@@ -27,8 +27,8 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from ..runtime.errors import AgentCancelled
-from ..runtime.values import Record
+from ..core.errors import AgentCancelled
+from ..core.values import Record
 from . import setting, time_limit, timed_out, tool_error
 
 _MEMORY_LOCK = threading.Lock()

@@ -31,8 +31,8 @@ import threading
 import time
 from typing import Any, Callable, TypeVar
 
-from ..runtime.errors import AgentCancelled, SageRaise
-from ..runtime.values import UNIT
+from ..core.errors import AgentCancelled, SageRaise
+from ..core.values import UNIT
 from . import setting, time_limit, timed_out, tool_error
 
 T = TypeVar("T")

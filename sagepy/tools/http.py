@@ -17,8 +17,8 @@ import threading
 from typing import Any, Callable
 
 from .. import __version__, aio, net
-from ..runtime.errors import AgentCancelled
-from ..runtime.values import Record
+from ..core.errors import AgentCancelled
+from ..core.values import Record
 from . import seconds_text, time_limit, tool_error
 
 # How often a running request checks its cancel flag; bounds how long cancellation takes.

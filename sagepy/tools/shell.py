@@ -20,8 +20,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..runtime.errors import AgentCancelled
-from ..runtime.values import Record
+from ..core.errors import AgentCancelled
+from ..core.values import Record
 from . import env_seconds, seconds_text, tool_error
 
 WHERE = "Shell.run"

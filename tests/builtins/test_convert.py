@@ -6,10 +6,10 @@ import math
 import jsonschema
 import pytest
 
-from sagepy.convert import ConversionError, default_value, from_json, json_schema, to_json
-from sagepy.json_text import compact_json, parse_json
-from sagepy.runtime.values import NONE, UNIT, ErrorValue, Function, Record, Variant, err, ok, some
-from sagepy.types import (
+from sagepy.core.convert import ConversionError, default_value, from_json, json_schema, to_json
+from sagepy.core.json_text import compact_json, parse_json
+from sagepy.core.values import NONE, UNIT, ErrorValue, Function, Record, Variant, err, ok, some
+from sagepy.core.types import (
     BOOL,
     ERROR,
     FLOAT,
@@ -28,7 +28,7 @@ from sagepy.types import (
     TupleT,
     TypeVar,
 )
-from sagepy.types import UNIT as UNIT_T
+from sagepy.core.types import UNIT as UNIT_T
 
 INT_MAX = (1 << 63) - 1
 INT_MIN = -(1 << 63)

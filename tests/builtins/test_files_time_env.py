@@ -13,8 +13,8 @@ import pytest
 
 from sagepy.builtins import (conversions, environ, files, json_, lists, load_builtins, load_constants, maps,
                              numbers, options, strings, timefmt)
-from sagepy.runtime.errors import SageRaise
-from sagepy.runtime.values import NONE, UNIT, some
+from sagepy.core.errors import SageRaise
+from sagepy.core.values import NONE, UNIT, some
 
 F = files.BUILTINS
 T = timefmt.BUILTINS

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from sagepy.builtins.json_ import BUILTINS
-from sagepy.runtime.errors import SageRaise
-from sagepy.runtime.values import NONE, Function, Record, Variant, some
-from sagepy.types import INT, STRING, ListT, MapT, OptionT, RecordInfo, RecordT
+from sagepy.core.errors import SageRaise
+from sagepy.core.values import NONE, Function, Record, Variant, some
+from sagepy.core.types import INT, STRING, ListT, MapT, OptionT, RecordInfo, RecordT
 
 STDLIB = Path(__file__).resolve().parents[2] / "stdlib"
 
@@ -249,8 +249,8 @@ def test_stdlib_declares_every_mcp_builtin():
 
 def test_importing_the_json_builtins_does_not_load_the_converter():
     # Every builtin family is imported at start-up; the §5 converter must wait for the first JSON call.
-    code = ("import sys, sagepy.builtins.json_ as j; assert 'sagepy.convert' not in sys.modules; "
-            "j.json_escape('x'); assert 'sagepy.convert' in sys.modules")
+    code = ("import sys, sagepy.builtins.json_ as j; assert 'sagepy.core.convert' not in sys.modules; "
+            "j.json_escape('x'); assert 'sagepy.core.convert' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
 
 
@@ -264,5 +264,5 @@ def test_json_reasons_are_the_same_on_every_python(msg, doc, pos, reason):
     """Python 3.13 reports a trailing comma in its own words, at the comma; sagepy keeps one text."""
     import json
 
-    from sagepy.json_text import decode_reason
+    from sagepy.core.json_text import decode_reason
     assert decode_reason(json.JSONDecodeError(msg, doc, pos)) == reason

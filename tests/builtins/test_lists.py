@@ -6,8 +6,8 @@ import math
 import pytest
 
 from sagepy.builtins import lists as L
-from sagepy.runtime.errors import SageRaise, runtime_error
-from sagepy.runtime.values import NONE, Function, Record, err, ok, some
+from sagepy.core.errors import SageRaise, runtime_error
+from sagepy.core.values import NONE, Function, Record, err, ok, some
 
 B = L.BUILTINS
 INT_MAX = (1 << 63) - 1

@@ -5,8 +5,8 @@ import pytest
 
 from sagepy.builtins import maps as Mp
 from sagepy.builtins import options as O
-from sagepy.runtime.errors import SageRaise
-from sagepy.runtime.values import NONE, ErrorValue, Function, Record, err, ok, some
+from sagepy.core.errors import SageRaise
+from sagepy.core.values import NONE, ErrorValue, Function, Record, err, ok, some
 
 M = Mp.BUILTINS
 B = O.BUILTINS

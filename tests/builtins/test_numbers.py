@@ -7,8 +7,8 @@ import pytest
 
 from sagepy.builtins import conversions as C
 from sagepy.builtins import numbers as N
-from sagepy.runtime.errors import SageRaise
-from sagepy.runtime.values import Record, err, some
+from sagepy.core.errors import SageRaise
+from sagepy.core.values import Record, err, some
 
 M = N.BUILTINS
 K = C.BUILTINS

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from sagepy.builtins import strings as S
-from sagepy.runtime.errors import SageRaise
-from sagepy.runtime.values import NONE, some
+from sagepy.core.errors import SageRaise
+from sagepy.core.values import NONE, some
 
 B = S.BUILTINS
 

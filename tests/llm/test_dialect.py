@@ -16,9 +16,9 @@ import pytest
 from pydantic import BaseModel
 from strict_server import strict_schema_problem
 
-from sagepy.convert import json_schema
+from sagepy.core.convert import json_schema
 from sagepy.llm.dialect import EMPTY_PARAMETERS, Dialected, dialectize, undo_nulls
-from sagepy.types import (
+from sagepy.core.types import (
     BOOL,
     ERROR,
     FLOAT,

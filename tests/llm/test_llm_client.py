@@ -11,9 +11,9 @@ from fake_openai import FakeOpenAI, drop, echo_auth, hang, reply, status
 
 from sagepy.llm import LlmClient, LlmConfig
 from sagepy.llm.client import NO_MODEL
-from sagepy.runtime.errors import SageRaise
-from sagepy.runtime.values import NONE, Record, Variant, some
-from sagepy.types import (
+from sagepy.core.errors import SageRaise
+from sagepy.core.values import NONE, Record, Variant, some
+from sagepy.core.types import (
     BOOL,
     FLOAT,
     INT,

@@ -1,7 +1,7 @@
 """What the model is offered (SPEC §4.12 "What the model sees"): names, descriptions and parameter schemas."""
 from __future__ import annotations
 
-from sagepy import types as T
+from sagepy.core import types as T
 from sagepy.effects.step import ToolCallInfo
 from sagepy.llm.offer import NAME_LIMIT, Offer, OfferedFunction, unique_names
 

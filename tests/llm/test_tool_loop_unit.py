@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from sagepy import types as T
+from sagepy.core import types as T
 from sagepy.effects.step import ToolCallInfo
 from sagepy.llm.offer import Offer, OfferedFunction
 from sagepy.llm.tool_loop import Callbacks, LoopSettings, run_tool_loop

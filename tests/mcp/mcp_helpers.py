@@ -20,7 +20,7 @@ import pytest
 
 from sagepy.mcp.config import McpSettings, parse_tools_config
 from sagepy.mcp.manager import McpManager
-from sagepy.types import BOOL, INT, STRING, OptionT, RecordInfo, RecordT
+from sagepy.core.types import BOOL, INT, STRING, OptionT, RecordInfo, RecordT
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVERS = os.path.join(HERE, "servers")

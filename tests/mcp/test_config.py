@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from sagepy.json_text import compact_json
+from sagepy.core.json_text import compact_json
 from sagepy.effects.wire import typed_value
 from sagepy.mcp.config import (AmbiguousBinding, bind_tool_block, parse_mcp_settings, parse_tools_config,
                                resolve_args, resolve_env, unset_references)
 from sagepy.mcp.failures import McpFailure
 from sagepy.mcp.results import dynamic_text, error_text
 from sagepy.mcp.safety import safety_of
-from sagepy.runtime.values import NONE, UNIT, Record, some
-from sagepy.types import INT, STRING, UNIT as UNIT_TYPE, ListT, MapT
+from sagepy.core.values import NONE, UNIT, Record, some
+from sagepy.core.types import INT, STRING, UNIT as UNIT_TYPE, ListT, MapT
 
 from mcp_helpers import PERSON, POINT
 

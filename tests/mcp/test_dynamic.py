@@ -12,9 +12,9 @@ import pytest
 from mcp_helpers import SUITE, call_typed, suite_server
 from sagepy.mcp.elicitation import (CANCEL, DECLINE, ElicitationAnswer, ElicitationRefused,
                                     TerminalElicitation)
-from sagepy.runtime.errors import SageRaise
+from sagepy.core.errors import SageRaise
 from sagepy.effects.wire import tool_records
-from sagepy.runtime.values import Record
+from sagepy.core.values import Record
 
 
 class Resolver:

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from mcp_helpers import POINT, call_typed, free_port, start_http_suite
-from sagepy.runtime.errors import SageRaise
-from sagepy.runtime.values import Record
-from sagepy.types import STRING
+from sagepy.core.errors import SageRaise
+from sagepy.core.values import Record
+from sagepy.core.types import STRING
 
 TOKEN = "s3cr3t-token"
 

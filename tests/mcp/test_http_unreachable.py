@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from mcp_helpers import call_typed, start_http_suite
-from sagepy.runtime.errors import SageRaise
-from sagepy.types import STRING
+from sagepy.core.errors import SageRaise
+from sagepy.core.types import STRING
 
 
 def error_of(fn, *args) -> str:

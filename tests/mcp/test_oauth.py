@@ -27,8 +27,8 @@ import pytest
 
 from mcp_helpers import SERVERS, call_typed
 from sagepy.mcp.oauth import token_path
-from sagepy.runtime.errors import SageRaise
-from sagepy.types import STRING
+from sagepy.core.errors import SageRaise
+from sagepy.core.types import STRING
 
 STACK = os.path.join(SERVERS, "oauth_stack.py")
 OPENER = os.path.join(SERVERS, "oauth_open.py")

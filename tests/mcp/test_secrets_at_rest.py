@@ -14,7 +14,7 @@ from sagepy.mcp.config import parse_tools_config
 from sagepy.mcp.dynamic import parse_connect_config
 from sagepy.mcp.failures import McpFailure
 from sagepy.secrecy import looks_like_token, mask_urls
-from sagepy.types import STRING
+from sagepy.core.types import STRING
 
 SECRETS = ["ARGVSECRET1", "ARGVSECRET2", "URLPASS3", "URLQUERY4", "ENVSECRET5", "ENVLITERAL6"]
 

@@ -11,8 +11,8 @@ import pytest
 
 from mcp_helpers import TIME_RESULT, call_typed, installed, node_server
 from sagepy.mcp.elicitation import DECLINE
-from sagepy.runtime.errors import SageRaise
-from sagepy.types import STRING, RecordInfo, RecordT, INT
+from sagepy.core.errors import SageRaise
+from sagepy.core.types import STRING, RecordInfo, RecordT, INT
 
 # The Node servers are installed on first use (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("node_servers")

@@ -8,9 +8,9 @@ import time
 import pytest
 
 from mcp_helpers import EXITS, HANGS, PERSON, POINT, SUITE, call_typed, suite_server
-from sagepy.runtime.errors import SageRaise
-from sagepy.runtime.values import NONE, UNIT, Record
-from sagepy.types import INT, STRING, UNIT as UNIT_TYPE, ListT
+from sagepy.core.errors import SageRaise
+from sagepy.core.values import NONE, UNIT, Record
+from sagepy.core.types import INT, STRING, UNIT as UNIT_TYPE, ListT
 
 
 @pytest.fixture(scope="module")

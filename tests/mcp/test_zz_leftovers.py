@@ -6,7 +6,7 @@ import os
 import time
 
 from mcp_helpers import call_typed, suite_server
-from sagepy.types import INT
+from sagepy.core.types import INT
 
 
 def _children() -> list[str]:

@@ -217,7 +217,7 @@ def test_without_the_ca_every_client_refuses_the_server(project, https_base, tls
 
 
 def test_speaking_tls_to_a_plain_http_server_is_a_tls_error():
-    from sagepy.runtime.errors import SageRaise
+    from sagepy.core.errors import SageRaise
     from sagepy.tools import call_builtin_tool
 
     plain = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)

@@ -12,7 +12,7 @@ import sqlite3
 import sys
 import time
 
-from sagepy import types as T
+from sagepy.core import types as T
 from sagepy.runtime.persistence import StateStore
 from sagepy.store import base
 from sagepy.store.sqlite import SqliteStore

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sagepy import types as T
-from sagepy.runtime.errors import SageRaise, runtime_error
+from sagepy.core import types as T
+from sagepy.core.errors import SageRaise, runtime_error
 from sagepy.runtime.persistence import StateStore
 from sagepy.store.memory import MemoryStore
 from sagepy.store.sqlite import SqliteStore

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sagepy import types as T
-from sagepy.runtime.errors import SageRaise
+from sagepy.core import types as T
+from sagepy.core.errors import SageRaise
 from sagepy.runtime.persistence import StateStore
 from sagepy.store import base
 from sagepy.store.memory import MemoryStore

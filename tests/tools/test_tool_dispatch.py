@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sagepy.check.symbols import BUILTIN_TOOLS
-from sagepy.runtime.errors import AgentCancelled, SageRaise
+from sagepy.core.errors import AgentCancelled, SageRaise
 from sagepy.tools import SAFETY, call_builtin_tool
 
 REPO = Path(__file__).resolve().parents[2]

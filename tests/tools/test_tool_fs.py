@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sagepy.runtime.errors import AgentCancelled, SageRaise
-from sagepy.runtime.values import UNIT
+from sagepy.core.errors import AgentCancelled, SageRaise
+from sagepy.core.values import UNIT
 from sagepy.tools import call_builtin_tool
 from sagepy.tools import fs as fs_module
 

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import sagepy
-from sagepy.runtime.errors import AgentCancelled, SageRaise
+from sagepy.core.errors import AgentCancelled, SageRaise
 from sagepy.tools import call_builtin_tool
 
 

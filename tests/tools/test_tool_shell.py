@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sagepy.runtime.errors import AgentCancelled, SageRaise
-from sagepy.runtime.values import Record
+from sagepy.core.errors import AgentCancelled, SageRaise
+from sagepy.core.values import Record
 from sagepy.tools import call_builtin_tool
 
 

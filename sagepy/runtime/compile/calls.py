@@ -11,9 +11,9 @@ from typing import Any
 from ...check.names import ASSERTIONS, BUILTIN, VariantRef
 from ...check.symbols import ToolRef
 from ...syntax import ast as A
-from ..errors import SageRaise, raise_at
+from ...core.errors import SageRaise, raise_at
 from ..operators import builtin_misuse
-from ..values import UNIT, Function, Variant, display
+from ...core.values import UNIT, Function, Variant, display
 from . import inplace
 from .frames import Code, direct_call1, located
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from ...check.names import BUILTIN, VariantRef
 from ...syntax import ast as A
-from ...types import INT_MIN
+from ...core.types import INT_MIN
 from ..agents import CALL_DEPTH_LIMIT
-from ..errors import SageRaise, raise_at
+from ...core.errors import SageRaise, raise_at
 from ..operators import BINARY, CONST_RIGHT_OPS, SLOT_CONST_OPS, type_error
 from ..patterns import compile_pattern
-from ..values import UNIT, ErrorValue, Function, Record, Variant, display
+from ...core.values import UNIT, ErrorValue, Function, Record, Variant, display
 from .frames import BREAK, CONTINUE, Code, ControlFlow, Return, raiser, return_raiser
 
 

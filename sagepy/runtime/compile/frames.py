@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..agents import CALL_DEPTH_LIMIT
-from ..errors import SageRaise, raise_at
-from ..values import UNIT
+from ...core.errors import SageRaise, raise_at
+from ...core.values import UNIT
 
 Code = Callable[[list], Any]
 

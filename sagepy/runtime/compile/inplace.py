@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ...check.names import BUILTIN
 from ...syntax import ast as A
-from ..values import UNIT
+from ...core.values import UNIT
 from .frames import Code
 
 _references: Callable[[Any], int] = sys.getrefcount

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ... import types as T
+from ...core import types as T
 from ...syntax import ast as A
-from ..errors import SageRaise
+from ...core.errors import SageRaise
 from ..externs import bind_extern
-from ..values import UNIT, ErrorValue, Function, Record, Variant
+from ...core.values import UNIT, ErrorValue, Function, Record, Variant
 from .frames import located, make_function
 
 

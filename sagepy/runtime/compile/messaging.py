@@ -9,9 +9,9 @@ from typing import Any
 
 from ...check.symbols import ToolRef
 from ..agents import AgentInstance, MailboxClosed, YieldSignal
-from ..errors import SageRaise, raise_at
+from ...core.errors import SageRaise, raise_at
 from ..lifecycle import spawn
-from ..values import UNIT, display
+from ...core.values import UNIT, display
 from .frames import Code, located
 
 

@@ -5,9 +5,9 @@ import time
 from typing import Any, Callable
 
 from ...syntax import ast as A
-from ..errors import raise_at
+from ...core.errors import raise_at
 from ..operators import BOOLEAN_OPS, COMPARISONS, type_error
-from ..values import UNIT, display
+from ...core.values import UNIT, display
 from .frames import BREAK, CONTINUE, Code, ControlFlow, Return, discard, sequence
 from .inplace import grow, growing_call
 

@@ -6,8 +6,8 @@ from typing import Any, Callable
 from ...check.stmts import is_deny
 from ...diagnostics import display_path, source_line
 from ...syntax import ast as A
-from ..errors import SageRaise, TestAbort
-from ..values import UNIT, Variant, display, quoted_display, values_equal
+from ...core.errors import SageRaise, TestAbort
+from ...core.values import UNIT, Variant, display, quoted_display, values_equal
 from .frames import Code
 
 
@@ -52,7 +52,7 @@ class TestCode:
                  for call in value.calls]
 
         def run(frame: list) -> Any:
-            from ...convert import to_json
+            from ...core.convert import to_json
             from ...testing.mocks import ScriptedCalls
             scripted = []
             for tool, fn, params, args in calls:

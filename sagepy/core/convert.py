@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from .json_text import compact_json
-from .runtime.values import NONE, UNIT, ErrorValue, Record, Variant, display, some
+from .values import NONE, UNIT, ErrorValue, Record, Variant, display, some
 from .types import (
     INT_MAX,
     INT_MIN,

@@ -5,7 +5,7 @@ Builtins raise through the helpers below so every runtime fault has its kind, me
 """
 from __future__ import annotations
 
-from ..types import INT_MAX, INT_MIN
+from .types import INT_MAX, INT_MIN
 from .values import ErrorValue
 
 

@@ -1,6 +1,6 @@
 """JSON text in and out: strict parsing with reasons of sagepy's own, and compact writing (SPEC §5, §6.7).
 
-`sagepy.convert` re-exports both, since every conversion between JSON text and Sage values goes through it.
+`sagepy.core.convert` re-exports both, since every conversion between JSON text and Sage values goes through it.
 """
 from __future__ import annotations
 
