@@ -122,7 +122,7 @@ class Effects:
         server = caller.tool if caller is not None else self._server_name(handle)
 
         def shown() -> Any:
-            from ..json_text import parse_json
+            from ..core.json_text import parse_json
             try:
                 return parse_json(args_json)
             except ValueError:

@@ -165,3 +165,42 @@ def test_mock_statement_checks(tmp_path: Path) -> None:
     assert "main_test.sg:3:17" in err and "type mismatch: expected String, found Int" in err
     assert "main_test.sg:4:26" in err
     assert "error[E050]" in err   # mock outside a test file
+
+
+def test_dynamic_connections_by_name(tmp_path: Path) -> None:
+    """A dynamic connection is known by its configured `name` (a mocked handle `mcp:<n>` by `mcp<n>`), its
+    functions by their remote names; outside tests the class comes from the server's listing."""
+    import json
+    import sys
+    suite = Path(__file__).resolve().parent.parent / "mcp" / "servers" / "suite.py"
+    config = json.dumps({"transport": "stdio", "command": sys.executable, "args": [str(suite)], "name": "suite"})
+    root = project(tmp_path, '[approvals]\ncalls = "all"\nsuite = "destructive"\nmcp1 = ["del*"]\n', {
+        "main_test.sg": """\
+        test "mocked handle" {
+            mock tool mcp.connect -> "mcp:1";
+            mock approve -> deny("no deletes");
+            mock tool mcp.call -> "ok";
+            let h = try mcp_connect('{}');
+            let r = mcp_call(h, "delete_all", '{}') catch(e) { e.message };
+            assert_eq(r, "mcp1.delete_all was denied: no deletes");
+            assert_eq(try mcp_call(h, "list_all", '{}'), "ok");
+        }
+        """,
+        "main.sg": f"""\
+        agent Main {{
+            on start {{
+                let h = try mcp_connect('{config}');
+                print(try mcp_call(h, "echo", '{{"text": "hi"}}'));
+                let r = mcp_call(h, "make_point", '{{"x": 1, "y": 2}}') catch(e) {{ "{{e.kind}}: {{e.message}}" }};
+                print(r);
+                try mcp_disconnect(h);
+            }}
+        }}
+        run Main;
+        """})
+    r = sage(root, "test")
+    assert "1 passed, 0 failed" in r.stdout, r.stdout + r.stderr
+    r = sage(root, "run")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["hi", "Tool: suite.make_point was denied: no one could approve it (no terminal; "
+                                     "a durable run would pause)"]
