@@ -77,6 +77,14 @@ class Journal:
         self.record(step, digest, step.safety, WAITING, request)
         self._stop(5, "paused", "")
 
+    def answered(self, step: Step) -> StepRecord | None:
+        """The decision or answer `sage runs approve|deny|answer` recorded for a waiting step after this
+        execution read the journal (it is taken rather than overwritten by a second pause)."""
+        with _store_errors(self.store):
+            records = self.store.steps(self.run_id)
+        return next((r for r in records if r.path == step.path and r.number == step.number and r.status == DONE),
+                    None)
+
     def diverge(self, step: Step, record: StepRecord) -> None:
         self._stop(1, "diverged", f"error: journal divergence at {step.path} step {step.number}: recorded "
                    f"{record.kind} {record.target}, now {step.kind} {step.target}")
@@ -219,7 +227,10 @@ class JournalLayer:
                 journal.record(step, digest, safety, STEP_FAILED, encode_error(exc.error))
             raise
         except NoOneToAsk as exc:   # an approval or a question that only a person can answer
-            journal.pause(step, digest, exc.request)
+            record = journal.answered(step) if (step.path, step.number) in journal.records else None
+            if record is None:
+                journal.pause(step, digest, exc.request)
+            return decode_value(step, record.outcome)
         if step.kind == RECEIVE:
             sender = value[1]
             outcome = {"from": sender.path if sender is not None else None, "send": value[2]}
