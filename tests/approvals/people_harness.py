@@ -8,12 +8,14 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
 PAUSED = re.compile(r"^paused: .*\((\S+) step (\d+)\)", re.M)
 RUN_ID = re.compile(r"^run id: (\S+)$", re.M)
+CACHE = tempfile.mkdtemp(prefix="sagepy-approvals-ast-")   # one AST cache for the session's subprocesses
 
 
 def project(root: Path, toml: str, files: dict[str, str]) -> Path:
@@ -27,7 +29,7 @@ def project(root: Path, toml: str, files: dict[str, str]) -> Path:
 
 def env(**extra: str) -> dict[str, str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("SAGE_", "OPENAI_"))}
-    full.update(PYTHONPATH=str(REPO), NO_COLOR="1", SAGE_NO_CACHE="1", **extra)
+    full.update(PYTHONPATH=str(REPO), NO_COLOR="1", SAGE_CACHE_DIR=CACHE, **extra)
     return full
 
 
