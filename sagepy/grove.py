@@ -48,8 +48,9 @@ _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
             "infer_retries": (_positive_int, "a positive integer"),
             "max_tool_steps": (_positive_int, "a positive integer"),
             "max_tool_result_chars": (_positive_int, "a positive integer")},
-    "persistence": {"backend": (_one_of(("sqlite", "memory")), 'one of "sqlite", "memory"'),
-                    "path": (_string, "a string")},
+    "persistence": {"backend": (_one_of(("sqlite", "postgres", "memory")), 'one of "sqlite", "postgres", "memory"'),
+                    "path": (_string, "a string"), "url": (_string, "a string"), "schema": (_string, "a string"),
+                    "max_recoveries": (_non_negative_int, "an integer ≥ 0")},
     "supervision": {"max_restarts": (_non_negative_int, "an integer ≥ 0"),
                     "within_seconds": (_positive_int, "a positive integer")},
     "extern": {"modules": (_string_list, "an array of strings")},
@@ -93,9 +94,12 @@ def read_grove(project: Project, settings: Settings) -> None:
             continue
         if section == "persistence":
             settings.persistence.backend = "sqlite"
+            settings.persistence.present = True
         elif section == "llm":
             settings.llm_section = data
         _apply_keys(data, keys, section, report, targets[section])
+    if settings.persistence.present:
+        _check_postgres(config, settings, out)
     diagnostics = out.diagnostics
     if path is not None:
         for module in settings.extern.modules:
@@ -108,6 +112,25 @@ def read_grove(project: Project, settings: Settings) -> None:
     settings.mcp, mcp_diagnostics = parse_mcp_settings(config, path)
     settings.tool_diagnostics = tool_diagnostics + mcp_diagnostics
     settings.diagnostics = diagnostics + settings.tool_diagnostics
+
+
+def _check_postgres(config: dict, settings: Settings, out: _Collector) -> None:
+    """SPEC §14.1: a postgres backend needs a URL (unless SAGE_STATE_URL gives one) and an explicit project
+    name, since runs and fields in a shared database are keyed by it and checkouts' directories differ."""
+    from .store.config import is_postgres_url
+    persistence = settings.persistence
+    override = settings.overrides.setting("SAGE_STATE_URL")
+    postgres = is_postgres_url(override) if override is not None else persistence.backend == "postgres"
+    if not postgres:
+        return
+    table = config.get("persistence", {})
+    if override is None and "url" not in table:
+        out.error(f'{out.file}: [persistence] backend = "postgres" needs url (a postgresql:// URL or conninfo)',
+                  "persistence", "backend" if "backend" in table else None,
+                  hint='url = "postgresql://sage:${PGPASSWORD}@db.example/sage"')
+    if not isinstance(config.get("project"), dict) or not isinstance(config["project"].get("name"), str):
+        out.error(f"{out.file}: a postgres backend needs [project] name: runs and fields are keyed by it",
+                  "persistence", None, hint='add `name = "<project>"` under [project]')
 
 
 def toml_error_diagnostic(path: str, exc: Exception) -> Diagnostic:

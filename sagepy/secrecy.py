@@ -14,7 +14,7 @@ import os
 import re
 import shlex
 from typing import TextIO
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 MASK = "****"
 # Option and parameter names whose values are secrets, in command lines and URL queries.
@@ -63,6 +63,33 @@ def mask_urls(text: str) -> str:
         except ValueError:  # not a URL after all (an invalid port, brackets): nothing of it is kept
             return MASK
     return _URL_IN_TEXT.sub(mask, text)
+
+
+# The password of a `scheme://user:password@host` URL and of a libpq key/value `password=…` (quoted or not).
+_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:\"']*:)([^\s@\"']*)(@)")
+_CONNINFO_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s'\"]+)", re.IGNORECASE)
+PASSWORD_MASK = "***"
+
+
+def mask_passwords(text: str, *sources: str) -> str:
+    """`text` with every password of a URL or key/value conninfo in it shown as `***` (a state database URL
+    in messages and quoted grove.toml lines, SPEC §14.1), and, wherever it appears, any password that one of
+    `sources` (the URLs the text came from) holds."""
+    secrets_found = [p for source in sources for p in _passwords_of(source)]
+    for secret in secrets_found:
+        if secret:
+            text = text.replace(secret, PASSWORD_MASK)
+    text = _URL_PASSWORD.sub(lambda m: m.group(1) + PASSWORD_MASK + m.group(3), text)
+    return _CONNINFO_PASSWORD.sub(lambda m: m.group(1) + PASSWORD_MASK, text)
+
+
+def _passwords_of(source: str) -> list[str]:
+    found = [m.group(2) for m in _URL_PASSWORD.finditer(source) if m.group(2)]
+    for m in _CONNINFO_PASSWORD.finditer(source):
+        value = m.group(2)
+        found.append(value[1:-1].replace("\\'", "'").replace("\\\\", "\\") if value.startswith("'") else value)
+    found += [unquote(p) for p in found if unquote(p) != p]
+    return sorted(set(found), key=len, reverse=True)
 
 
 # Prefixes of well-known token formats (GitHub, GitLab, Slack, OpenAI-style keys, AWS access keys).

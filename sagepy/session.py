@@ -180,24 +180,22 @@ class Session:
         return RuntimeStack(runtime, effects, host)
 
     def open_store(self) -> StateStore:
-        """The project's `@persistent` store: the SQLite file of `[persistence]`, else process memory.
-        Raises sagepy.store.base.Unavailable or NewerFormat when the file cannot serve
+        """The project's `@persistent` store: the SQLite file or PostgreSQL database of `[persistence]`
+        (sagepy.store.config), else process memory. Raises sagepy.store.base.Unavailable (Unreachable) or
+        NewerFormat when the store cannot serve, StoreConfigError when it cannot be tried
         (`store_open_failure` words them)."""
         from .runtime.persistence import StateStore
-        path = self.settings.state_path()
-        if path is None:
+        target = self.settings.state_target()
+        if target is None:
             return StateStore()
-        from .store.sqlite import SqliteStore
-        return StateStore(SqliteStore(path))
+        from .store.config import open_store
+        return StateStore(open_store(target))
 
 
-def store_open_failure(path: str | None, exc: Exception) -> str:
-    """The `sage run` message for a store that cannot be opened (SPEC §4.8, §14)."""
-    from .store.base import NewerFormat
-    if isinstance(exc, NewerFormat):
-        found, supported = exc.args
-        return f"error: journal format {found} is newer than this sagepy supports ({supported})"
-    return f"error: persistent store unavailable: {path}: {exc}"
+def store_open_failure(target: Any, exc: Exception) -> str:
+    """The `sage run` message for a store that cannot be opened or used (SPEC §4.8, §14, §14.1)."""
+    from .store.config import open_failure
+    return open_failure(target, exc)
 
 
 def _has_errors(diags: list[Diagnostic]) -> bool:

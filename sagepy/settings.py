@@ -59,6 +59,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SAGE_CACHE_DIR", None, "AST cache directory (default: $XDG_CACHE_HOME/sagepy or ~/.cache/sagepy)"),
     Variable("SAGE_NO_CACHE", None, "any value: never read or write the AST cache"),
     Variable("SAGE_OAUTH_OPEN", None, "command that opens OAuth authorisation URLs instead of the browser"),
+    Variable("SAGE_STATE_URL", None, "replaces the [persistence] backend of a project that has one: "
+             "postgresql://… or sqlite:<path>"),
     Variable("SAGE_DEBUG", None, "any value: an internal error shows its Python traceback (sagepy's addition, "
              "for its developers)"),
     # Test hooks of the durable-run crash sweep (sagepy.store.crash reads them once per process)
@@ -143,11 +145,15 @@ class PersistenceSettings:
     """`[persistence]`. Without the table `@persistent` fields live for one process (the store has always
     been opt-in); with it the backend defaults to SQLite."""
 
-    __slots__ = ("backend", "path")
+    __slots__ = ("backend", "path", "url", "schema", "present", "max_recoveries")
 
     def __init__(self) -> None:
         self.backend = "memory"
         self.path = ".sage/state.db"
+        self.url: str | None = None     # PostgreSQL, `$` references unresolved (sagepy.store.config resolves)
+        self.schema = "sage"
+        self.present = False            # whether grove.toml has the table (SAGE_STATE_URL applies then)
+        self.max_recoveries = 5         # automatic resumes of one run by workers (SPEC §14.2)
 
 
 class ExternSettings:
@@ -259,8 +265,8 @@ class Settings:
             self._llm = LlmConfig.resolve(self.llm_section, self.overrides)
         return self._llm
 
-    def state_path(self) -> str | None:
-        """The SQLite file of `@persistent` fields, or None for the in-memory store."""
-        if self.persistence.backend != "sqlite":
-            return None
-        return os.path.join(self.root, self.persistence.path)
+    def state_target(self) -> Any:
+        """The project's durable store (a sagepy.store.config.StoreTarget), or None for process memory;
+        raises StoreConfigError for an unset `$` variable in its URL."""
+        from .store.config import store_target
+        return store_target(self)

@@ -1,4 +1,4 @@
-"""Fixtures shared by the whole suite: the Node MCP servers, installed on first use.
+"""Fixtures shared by the whole suite: the Node MCP servers, installed on first use, and a PostgreSQL server.
 
 The tests talk to two Node reference servers (@modelcontextprotocol/server-everything and server-filesystem),
 locked in tests/mcp/node/package-lock.json. `pip install -e '.[test]'` cannot bring them, so the first test
@@ -6,6 +6,11 @@ that needs them runs `npm ci` into tests/mcp/node/node_modules (git-ignored), on
 lock so that two pytest processes never install over each other. A module that uses them says so with
 `pytestmark = pytest.mark.usefixtures("node_servers")`. Without npm, or when the install fails, those tests
 fail (never skip) with the reason.
+
+`pg_cluster` is a throwaway PostgreSQL server on 127.0.0.1 for the whole session (tests/pgcluster.py: the
+binaries of the `pgserver` package of the test extra, else the machine's; run as an unprivileged user when
+the tests run as root); `pg_url` is a fresh, empty database on it, as a URL with a password. Where no server
+can be started, the tests that use them fail with the reason.
 """
 from __future__ import annotations
 
@@ -65,3 +70,21 @@ def node_servers() -> Path:
                 pytest.fail(f"`npm ci` in {NODE_DIR} left node_modules different from package-lock.json",
                             pytrace=False)
     return NODE_MODULES
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A PostgreSQL server for the session (a pgcluster.Cluster); stopped and deleted at the end."""
+    from pgcluster import ClusterError, start_cluster
+    try:
+        cluster = start_cluster()
+    except ClusterError as exc:
+        pytest.fail(f"no PostgreSQL server for the tests: {exc}", pytrace=False)
+    yield cluster
+    cluster.destroy()
+
+
+@pytest.fixture
+def pg_url(pg_cluster) -> str:
+    """The URL of a fresh, empty database (user `sage`, with its password in the URL)."""
+    return pg_cluster.new_database()

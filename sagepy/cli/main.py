@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .runs import add_arguments as add_runs_arguments
     add_runs_arguments(runs)
 
+    worker = sub.add_parser("worker", help="execute queued and interrupted runs",
+                            description="Claim the project's queued runs (`sage runs submit`) and interrupted "
+                                        "ones, and execute each in a process of its own.")
+    from .worker import add_arguments as add_worker_arguments
+    add_worker_arguments(worker)
+
     explain = sub.add_parser("explain", help="explain an error code",
                              description="Print the explanation of an error code, with a wrong and a fixed example.")
     from .explain import add_arguments as add_explain_arguments
@@ -88,8 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return USAGE_EXIT
+        if args.command == "run" and args.resume is not None and program_args:
+            parser.error("--resume runs with the arguments the run recorded: it takes no `-- ARGS`")
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
-                   "new": _new, "explain": _explain}[args.command]
+                   "worker": _worker, "new": _new, "explain": _explain}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -137,10 +145,10 @@ def _take_color_options(parser: argparse.ArgumentParser, argv: list[str]) -> tup
 
 
 def _take_program_arguments(argv: list[str]) -> tuple[list[str], list[str]]:
-    """`sage run … -- ARGS`: what follows the first `--` belongs to the program (`args()`, SPEC §6.1).
-    Other commands keep their `--` (`sage tools add NAME -- CMD …`)."""
-    commands = [a for a in argv if not a.startswith("-")]
-    if "--" not in argv or not commands or commands[0] != "run":
+    """`sage run … -- ARGS` and `sage runs submit … -- ARGS`: what follows the first `--` belongs to the
+    program (`args()`, SPEC §6.1). Other commands keep their `--` (`sage tools add NAME -- CMD …`)."""
+    commands = [a for a in argv[:argv.index("--")] if not a.startswith("-")] if "--" in argv else []
+    if commands[:1] != ["run"] and commands[:2] != ["runs", "submit"]:
         return argv, []
     split = argv.index("--")
     return argv[:split], argv[split + 1:]
@@ -193,6 +201,11 @@ def _tools(args: argparse.Namespace) -> int:
 def _runs(args: argparse.Namespace) -> int:
     from .runs import run_runs_command
     return run_runs_command(args)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from .worker import run_worker_command
+    return run_worker_command(args)
 
 
 def _explain(args: argparse.Namespace) -> int:

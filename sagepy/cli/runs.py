@@ -1,14 +1,13 @@
 """`sage runs list|show|resolve|prune` (SPEC §14) and `approve|deny|answer` (§17.4, runs_answer.py): the durable runs of the project in the current directory.
 
 Runs, their journal steps and leases are read through the store interface (sagepy/store/base.py), from the
-SQLite file of `[persistence]`. A project without that table has no durable runs. Reports go to stdout,
+store of `[persistence]` (a SQLite file, or a PostgreSQL database that shows the runs of every machine). A project without that table has no durable runs. Reports go to stdout,
 errors to stderr (exit 1); bad arguments are usage errors (exit 2).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -54,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                        "interrupted and halted runs are always kept.")
     prune.add_argument("--keep", metavar="N", type=_count, default=50, help="how many ended runs to keep "
                                                                              "(default 50)")
+    from .queue import add_arguments as add_queue_arguments
+    add_queue_arguments(sub)
     from .runs_answer import add_arguments as add_answer_arguments
     add_answer_arguments(sub, _step_key)
 
@@ -85,8 +86,12 @@ def _count(text: str) -> int:
 
 
 def run_runs_command(args: argparse.Namespace) -> int:
+    from .queue import COMMANDS as QUEUE_COMMANDS
+    if args.runs_command in QUEUE_COMMANDS:
+        from .queue import run_queue_command
+        return run_queue_command(args.runs_command, args)
     from .runs_answer import COMMANDS as ANSWER_COMMANDS, run_answer
-    opened = open_group(args, "runs", ("list", "show", "resolve", "prune", *ANSWER_COMMANDS))
+    opened = open_group(args, "runs", ("list", "show", "resolve", "prune", *QUEUE_COMMANDS, *ANSWER_COMMANDS))
     if isinstance(opened, int):
         return opened
     command, session = opened
@@ -96,18 +101,19 @@ def run_runs_command(args: argparse.Namespace) -> int:
         from ..render import write_diagnostics
         write_diagnostics(format_diagnostics(settings.diagnostics) + "\n")
         return 1
-    path = settings.state_path()
-    if path is None:
-        from ..runtime.durable import NEEDS_PERSISTENCE
-        sys.stderr.write(NEEDS_PERSISTENCE + "\n")
-        return 1
     from ..session import store_open_failure
     from ..store.base import Busy, NewerFormat, Unavailable
-    from ..store.sqlite import SqliteStore
+    from ..store.config import StoreConfigError, open_store
+    target = None
     handler = {"list": _list, "show": _show, "resolve": _resolve, "prune": _prune,
                **dict.fromkeys(ANSWER_COMMANDS, run_answer)}[command]
     try:
-        store = SqliteStore(path) if os.path.exists(path) else None   # looking creates no store
+        target = settings.state_target()
+        if target is None:
+            from ..runtime.durable import NEEDS_PERSISTENCE
+            sys.stderr.write(NEEDS_PERSISTENCE + "\n")
+            return 1
+        store = open_store(target, create=False)   # looking creates no SQLite file
         try:
             return handler(args, store)
         finally:
@@ -116,8 +122,8 @@ def run_runs_command(args: argparse.Namespace) -> int:
     except RunsError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    except (NewerFormat, Busy, Unavailable) as exc:   # worded as `sage run` words them
-        sys.stderr.write(store_open_failure(path, exc) + "\n")
+    except (NewerFormat, Busy, Unavailable, StoreConfigError) as exc:   # worded as `sage run` words them
+        sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
 
 
@@ -141,7 +147,8 @@ def _list(args: argparse.Namespace, store: Store | None) -> int:
     runs = store.list_runs() if store is not None else []
     now = time.time()
     if args.format == "json":
-        print(json.dumps([_run_json(run, now) for run in runs], ensure_ascii=False))
+        infos = store.run_infos() if store is not None else {}
+        print(json.dumps([_run_json(run, now, infos.get(run.id)) for run in runs], ensure_ascii=False))
         return 0
     if not runs:
         print("no durable runs yet")
@@ -154,7 +161,8 @@ def _list(args: argparse.Namespace, store: Store | None) -> int:
 def _run_lines(runs: list[RunRecord], now: float) -> list[str]:
     """id, start time, status, exit code and entry file of each run, in aligned columns."""
     from ..store.leases import shown_status
-    rows = [(run.id, _utc(run.started_at), shown_status(run, now),
+    from ..store.queue import QUEUED
+    rows = [(run.id, "-".ljust(19) if run.status == QUEUED else _utc(run.started_at), shown_status(run, now),
              "-" if run.exit_code is None else str(run.exit_code), run.entry) for run in runs]
     status_width = max(len(row[2]) for row in rows)
     code_width = max(len(row[3]) for row in rows)
@@ -162,10 +170,15 @@ def _run_lines(runs: list[RunRecord], now: float) -> list[str]:
             for rid, started, status, code, entry in rows]
 
 
-def _run_json(run: RunRecord, now: float) -> dict[str, Any]:
+def _run_json(run: RunRecord, now: float, info: Any = None) -> dict[str, Any]:
+    """The object of `list --format json`; `info`: the run's queue row (store.queue.RunInfo), if any."""
     from ..store.leases import shown_status
-    return {"id": run.id, "started_at": _utc(run.started_at, iso=True), "status": shown_status(run, now),
-            "exit_code": run.exit_code, "entry": run.entry}
+    from ..store.queue import QUEUED, RunInfo
+    info = info or RunInfo()
+    return {"id": run.id, "started_at": None if run.status == QUEUED else _utc(run.started_at, iso=True),
+            "status": shown_status(run, now), "exit_code": run.exit_code, "entry": run.entry,
+            "queue": info.queue, "version": info.version or None, "host": run.lease_host or info.host,
+            "recoveries": info.recoveries}
 
 
 def _utc(stamp: float, iso: bool = False) -> str:
@@ -234,7 +247,10 @@ def _resolve(args: argparse.Namespace, store: Store | None) -> int:
         step.status, step.outcome = DONE, args.ok
         store.record_step(run.id, step)
         done = "done"
-    print(f"recorded {path}:{number} of run {run.id} as {done}; continue with `sage run --resume {run.id}`")
+    if store.requeue_run(run.id):   # a worker was executing it: a worker resumes it
+        print(f"recorded {path}:{number} of run {run.id} as {done}; the run is queued again for a worker")
+    else:
+        print(f"recorded {path}:{number} of run {run.id} as {done}; continue with `sage run --resume {run.id}`")
     return 0
 
 

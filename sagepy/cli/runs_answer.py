@@ -75,8 +75,12 @@ def run_answer(args: argparse.Namespace, store: Store | None) -> int:
         step.outcome = {"approved": False, "by": by, "at": at, "reason": args.reason or "denied"}
         done = "denied"
     step.status = DONE
-    if not store.decide_step(run.id, step):   # answered meanwhile
+    status = store.decide_step(run.id, step)
+    if status is None:   # answered meanwhile
         sys.stderr.write(not_waiting)
         return 1
-    print(f"{done} {path}:{number} of run {run.id}; continue with `sage run --resume {run.id}`")
+    if status == "queued":   # a worker was executing it: a worker resumes it
+        print(f"{done} {path}:{number} of run {run.id}; the run is queued again for a worker")
+    else:
+        print(f"{done} {path}:{number} of run {run.id}; continue with `sage run --resume {run.id}`")
     return 0

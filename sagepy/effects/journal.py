@@ -10,6 +10,14 @@ the run) is not, and neither is a failure of sagepy itself. An approval or a que
 here is recorded `waiting` and pauses the run (SPEC §17.3); on resume a decided one is replayed and one still
 waiting is asked again.
 
+Outcomes of read-only and idempotent steps are committed in groups (grouping.py); the intent of a
+destructive step is inserted, never written over (SPEC §14.1 "Claims": when another process recorded the
+step first, this one halts instead of performing it). The run's lease fences every write: a run whose
+lease another process took over (this one was stopped for longer than the lease lasts) stops before its
+next step, writing nothing, and so does a run whose database stayed unreachable for 30 s (it stays
+resumable). Before each step the journal makes sure the lease was confirmed recently (the heartbeat
+thread confirms it every second; after a long pause, such as SIGSTOP, the step confirms it itself).
+
 Process state that a replayed step would have created is made again when a live step needs it: a replayed
 `mcp_connect` returns its recorded handle and connects for real only when a live `mcp_*` step uses that
 handle; handles the program sees never collide with the ones a new connection gets.
@@ -19,12 +27,15 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
+import time
 from typing import Any, Callable
 
 from ..core.errors import AgentCancelled, SageRaise
 from ..core.values import UNIT, ErrorValue
-from ..store.base import DONE, STARTED, STEP_FAILED, WAITING, Busy, StepRecord, Unavailable
+from ..store import crash
+from ..store.base import DONE, STARTED, STEP_FAILED, WAITING, Busy, StepRecord, TakenOver, Unavailable, Unreachable
 from .chain import Perform
+from .grouping import OutcomeGroups, groupable
 from .outcomes import args_hash, decode_error, decode_value, encode_error, encode_value
 from .people import NoOneToAsk
 from .step import AWAIT, MCP, RECEIVE, STATE, Step
@@ -32,6 +43,11 @@ from .step import AWAIT, MCP, RECEIVE, STATE, Step
 
 class JournalStopped(AgentCancelled):
     """The run stopped on a halt or a divergence: every agent ends quietly, as when stopped."""
+
+
+# A step confirms the lease itself when the heartbeat last did longer ago than this (the lease lasts 10 s
+# from its last heartbeat, on the database's clock; this process's clock runs on while it is stopped).
+CONFIRM_SECONDS = 5.0
 
 
 class Journal:
@@ -49,20 +65,76 @@ class Journal:
         self.stopped = threading.Event()
         self.stop_code: int | None = None
         self.stop_message = ""
-        self.kind = ""                  # "halted" | "diverged" | "paused", once stopped
+        self.kind = ""                  # "halted" | "diverged" | "cancelled" | "paused", once stopped
         self.lock = threading.Lock()
         # MCP handles the program holds -> the live handle, or the arguments of a replayed mcp_connect that
         # has not connected again yet
         self.handles: dict[str, Any] = {}
         self.recorded_handles = {r.outcome for r in records
                                  if r.kind == MCP and r.target == "mcp_connect" and r.status == DONE}
+        self.groups = OutcomeGroups(lambda group: store.record_steps(run_id, group))
+        # Under the crash-sweep hooks each outcome commits at once, so that a crash at the k-th journal write
+        # happens at the same place of the program on every execution (what the sweep's checks rest on).
+        self.grouped = not crash.active()
+        self.confirmed = time.monotonic()   # when the lease was last confirmed (heartbeat or step)
+
+    # ---------------------------------------------------------------- the lease
+    def confirm_lease(self) -> None:
+        """Before a step: stop the run if its lease was lost; confirm it first when that was long ago."""
+        if time.monotonic() - self.confirmed < CONFIRM_SECONDS:
+            return
+        with _store_errors(self):
+            self.store.heartbeat(self.run_id)
+        self.confirmed = time.monotonic()
+
+    def heartbeat(self) -> None:
+        """The heartbeat thread's beat; a lease taken over stops the run at once."""
+        try:
+            self.store.heartbeat(self.run_id)
+        except TakenOver as exc:
+            self.taken_over(exc)
+            return
+        self.confirmed = time.monotonic()
+
+    def taken_over(self, exc: TakenOver) -> None:
+        self.groups.discard()
+        try:
+            self._stop(1, "taken over", f"error: run {self.run_id} was taken over by process {exc.pid} on {exc.host}")
+        except JournalStopped:
+            pass
 
     # ---------------------------------------------------------------- writing
     def record(self, step: Step, digest: str, safety: str, status: str, outcome: Any = None) -> StepRecord:
+        """Commit a step's record: an outcome of a read-only or idempotent step joins the pending group;
+        anything else commits the group first, then itself. A destructive step's intent that another
+        process inserted first halts the run (the other process performs the call)."""
         record = StepRecord(step.path, step.number, step.kind, step.target, digest, safety, status, outcome)
-        with _store_errors(self.store):
-            self.store.record_step(self.run_id, record)
+        with _store_errors(self):
+            if status != STARTED and groupable(record):
+                if self.grouped:
+                    self.groups.add(record)
+                else:
+                    self.store.record_steps(self.run_id, [record])
+                return record
+            self.groups.flush()
+            if status != STARTED:
+                self.store.record_step(self.run_id, record)
+            elif not self.store.record_intent(self.run_id, record):
+                self.halt(step, record)
         return record
+
+    def flush(self) -> None:
+        """Commit the pending outcomes: before a `state` write, a pause, a halt and the end of the run."""
+        with _store_errors(self):
+            self.groups.flush()
+
+    def close(self) -> None:
+        """The end of this execution: commit what is pending (unless the lease was lost) and stop the timer."""
+        try:
+            if self.kind != "taken over":
+                self.flush()
+        finally:
+            self.groups.close()
 
     # ---------------------------------------------------------------- stopping the run
     def halt(self, step: Step, record: StepRecord) -> None:
@@ -80,7 +152,7 @@ class Journal:
     def answered(self, step: Step) -> StepRecord | None:
         """The decision or answer `sage runs approve|deny|answer` recorded for a waiting step after this
         execution read the journal (it is taken rather than overwritten by a second pause)."""
-        with _store_errors(self.store):
+        with _store_errors(self):
             records = self.store.steps(self.run_id)
         return next((r for r in records if r.path == step.path and r.number == step.number and r.status == DONE),
                     None)
@@ -88,6 +160,14 @@ class Journal:
     def diverge(self, step: Step, record: StepRecord) -> None:
         self._stop(1, "diverged", f"error: journal divergence at {step.path} step {step.number}: recorded "
                    f"{record.kind} {record.target}, now {step.kind} {step.target}")
+
+    def cancel(self) -> None:
+        """`sage runs cancel` (from the lease's heartbeat): every agent stops before its next step, and the
+        run ends `cancelled` with exit code 130."""
+        try:
+            self._stop(130, "cancelled", f"run {self.run_id} cancelled")
+        except JournalStopped:
+            pass
 
     def _stop(self, code: int, kind: str, message: str) -> None:
         with self.lock:
@@ -152,6 +232,7 @@ class JournalLayer:
             return next(step)
         if journal.stopped.is_set():
             raise JournalStopped()
+        journal.confirm_lease()
         digest = args_hash(step.arguments)
         record = journal.records.get((step.path, step.number))
         if record is not None:
@@ -249,6 +330,13 @@ class JournalLayer:
         agent_name, field, value = step.detail
         record = StepRecord(step.path, step.number, step.kind, step.target, digest, step.safety, DONE, None)
         store = step.agent.runtime.store
+        journal.flush()
+        with _store_errors(journal, fields_only=True):
+            return self._write_field_records(step, digest, record, store, agent_name, field, value)
+
+    def _write_field_records(self, step: Step, digest: str, record: StepRecord, store: Any, agent_name: str,
+                             field: str | None, value: Any) -> Any:
+        journal = self.journal
         if step.target.endswith(".set"):
             store.save(agent_name, field, value, step.arguments[0], record, journal.run_id)
             return UNIT
@@ -276,17 +364,31 @@ class JournalLayer:
 
 
 class _store_errors:
-    """A journal write that fails is SPEC §4.8's runtime error, never an internal one."""
+    """A journal write that fails is SPEC §4.8's runtime error, never an internal one; a lost lease or a
+    database unreachable for 30 s stops the run (it stays resumable) with SPEC §14.1's message.
+    `fields_only`: a field write, whose store (runtime.persistence) words Busy and Unavailable itself."""
 
-    def __init__(self, store: Any) -> None:
-        self.store = store
+    def __init__(self, journal: Journal, fields_only: bool = False) -> None:
+        self.journal = journal
+        self.fields_only = fields_only
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        journal = self.journal
+        if isinstance(exc, TakenOver):
+            journal.taken_over(exc)
+            raise JournalStopped() from None
+        if isinstance(exc, Unreachable):
+            from ..store.config import open_failure_for_store
+            journal.groups.close()
+            journal._stop(1, "unreachable", open_failure_for_store(journal.store, exc))
+        if self.fields_only:
+            return False
+        path = journal.store.path
         if isinstance(exc, Busy):
-            raise SageRaise(ErrorValue("Runtime", f"persistent store busy: {self.store.path}")) from None
+            raise SageRaise(ErrorValue("Runtime", f"persistent store busy: {path}")) from None
         if isinstance(exc, Unavailable):
-            raise SageRaise(ErrorValue("Runtime", f"persistent store unavailable: {self.store.path}: {exc}")) from None
+            raise SageRaise(ErrorValue("Runtime", f"persistent store unavailable: {path}: {exc}")) from None
         return False

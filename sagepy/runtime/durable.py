@@ -2,8 +2,9 @@
 
 A durable run is created (or, with `--resume`, found) in the project's store before the entry agent starts;
 its journal (sagepy.effects.journal) joins the effects chain; a heartbeat thread keeps its lease fresh while it
-runs; at the end the record gets its status and exit code, or, when the run stopped early (a halt, a
-divergence, a signal), stays resumable.
+runs (the lease carries a random token that fences every write of this process, SPEC §14.1); at the end the
+pending outcomes are committed and the record gets its status and exit code, or, when the run stopped early
+(a halt, a divergence, a signal, a lost lease), stays resumable.
 """
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import threading
 import time
 from typing import Any
 
-from ..store.base import COMPLETED, FAILED, HALTED, PAUSED, RUNNING, RunRecord
+from ..store.base import COMPLETED, FAILED, HALTED, PAUSED, RUNNING, RunRecord, TakenOver
 from ..store.leases import HEARTBEAT_SECONDS, lease_is_stale
+from ..store.queue import CANCELLED, CANCELLED_EXIT, QUEUED, RunInfo, record_arguments
 
 NEEDS_PERSISTENCE = "error: durable runs need a [persistence] table in grove.toml"
 
@@ -59,6 +61,9 @@ class DurableRun:
         self.journal: Any = None
         self._beating = threading.Event()
         self._heart: threading.Thread | None = None
+        self.version = ""             # the program version (SPEC §14.2), recorded with a new run
+        from ..workers.child import WorkerClaim
+        self.claim = WorkerClaim.from_environment() if resumed else None   # a worker started this process
 
     @classmethod
     def prepare(cls, store: Any, resume: str | None) -> "DurableRun":
@@ -69,11 +74,23 @@ class DurableRun:
         if run.status in (COMPLETED, FAILED):
             code = run.exit_code if run.exit_code is not None else 0
             raise DurableExit(code, f"run {run.id} already ended with exit code {code}")
+        if run.status == CANCELLED:
+            raise DurableExit(CANCELLED_EXIT, f"run {run.id} was cancelled")
         return cls(store, run, True)
 
     @property
     def run_id(self) -> str:
         return self.run.id if self.run is not None else ""
+
+    def check_version(self, version: str) -> None:
+        """Record the program's version; a worker's run whose files changed since the worker started is given
+        back for a worker of its version (before its first step: nothing has run)."""
+        self.version = version
+        claim = self.claim
+        if claim is not None and claim.version and version != claim.version:
+            from ..workers.child import LEFT_EXIT
+            self.store.unclaim_run(self.run.id, claim.was_queued)
+            raise DurableExit(LEFT_EXIT, "")
 
     def start(self, entry: str, runtime: Any, effects: Any) -> None:
         """Take the lease (a new run is created holding it), announce the run on stderr, load the journal into
@@ -82,55 +99,82 @@ class DurableRun:
         from ..effects.journal import Journal
         store = self.store
         pid, host, now = os.getpid(), socket.gethostname(), time.time()
+        token = secrets.token_hex(16)
         if self.resumed:
             run = self.run
-            if run.status in (HALTED, PAUSED):   # resolved or answered since (or not): running again, under this lease
-                store.end_run(run.id, RUNNING, None)
-            owner = store.acquire_lease(run.id, pid, host, now, lease_is_stale)
+            claim = self.claim
+
+            def is_stale(owner: RunRecord) -> bool:
+                return lease_is_stale(owner) or (claim is not None and claim.may_take(owner, host))
+            owner = store.acquire_lease(run.id, pid, host, token, is_stale)
             if owner is not None:
                 raise DurableExit(1, f"error: run {run.id} is being executed by process {owner.lease_pid} "
                                      f"on {owner.lease_host}")
+            if run.status in (HALTED, QUEUED, PAUSED):   # resolved, submitted or answered since (or not): running again
+                store.mark_running(run.id)
+            store.note_owner(run.id, host)
+            info = store.run_info(run.id)
+            if info is not None and info.args is not None:
+                runtime.program_args = record_arguments(info)
+            elif info is None:   # a run journaled before arguments were recorded
+                store.set_run_info(run.id, RunInfo(version=self.version, args=list(runtime.program_args), host=host))
             records = store.steps(run.id)
             _announce(f"resuming run {run.id}")
+            if claim is not None:
+                from ..workers.child import capture_output
+                capture_output(store, run.id)
         else:
             run_id = new_run_id(now)
             while store.get_run(run_id) is not None:
                 run_id = new_run_id(now)
-            self.run = RunRecord(run_id, now, RUNNING, None, entry, pid, host, now)
+            self.run = RunRecord(run_id, now, RUNNING, None, entry, pid, host, now, token)
             store.create_run(self.run)
+            store.set_run_info(run_id, RunInfo(version=self.version, args=list(runtime.program_args), host=host))
             records = []
             _announce(f"run id: {run_id}")
         self.journal = Journal(store, self.run.id, records, runtime)
         runtime.replay_horizon = self.journal.horizon
         enable_journal(effects, self.journal)
-        self._heart = threading.Thread(target=self._heartbeat, args=(pid,), name="sage-lease", daemon=True)
+        self._heart = threading.Thread(target=self._heartbeat, name="sage-lease", daemon=True)
         self._heart.start()
 
-    def _heartbeat(self, pid: int) -> None:
-        while not self._beating.wait(HEARTBEAT_SECONDS):
+    def _heartbeat(self) -> None:
+        journal = self.journal
+        while not self._beating.wait(HEARTBEAT_SECONDS) and not journal.stopped.is_set():
             try:
-                self.store.heartbeat(self.run.id, pid, time.time())
+                journal.heartbeat()
+                if self.store.cancel_requested(self.run.id):   # `sage runs cancel`: stop before the next step
+                    journal.cancel()
             except Exception:  # a busy store this second: the lease stays fresh for 10 s, the next beat may pass
                 continue
 
     def finish(self, code: int, ending: str) -> None:
-        """Record how this execution ended. `ending`: "completed" or "failed" (the run has ended), "halted",
-        "paused" (waiting for a person: one line per waiting step on stderr), or "stopped" (a divergence or a
-        signal: the run stays resumable and its lease is released)."""
+        """Record how this execution ended. `ending`: "completed", "failed" or "cancelled" (the run has ended),
+        "halted", "paused" (waiting for a person: one line per waiting step on stderr), or "stopped" (a
+        divergence or a signal: the run stays resumable, its lease released)."""
+        from ..effects.journal import JournalStopped
         self._beating.set()
         if self._heart is not None:
             self._heart.join(5)
         store = self.store
+        journal = self.journal
+        if journal is not None and journal.kind in ("taken over", "unreachable"):
+            journal.groups.close()   # the run is another process's now, or the database is out of reach
+            return
         try:
-            if ending in (COMPLETED, FAILED):
+            if journal is not None:
+                journal.close()
+            if ending in (COMPLETED, FAILED, HALTED, CANCELLED):
                 store.end_run(self.run.id, ending, code)
-            elif ending == HALTED:
-                store.end_run(self.run.id, HALTED, code)
             elif ending == PAUSED:
                 for step in store.pause_run(self.run.id):
                     _announce(paused_line(self.run.id, step))
             else:
                 store.release_lease(self.run.id)
+        except JournalStopped:   # the last commit found the lease lost or the database out of reach
+            sys.stderr.write(journal.stop_message + "\n")
+        except TakenOver as exc:   # deposed between its last step and its end: the new owner ends the run
+            sys.stderr.write(f"error: run {self.run.id} was taken over by process {exc.pid} on {exc.host}\n")
         except Exception as exc:  # the run still ended as reported; the record says `running` until resumed
             sys.stderr.write(f"warning: could not record the end of run {self.run.id}: {exc}\n")
 

@@ -1,7 +1,8 @@
 """`@persistent` agent fields (SPEC §4.8): the runtime's side of the store.
 
 Values are keyed by agent name and field name and shared by every instance of the agent (last write wins).
-The store itself (`backend`, a sagepy.store.base.Store: SQLite at `[persistence] path`, else process memory;
+The store itself (`backend`, a sagepy.store.base.Store: SQLite at `[persistence] path`, PostgreSQL at its
+`url`, else process memory;
 a fresh in-memory one per test under `sage test`) holds them as JSON (SPEC §5); this adapter converts with
 the field's type and keeps a per-process cache, so that `get` costs no read. `update` is the exception: it
 reads inside the store's transaction, never from the cache, so concurrent updates from other agents and other
@@ -13,7 +14,7 @@ import threading
 from typing import Any, Callable
 
 from ..core import types as T
-from ..store.base import Busy, StepRecord, Store, Unavailable
+from ..store.base import Busy, StepRecord, Store, TakenOver, Unavailable, Unreachable
 from ..core.errors import runtime_error
 
 _UNREADABLE = object()   # a stored value that no longer converts to the field's type
@@ -88,7 +89,10 @@ class StateStore:
             return method(*args)
         except Busy:
             raise runtime_error(f"persistent store busy: {self.backend.path}") from None
-        except Unavailable as exc:
+        except (TakenOver, Unavailable) as exc:
+            journaled = any(isinstance(arg, StepRecord) for arg in args)
+            if isinstance(exc, TakenOver) or (journaled and isinstance(exc, Unreachable)):
+                raise   # the journal stops the run (SPEC §14.1)
             raise runtime_error(f"persistent store unavailable: {self.backend.path}: {exc}") from None
 
 

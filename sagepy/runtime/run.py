@@ -41,22 +41,24 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
                  program_args: list[str], resume: str | None, journal: bool) -> int:
     from ..session import store_open_failure
     from ..store.base import Busy, NewerFormat, Unavailable
+    from ..store.config import StoreConfigError
     from .durable import NEEDS_PERSISTENCE
-    durable = session.settings.state_path() is not None and (journal or resume is not None)
-    if resume is not None and not durable:
-        sys.stderr.write(NEEDS_PERSISTENCE + "\n")
-        return 1
+    target = None
     try:
+        target = session.settings.state_target()
+        durable = target is not None and (journal or resume is not None)
+        if resume is not None and not durable:
+            sys.stderr.write(NEEDS_PERSISTENCE + "\n")
+            return 1
         stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True,
                                       program_args=program_args)
-    except (Unavailable, NewerFormat) as exc:   # SPEC §4.8, §14: refused before anything runs
-        message = store_open_failure(session.settings.state_path(), exc)
-        sys.stderr.write(message + "\n")
+    except (Unavailable, NewerFormat, StoreConfigError) as exc:   # SPEC §4.8, §14: refused before anything runs
+        sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
     try:
         return _run_stack(session, stack, entry_path, resume if durable else None, durable)
     except (Busy, Unavailable) as exc:   # the run's record could not be read or written
-        sys.stderr.write(store_open_failure(session.settings.state_path(), exc) + "\n")
+        sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
     finally:
         stack.effects.close()
@@ -80,6 +82,9 @@ def _run_stack(session: Session, stack: Any, entry_path: str, resume: str | None
             diags.append(Diagnostic("E041", "the entry file has no `run` declaration", entry_path, None,
                                     hint="end the file with `run Main;` naming the entry agent"))
         target = compiler.entry_target(run_decl.name) if run_decl is not None and compiler is not None else None
+        if run is not None:   # a worker's run of a changed program is left before anything is reported
+            from ..workers.version import program_version, version_files
+            run.check_version(program_version(session.root, version_files(session, [m.path for m in program.modules])))
         if any(d.severity == "error" for d in diags):
             report_diagnostics(diags)
             return 1
@@ -87,7 +92,8 @@ def _run_stack(session: Session, stack: Any, entry_path: str, resume: str | None
             from ..diagnostics import display_path
             run.start(display_path(entry_path), runtime, effects)
     except DurableExit as exc:
-        sys.stderr.write(exc.message + "\n")
+        if exc.message:
+            sys.stderr.write(exc.message + "\n")
         return exc.code
     started = time.monotonic()
     effects.trace(None, "run.start", {"entry": run_decl.name})
@@ -157,7 +163,7 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any, journal: Any) -> tuple[
         runtime.shutdown(grace_seconds=2.0)
         if journal.stop_message:   # a pause says which steps wait once the run has released its lease
             runtime.write_err(journal.stop_message)
-        return journal.stop_code, journal.kind if journal.kind in ("halted", "paused") else "stopped"
+        return journal.stop_code, journal.kind if journal.kind in ("halted", "cancelled", "paused") else "stopped"
     for failed in runtime.unawaited_failures():
         if failed is inst:
             continue

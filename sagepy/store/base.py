@@ -1,15 +1,21 @@
 """The durable store's interface (SPEC §4.8, §14): `@persistent` fields, runs, journal steps and leases.
 
 The runtime and the journal layer talk only to this interface; `sqlite.py` implements it for the embedded
-store (`[persistence] backend = "sqlite"`) and `memory.py` for the in-process one (no `[persistence]`, or
-under `sage test`), so that a PostgreSQL backend can be added later without touching the runtime.
+store (`[persistence] backend = "sqlite"`), `postgres.py` for a PostgreSQL database shared by many machines
+(`backend = "postgres"`, SPEC §14.1) and `memory.py` for the in-process one (no `[persistence]`, or under
+`sage test`); `config.py` says which one a project uses and opens it.
+
+Fencing (SPEC §14.1): a store that took a run's lease (`create_run` with a token, `acquire_lease`) makes
+every later journal write of that run (`record_step`, `record_steps`, `record_intent`, a field write with
+a step, `heartbeat`, `end_run`, `release_lease`) conditional on still holding it, and raises TakenOver
+when another process took the run over meanwhile.
 
 Values cross the interface as JSON data (SPEC §5: dict, list, str, int, float, bool, None); converting them
 to and from Sage values is the caller's job, with the step's or field's type.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 # Run statuses (SPEC §14). `interrupted` is never stored: it is how `running` with a stale lease is shown.
@@ -29,6 +35,9 @@ class RunRecord:
     lease_pid: int | None = None
     lease_host: str | None = None
     lease_heartbeat: float | None = None   # unix seconds of the last heartbeat
+    lease_token: str | None = None         # the owner's random token: what fences its writes
+    # seconds since the heartbeat on the store's clock: read, never stored, and no part of a record's equality
+    lease_age: float | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -54,8 +63,22 @@ class Unavailable(Exception):
     """The store cannot be opened or read; str() is the reason."""
 
 
+class Unreachable(Unavailable):
+    """A database server cannot be reached (refused, DNS, authentication), or stayed unreachable for 30 s
+    during a run; str() is the reason."""
+
+
 class NewerFormat(Exception):
     """The file was written by a newer journal format: args (found, supported)."""
+
+
+class TakenOver(Exception):
+    """A fenced write of a run whose lease another process holds now: args (its pid, its host)."""
+
+    def __init__(self, pid: int | None, host: str | None) -> None:
+        super().__init__(pid, host)
+        self.pid = pid
+        self.host = host
 
 
 class Store(Protocol):
@@ -82,7 +105,7 @@ class Store(Protocol):
     def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
         """Sets the status and exit code and releases the lease."""
     def prune_runs(self, keep: int) -> list[str]:
-        """Deletes ended runs (completed, failed) beyond the newest `keep` ended ones, with their steps;
+        """Deletes ended runs (completed, failed, cancelled) beyond the newest `keep` ended ones, with their steps;
         returns their ids, newest first."""
 
     # ---- journal steps
@@ -90,22 +113,31 @@ class Store(Protocol):
         """Every record of the run, ordered by path then number."""
     def record_step(self, run_id: str, step: StepRecord) -> None:
         """Insert or replace the record (started -> done/failed), committed durably before returning."""
+    def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
+        """Insert or replace outcome records of read_only and idempotent steps, in ONE transaction that may
+        commit without waiting for the disk (grouped outcome commits, SPEC §14)."""
+    def record_intent(self, run_id: str, step: StepRecord) -> bool:
+        """Insert the `started` record of a destructive step, durably, never replacing one: False when the
+        step has a record already (another process claimed it, SPEC §14.1 "Claims")."""
     def delete_step(self, run_id: str, path: str, number: int) -> None:
         """`sage runs resolve … --not-run`."""
     def pause_run(self, run_id: str) -> list[StepRecord]:
         """In one transaction: the run's waiting steps (returned) and, when there are any, status `paused`
-        (exit code 5), else `running` with no lease (shown `interrupted`: resumable); the lease is released."""
-    def decide_step(self, run_id: str, step: StepRecord) -> bool:
+        (exit code 5), else runnable again as after `decide_step`; the lease is released (store/pauses.py)."""
+    def decide_step(self, run_id: str, step: StepRecord) -> str | None:
         """In one transaction: when the step (path, number) is still `waiting`, replace it with `step` (the
-        decision or answer) and make a `paused` run `running` with no lease (resumable) again; False when it
-        was not waiting."""
+        decision or answer) and make a `paused` run runnable again (`queued` when a worker was executing it,
+        else `running` with no lease); the run's status as shown then, or None when the step was not
+        waiting."""
 
     # ---- leases (one owner per run)
-    def acquire_lease(self, run_id: str, pid: int, host: str, now: float,
+    def acquire_lease(self, run_id: str, pid: int, host: str, token: str,
                       is_stale: Callable[[RunRecord], bool]) -> RunRecord | None:
-        """Take the run's lease when it is free or `is_stale(run)`, in one transaction, and return None; else
-        return the run as it is (the owner). KeyError for an unknown run."""
-    def heartbeat(self, run_id: str, pid: int, now: float) -> None: ...
+        """Take the run's lease when it is free or `is_stale(run)` (the run read in the same transaction, its
+        `lease_age` on the store's clock), and return None; else return the run as it is (the owner).
+        KeyError for an unknown run. From then on this store fences the run's writes with `token`."""
+    def heartbeat(self, run_id: str) -> None:
+        """Renew the lease on the store's clock; TakenOver when it is not this store's any more."""
     def release_lease(self, run_id: str) -> None: ...
 
     def close(self) -> None: ...

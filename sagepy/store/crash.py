@@ -1,6 +1,8 @@
 """Crash injection for the crash-sweep tests (base.py's variables, read once per process).
 
-Every committed journal write (a `record_step`, a field write that carries a step) is counted; the sweep
+Every journal record committed (a `record_step`, a field write that carries a step, each record of a grouped
+commit) is counted, so that a program makes the same number of writes however its outcomes were grouped;
+a crash "at" a record of a group happens before or after the commit of the whole group. The sweep
 first counts a program's writes with SAGE_COUNT_WRITES, then kills the process at each of them in turn
 (`os._exit`, so nothing is flushed or cleaned up, as after a power cut) and resumes.
 """
@@ -46,26 +48,28 @@ def active() -> bool:
     return injector.before is not None or injector.after is not None or injector.count_file is not None
 
 
-def before_commit() -> None:
-    """Called right before a journal write's COMMIT, its statements executed."""
+def before_commit(records: int = 1) -> None:
+    """Called right before the COMMIT of a transaction carrying `records` journal records."""
     injector = _get()
     if injector.before is None:
         return
     with injector.lock:
-        injector.attempted += 1
-        if injector.attempted == injector.before:
+        first = injector.attempted + 1
+        injector.attempted += records
+        if first <= injector.before <= injector.attempted:
             os._exit(CRASH_EXIT_CODE)
 
 
-def after_commit() -> None:
-    """Called right after a journal write's COMMIT."""
+def after_commit(records: int = 1) -> None:
+    """Called right after the COMMIT of a transaction carrying `records` journal records."""
     injector = _get()
     if injector.after is None and injector.count_file is None:
         return
     with injector.lock:
-        injector.committed += 1
+        first = injector.committed + 1
+        injector.committed += records
         if injector.count_file is not None:
             with open(injector.count_file, "a", encoding="utf-8") as out:
-                out.write(f"{injector.committed}\n")
-        if injector.committed == injector.after:
+                out.write("".join(f"{n}\n" for n in range(first, injector.committed + 1)))
+        if injector.after is not None and first <= injector.after <= injector.committed:
             os._exit(CRASH_EXIT_CODE)

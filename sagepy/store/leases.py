@@ -1,9 +1,11 @@
 """Who owns a run (SPEC §14, "One owner at a time"): the one staleness rule that `sage run --resume` (taking a
 lease over) and `sage runs` (showing `running` as `interrupted`) share.
 
-A run being executed holds a lease: its process id, its host name and a heartbeat renewed every second. The
-lease is fresh while the heartbeat is younger than 10 s and, when the lease is held on this host, its process
-is still alive; otherwise it is stale and another process may take the run over.
+A run being executed holds a lease: its process id, its host name, a random token and a heartbeat renewed
+every second. The lease is fresh while the heartbeat is younger than 10 s and, when the lease is held on this
+host, its process is still alive; otherwise it is stale and another process may take the run over. The age
+of the heartbeat is the store's (`RunRecord.lease_age`: PostgreSQL's `now()` for a database that many
+machines share), never this machine's clock against another's.
 """
 from __future__ import annotations
 
@@ -23,10 +25,12 @@ def this_host() -> str:
 
 def lease_is_stale(run: RunRecord, now: float | None = None, host: str | None = None) -> bool:
     """Whether `run`'s lease may be taken over: no lease at all, a heartbeat 10 s old or older, or a holder on
-    this host whose process has ended. `now` defaults to the clock, `host` to this machine's name."""
+    this host whose process has ended. The age is the store's `lease_age`; `now` (default: the clock) is
+    for a record without one. `host` defaults to this machine's name."""
     if run.lease_pid is None or run.lease_heartbeat is None:
         return True
-    if (time.time() if now is None else now) - run.lease_heartbeat >= FRESH_SECONDS:
+    age = run.lease_age if run.lease_age is not None else (time.time() if now is None else now) - run.lease_heartbeat
+    if age >= FRESH_SECONDS:
         return True
     return run.lease_host == (host or this_host()) and not process_alive(run.lease_pid)
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from dataclasses import replace
 from typing import Any, Callable
 
-from .base import COMPLETED, FAILED, PAUSED, RUNNING, WAITING, RunRecord, StepRecord
+from .base import COMPLETED, FAILED, INTERRUPTED, PAUSED, RUNNING, WAITING, RunRecord, StepRecord
 
 
 class MemoryStore:
@@ -59,7 +60,7 @@ class MemoryStore:
     def get_run(self, run_id: str) -> RunRecord | None:
         with self._lock:
             run = self._runs.get(run_id)
-            return replace(run) if run is not None else None
+            return _read(run) if run is not None else None
 
     def newest_run(self) -> RunRecord | None:
         runs = self.list_runs()
@@ -67,7 +68,7 @@ class MemoryStore:
 
     def list_runs(self) -> list[RunRecord]:
         with self._lock:
-            return [replace(run) for run in sorted(self._runs.values(), key=lambda r: (r.started_at, r.id),
+            return [_read(run) for run in sorted(self._runs.values(), key=lambda r: (r.started_at, r.id),
                                                    reverse=True)]
 
     def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
@@ -75,7 +76,7 @@ class MemoryStore:
             run = self._runs.get(run_id)
             if run is not None:
                 run.status, run.exit_code = status, exit_code
-                run.lease_pid = run.lease_host = run.lease_heartbeat = None
+                run.lease_pid = run.lease_host = run.lease_heartbeat = run.lease_token = None
 
     def prune_runs(self, keep: int) -> list[str]:
         with self._lock:
@@ -95,6 +96,18 @@ class MemoryStore:
         with self._lock:
             self._steps.setdefault(run_id, {})[(step.path, step.number)] = copy.deepcopy(step)
 
+    def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
+        for step in steps:
+            self.record_step(run_id, step)
+
+    def record_intent(self, run_id: str, step: StepRecord) -> bool:
+        with self._lock:
+            records = self._steps.setdefault(run_id, {})
+            if (step.path, step.number) in records:
+                return False
+            records[(step.path, step.number)] = copy.deepcopy(step)
+            return True
+
     def delete_step(self, run_id: str, path: str, number: int) -> None:
         with self._lock:
             self._steps.get(run_id, {}).pop((path, number), None)
@@ -105,37 +118,46 @@ class MemoryStore:
             self.end_run(run_id, PAUSED if waiting else RUNNING, 5 if waiting else None)
             return waiting
 
-    def decide_step(self, run_id: str, step: StepRecord) -> bool:
+    def decide_step(self, run_id: str, step: StepRecord) -> str | None:
         with self._lock:
             found = self._steps.get(run_id, {}).get((step.path, step.number))
             if found is None or found.status != WAITING:
-                return False
+                return None
             self.record_step(run_id, step)
-            run = self._runs.get(run_id)
-            if run is not None and run.status == PAUSED:
-                self.end_run(run_id, RUNNING, None)
-            return True
+            run = self._runs[run_id]
+            if run.status != PAUSED:
+                return run.status
+            self.end_run(run_id, RUNNING, None)
+            return INTERRUPTED
 
-    def acquire_lease(self, run_id: str, pid: int, host: str, now: float,
+    def acquire_lease(self, run_id: str, pid: int, host: str, token: str,
                       is_stale: Callable[[RunRecord], bool]) -> RunRecord | None:
         with self._lock:
             run = self._runs[run_id]
-            if run.lease_pid is not None and not is_stale(replace(run)):
-                return replace(run)
-            run.lease_pid, run.lease_host, run.lease_heartbeat = pid, host, now
+            if run.lease_pid is not None and not is_stale(_read(run)):
+                return _read(run)
+            run.lease_pid, run.lease_host, run.lease_heartbeat, run.lease_token = pid, host, time.time(), token
             return None
 
-    def heartbeat(self, run_id: str, pid: int, now: float) -> None:
+    def heartbeat(self, run_id: str) -> None:
         with self._lock:
             run = self._runs.get(run_id)
-            if run is not None and run.lease_pid == pid:
-                run.lease_heartbeat = now
+            if run is not None and run.lease_pid is not None:
+                run.lease_heartbeat = time.time()
 
     def release_lease(self, run_id: str) -> None:
         with self._lock:
             run = self._runs.get(run_id)
             if run is not None:
-                run.lease_pid = run.lease_host = run.lease_heartbeat = None
+                run.lease_pid = run.lease_host = run.lease_heartbeat = run.lease_token = None
 
     def close(self) -> None:
         pass
+
+
+def _read(run: RunRecord) -> RunRecord:
+    """A copy of the run with its lease's age on this process's clock."""
+    found = replace(run)
+    if found.lease_heartbeat is not None:
+        found.lease_age = time.time() - found.lease_heartbeat
+    return found

@@ -7,28 +7,37 @@ loses nothing) but flushed to the disk only with the next FULL commit or checkpo
 after a power cut the records that survive are a prefix: a lost outcome is performed again on resume when its
 step is read_only or idempotent, and halts the run (as an unknown outcome) when destructive; an intent, a
 field write and everything committed before them are always on disk. So a destructive step costs one flush
-(its intent), and a read-only one none (bench/durable.py). Every write is an
+(its intent), and a read-only one none (bench/durable.py); outcomes of read-only and idempotent steps come in groups (`record_steps`), one
+transaction each. Every write is an
 explicit `BEGIN IMMEDIATE … COMMIT` (the connection is in autocommit mode, `isolation_level=None`): the write
 lock is taken before anything is read, which is what makes `update_field` and `acquire_lease` atomic across
 processes. One connection serves every agent thread, behind a reentrant lock; a write made while this thread
 already has a transaction open (a field `set` inside an `update` function) joins that transaction.
 
 Fields stay in the `sage_state (agent, field, value)` table older sagepy versions wrote, so their files keep
-their values: opening such a file adds the other tables and the format version.
+their values: opening such a file adds the other tables and the format version (and a file of the first
+journal version gains the `lease_token` column).
+
+Fencing: every write of a run whose lease this store took first reads the run's token inside its
+`BEGIN IMMEDIATE` transaction, so a process that lost the lease (stopped for longer than it) writes nothing.
 """
 from __future__ import annotations
 
 import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from ..core.json_text import compact_json, parse_json
 from ..secrecy import private_directory
 from . import crash
-from .base import (COMPLETED, FAILED, PAUSED, RUNNING, STARTED, WAITING, Busy, NewerFormat, RunRecord, StepRecord,
-                   Unavailable)
+from .base import (Busy, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, COMPLETED, FAILED,
+                   STARTED)
+from .queue import CANCELLED
+from .pauses import SqlitePauses
+from .sqlite_queue import QUEUE_SCHEMA, QUEUE_TABLES, SqliteQueue
 
 CHECKPOINT_PAGES = 4000
 FORMAT = 1   # the journal format this sagepy writes and reads
@@ -37,14 +46,24 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS sage_state (agent TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL, "
     "PRIMARY KEY (agent, field))",
     "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, started_at REAL NOT NULL, status TEXT NOT NULL, "
-    "exit_code INTEGER, entry TEXT NOT NULL, lease_pid INTEGER, lease_host TEXT, lease_heartbeat REAL)",
+    "exit_code INTEGER, entry TEXT NOT NULL, lease_pid INTEGER, lease_host TEXT, lease_heartbeat REAL, "
+    "lease_token TEXT)",
     "CREATE TABLE IF NOT EXISTS steps (run_id TEXT NOT NULL, path TEXT NOT NULL, number INTEGER NOT NULL, "
     "kind TEXT NOT NULL, target TEXT NOT NULL, args_hash TEXT NOT NULL, safety TEXT NOT NULL, "
     "status TEXT NOT NULL, outcome TEXT NOT NULL, PRIMARY KEY (run_id, path, number)) WITHOUT ROWID",
+    *QUEUE_SCHEMA,
 )
-_RUN_COLUMNS = "id, started_at, status, exit_code, entry, lease_pid, lease_host, lease_heartbeat"
+_RUN_COLUMNS = "id, started_at, status, exit_code, entry, lease_pid, lease_host, lease_heartbeat, lease_token"
 _STEP_COLUMNS = "path, number, kind, target, args_hash, safety, status, outcome"
 _NEWEST_FIRST = "ORDER BY started_at DESC, id DESC"
+
+
+def _run(row: tuple) -> RunRecord:
+    """A run as read: its lease's age on this machine's clock, the store's clock for SQLite."""
+    run = RunRecord(*row)
+    if run.lease_heartbeat is not None:
+        run.lease_age = time.time() - run.lease_heartbeat
+    return run
 
 
 def _failure(exc: sqlite3.Error) -> Exception:
@@ -55,14 +74,15 @@ def _failure(exc: sqlite3.Error) -> Exception:
     return Unavailable(text)
 
 
-class SqliteStore:
+class SqliteStore(SqliteQueue, SqlitePauses):
     durable = True
 
     def __init__(self, path: str, busy_timeout_s: float = 30.0) -> None:
         self.path = path
         self._lock = threading.RLock()
         self._depth = 0            # open transactions of the thread holding the lock (nested writes join)
-        self._journaled = False    # whether the open transaction carries a journal write
+        self._journaled = 0        # journal records the open transaction carries
+        self._tokens: dict[str, str] = {}   # run id -> the token of the lease this store holds (fencing)
         if os.path.isdir(path):
             raise Unavailable("is a directory")
         try:
@@ -82,7 +102,6 @@ class SqliteStore:
             self._flushing = True
             # a checkpoint flushes the log into the file with two fsyncs: one every ~16 MB of log, not every 4 MB
             self._db.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
-            self._hooked = crash.active()
             self._open_format()
         except (sqlite3.Error, ValueError, NewerFormat, Busy) as exc:   # ValueError: a format that is no number
             self._db.close()
@@ -98,7 +117,8 @@ class SqliteStore:
             row = self._db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
             if row is not None and int(row[0]) > FORMAT:
                 raise NewerFormat(int(row[0]), FORMAT)
-            if row is not None and tables >= {"sage_state", "runs", "steps"}:
+            if row is not None and tables >= {"sage_state", "runs", "steps", *QUEUE_TABLES} and \
+                    self._has_token_column():
                 return
         with self._write():
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -108,19 +128,25 @@ class SqliteStore:
                 raise NewerFormat(found, FORMAT)
             for statement in _SCHEMA:
                 self._db.execute(statement)
+            if not self._has_token_column():
+                self._db.execute("ALTER TABLE runs ADD COLUMN lease_token TEXT")
             if found is None:
                 self._db.execute("INSERT INTO meta (key, value) VALUES ('format', ?)", (str(FORMAT),))
+
+    def _has_token_column(self) -> bool:
+        return any(row[1] == "lease_token" for row in self._db.execute("PRAGMA table_info(runs)"))
 
     # ---------------------------------------------------------------- transactions
 
     @contextmanager
-    def _write(self, journal: bool = False, flush: bool = True) -> Iterator[None]:
-        """One `BEGIN IMMEDIATE … COMMIT`; `journal`: it carries a journal write (crash injection counts it);
-        `flush`: the COMMIT waits for the disk (`synchronous = FULL`), else only for the log's write."""
+    def _write(self, journal: int = 0, flush: bool = True, fence: str | None = None) -> Iterator[None]:
+        """One `BEGIN IMMEDIATE … COMMIT`; `journal`: the journal records it carries (crash injection counts
+        them); `flush`: the COMMIT waits for the disk (`synchronous = FULL`), else only for the log's write;
+        `fence`: a run id whose lease, when this store took it, must still be this store's (TakenOver)."""
         with self._lock:
             if self._depth:
                 self._depth += 1
-                self._journaled = self._journaled or journal
+                self._journaled += journal
                 try:
                     yield
                 finally:
@@ -135,10 +161,12 @@ class SqliteStore:
                 raise _failure(exc) from None
             self._depth, self._journaled = 1, journal
             try:
+                if fence is not None and fence in self._tokens:
+                    self._check_fence(fence)
                 yield
                 journaled = self._journaled
                 if journaled:
-                    crash.before_commit()
+                    crash.before_commit(journaled)
                 self._db.execute("COMMIT")
             except BaseException as exc:
                 self._rollback()
@@ -146,9 +174,16 @@ class SqliteStore:
                     raise _failure(exc) from None
                 raise
             finally:
-                self._depth, self._journaled = 0, False
+                self._depth, self._journaled = 0, 0
             if journaled:
-                crash.after_commit()
+                crash.after_commit(journaled)
+
+    def _check_fence(self, run_id: str) -> None:
+        row = self._db.execute("SELECT lease_token, lease_pid, lease_host FROM runs WHERE id = ?",
+                               (run_id,)).fetchone()
+        if row is None or row[0] != self._tokens[run_id]:
+            self._tokens.pop(run_id, None)
+            raise TakenOver(row[1] if row else None, row[2] if row else None)
 
     def _rollback(self) -> None:
         try:
@@ -171,14 +206,14 @@ class SqliteStore:
 
     def set_field(self, agent: str, field: str, value: Any, step: StepRecord | None = None,
                   run_id: str | None = None) -> None:
-        with self._write(journal=step is not None):
+        with self._write(journal=int(step is not None), fence=run_id):
             self._put_field(agent, field, value)
             if step is not None:
                 self._put_step(run_id, step)
 
     def update_field(self, agent: str, field: str, fn: Callable[[tuple[bool, Any]], Any],
                      step: StepRecord | None = None, run_id: str | None = None) -> Any:
-        with self._write(journal=step is not None):
+        with self._write(journal=int(step is not None), fence=run_id):
             rows = self._db.execute("SELECT value FROM sage_state WHERE agent = ? AND field = ?",
                                     (agent, field)).fetchall()
             new = fn((True, parse_json(rows[0][0])) if rows else (False, None))
@@ -197,33 +232,37 @@ class SqliteStore:
 
     def create_run(self, run: RunRecord) -> None:
         with self._write():
-            self._db.execute(f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            self._db.execute(f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                              (run.id, run.started_at, run.status, run.exit_code, run.entry, run.lease_pid,
-                              run.lease_host, run.lease_heartbeat))
+                              run.lease_host, run.lease_heartbeat, run.lease_token))
+        if run.lease_token is not None:
+            self._tokens[run.id] = run.lease_token
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
-        return RunRecord(*rows[0]) if rows else None
+        return _run(rows[0]) if rows else None
 
     def newest_run(self) -> RunRecord | None:
         rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST} LIMIT 1")
-        return RunRecord(*rows[0]) if rows else None
+        return _run(rows[0]) if rows else None
 
     def list_runs(self) -> list[RunRecord]:
-        return [RunRecord(*row) for row in self._read(f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST}")]
+        return [_run(row) for row in self._read(f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST}")]
 
     def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
-        with self._write():
+        with self._write(fence=run_id):
             self._db.execute("UPDATE runs SET status = ?, exit_code = ?, lease_pid = NULL, lease_host = NULL, "
-                             "lease_heartbeat = NULL WHERE id = ?", (status, exit_code, run_id))
+                             "lease_heartbeat = NULL, lease_token = NULL WHERE id = ?", (status, exit_code, run_id))
+        self._tokens.pop(run_id, None)
 
     def prune_runs(self, keep: int) -> list[str]:
         with self._write():
-            rows = self._db.execute(f"SELECT id FROM runs WHERE status IN (?, ?) {_NEWEST_FIRST}",
-                                    (COMPLETED, FAILED)).fetchall()
+            rows = self._db.execute(f"SELECT id FROM runs WHERE status IN (?, ?, ?) {_NEWEST_FIRST}",
+                                    (COMPLETED, FAILED, CANCELLED)).fetchall()
             pruned = [row[0] for row in rows[max(0, keep):]]
             for run_id in pruned:
                 self._db.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
+                self._delete_queue_rows(run_id)
                 self._db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         return pruned
 
@@ -234,20 +273,23 @@ class SqliteStore:
         return [StepRecord(*row[:7], outcome=parse_json(row[7])) for row in rows]
 
     def record_step(self, run_id: str, step: StepRecord) -> None:
-        flush = step.status == STARTED
-        if not flush and not self._hooked:
-            with self._lock:
-                if not self._depth:   # the hot path of a journaled run: one statement is its own transaction
-                    try:
-                        if self._flushing:
-                            self._db.execute("PRAGMA synchronous = NORMAL")
-                            self._flushing = False
-                        self._put_step(run_id, step)
-                    except sqlite3.Error as exc:
-                        raise _failure(exc) from None
-                    return
-        with self._write(journal=True, flush=flush):
+        with self._write(journal=1, flush=step.status == STARTED, fence=run_id):
             self._put_step(run_id, step)
+
+    def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
+        if steps:
+            with self._write(journal=len(steps), flush=False, fence=run_id):
+                for step in steps:
+                    self._put_step(run_id, step)
+
+    def record_intent(self, run_id: str, step: StepRecord) -> bool:
+        with self._write(journal=1, fence=run_id):
+            cursor = self._db.execute(f"INSERT OR IGNORE INTO steps (run_id, {_STEP_COLUMNS}) "
+                                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", self._step_row(run_id, step))
+            claimed = cursor.rowcount == 1
+            if not claimed:
+                self._journaled -= 1   # nothing written: not a journal write
+        return claimed
 
     def delete_step(self, run_id: str, path: str, number: int) -> None:
         with self._write():
@@ -256,53 +298,38 @@ class SqliteStore:
 
     def _put_step(self, run_id: str | None, step: StepRecord) -> None:
         self._db.execute(f"INSERT OR REPLACE INTO steps (run_id, {_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (run_id, step.path, step.number, step.kind, step.target, step.args_hash, step.safety,
-                          step.status, compact_json(step.outcome)))
+                         self._step_row(run_id, step))
 
-    def pause_run(self, run_id: str) -> list[StepRecord]:
-        with self._write(journal=True):   # the run's last write before it waits (crash injection counts it)
-            rows = self._db.execute(f"SELECT {_STEP_COLUMNS} FROM steps WHERE run_id = ? AND status = ? "
-                                    "ORDER BY path, number", (run_id, WAITING)).fetchall()
-            self._db.execute("UPDATE runs SET status = ?, exit_code = ?, lease_pid = NULL, lease_host = NULL, "
-                             "lease_heartbeat = NULL WHERE id = ?",
-                             (PAUSED, 5, run_id) if rows else (RUNNING, None, run_id))
-        return [StepRecord(*row[:7], outcome=parse_json(row[7])) for row in rows]
-
-    def decide_step(self, run_id: str, step: StepRecord) -> bool:
-        with self._write():
-            row = self._db.execute("SELECT status FROM steps WHERE run_id = ? AND path = ? AND number = ?",
-                                   (run_id, step.path, step.number)).fetchone()
-            if row is None or row[0] != WAITING:
-                return False
-            self._put_step(run_id, step)
-            self._db.execute("UPDATE runs SET status = ?, exit_code = NULL WHERE id = ? AND status = ?",
-                             (RUNNING, run_id, PAUSED))
-        return True
+    @staticmethod
+    def _step_row(run_id: str | None, step: StepRecord) -> tuple:
+        return (run_id, step.path, step.number, step.kind, step.target, step.args_hash, step.safety, step.status,
+                compact_json(step.outcome))
 
     # ---------------------------------------------------------------- leases
 
-    def acquire_lease(self, run_id: str, pid: int, host: str, now: float,
+    def acquire_lease(self, run_id: str, pid: int, host: str, token: str,
                       is_stale: Callable[[RunRecord], bool]) -> RunRecord | None:
         with self._write():
             rows = self._db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchall()
             if not rows:
                 raise KeyError(run_id)
-            run = RunRecord(*rows[0])
+            run = _run(rows[0])
             if run.lease_pid is not None and not is_stale(run):
                 return run
-            self._db.execute("UPDATE runs SET lease_pid = ?, lease_host = ?, lease_heartbeat = ? WHERE id = ?",
-                             (pid, host, now, run_id))
+            self._db.execute("UPDATE runs SET lease_pid = ?, lease_host = ?, lease_heartbeat = ?, lease_token = ? "
+                             "WHERE id = ?", (pid, host, time.time(), token, run_id))
+        self._tokens[run_id] = token
         return None
 
-    def heartbeat(self, run_id: str, pid: int, now: float) -> None:
-        with self._write():
-            self._db.execute("UPDATE runs SET lease_heartbeat = ? WHERE id = ? AND lease_pid = ?",
-                             (now, run_id, pid))
+    def heartbeat(self, run_id: str) -> None:
+        with self._write(fence=run_id):
+            self._db.execute("UPDATE runs SET lease_heartbeat = ? WHERE id = ?", (time.time(), run_id))
 
     def release_lease(self, run_id: str) -> None:
-        with self._write():
-            self._db.execute("UPDATE runs SET lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL "
-                             "WHERE id = ?", (run_id,))
+        with self._write(fence=run_id):
+            self._db.execute("UPDATE runs SET lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL, "
+                             "lease_token = NULL WHERE id = ?", (run_id,))
+        self._tokens.pop(run_id, None)
 
     def close(self) -> None:
         with self._lock:

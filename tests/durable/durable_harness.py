@@ -2,8 +2,9 @@
 that use the counting MCP server, `sage` runs whose output is interleaved with the store's journal-write
 marks, halts resolved from the server's ledger, and the search for server processes left behind.
 
-A project is a fresh directory with a grove.toml holding `[persistence]` and `[tools.Counter]` (the counting
-server, started with this interpreter), `src/main.sg` (a program of `programs/`) and `src/counter.sg` (the
+A project is a fresh directory with a grove.toml holding `[persistence]` (SQLite, or with `state_url` a
+PostgreSQL database, the project named after its directory so that the projects of one database never mix)
+and `[tools.Counter]` (the counting server, started with this interpreter), `src/main.sg` (a program of `programs/`) and `src/counter.sg` (the
 tool block). Its ledger is `ledger.jsonl` in the project; COUNTING_LEDGER reaches the server through the
 `$` reference of its `env` table.
 
@@ -42,7 +43,7 @@ GROVE = """\
 name = "{name}"
 
 [persistence]
-backend = "sqlite"
+{persistence}
 
 [tools.Counter]
 command = {python}
@@ -51,16 +52,34 @@ env = {{ {ledger_var} = "${ledger_var}" }}
 """
 
 
-def make_project(parent: Path, program: str, name: str | None = None) -> Path:
-    """A fresh project running `programs/<program>.sg`, in parent/<name or program>."""
+def make_project(parent: Path, program: str, name: str | None = None, state_url: str | None = None) -> Path:
+    """A fresh project running `programs/<program>.sg`, in parent/<name or program>; its store is
+    .sage/state.db, or the PostgreSQL database of `state_url`."""
     root = parent / (name or program)
     (root / "src").mkdir(parents=True)
     shutil.copy(PROGRAMS / f"{program}.sg", root / "src" / "main.sg")
     shutil.copy(PROGRAMS / "counter.sg", root / "src" / "counter.sg")
-    (root / "grove.toml").write_text(GROVE.format(name=program, python=json.dumps(sys.executable),
-                                                  server=json.dumps(str(SERVER)), ledger_var=LEDGER_VAR),
-                                     encoding="utf-8")
+    project_name = program
+    persistence = 'backend = "sqlite"'
+    if state_url is not None:
+        project_name = f"{program}-{parent.name}-{name or program}"
+        persistence = f'backend = "postgres"\nurl = {json.dumps(state_url)}'
+    (root / "grove.toml").write_text(GROVE.format(name=project_name, persistence=persistence,
+                                                  python=json.dumps(sys.executable), server=json.dumps(str(SERVER)),
+                                                  ledger_var=LEDGER_VAR), encoding="utf-8")
     return root
+
+
+def open_project_store(project: Path) -> Any:
+    """The store of a project of `make_project` (SQLite or PostgreSQL, as its grove.toml says)."""
+    import tomllib
+    config = tomllib.loads((project / "grove.toml").read_text(encoding="utf-8"))
+    persistence = config["persistence"]
+    if persistence.get("backend") == "postgres":
+        from sagepy.store.postgres import PostgresStore
+        return PostgresStore(persistence["url"], config["project"]["name"])
+    from sagepy.store.sqlite import SqliteStore
+    return SqliteStore(str(project / ".sage" / "state.db"))
 
 
 def ledger_path(project: Path) -> Path:
@@ -212,8 +231,7 @@ def wait_for_servers_to_end(project: Path, timeout: float = 30.0) -> list[int]:
 
 def read_field(project: Path, agent: str, name: str) -> Any:
     """A `@persistent` field's stored JSON value (None when never written)."""
-    from sagepy.store.sqlite import SqliteStore
-    store = SqliteStore(str(project / ".sage" / "state.db"))
+    store = open_project_store(project)
     try:
         return store.get_field(agent, name)[1]
     finally:
@@ -221,8 +239,7 @@ def read_field(project: Path, agent: str, name: str) -> Any:
 
 
 def run_status(project: Path, run_id: str) -> str | None:
-    from sagepy.store.sqlite import SqliteStore
-    store = SqliteStore(str(project / ".sage" / "state.db"))
+    store = open_project_store(project)
     try:
         run = store.get_run(run_id)
         return None if run is None else run.status

@@ -22,11 +22,16 @@ charged, `--not-run` when it did not. Then:
 tests/llm/strict_server.py) asks for the destructive charge and then a read-only echo: each model turn and
 each call it asks for is a journal step.
 
+Backends: the sweep runs on SQLite and on PostgreSQL (a real server, tests/pgcluster.py; each case's project
+has a name of its own in one database, as separate checkouts would).
+
 Cost: every attempt of an MCP program starts Python twice (sage and the server). By default (CI) every k is
 swept with the crash after the write, and the crash before the write for every k of the programs without MCP
 and every second k of the others (in `classes` those are the writes that record a call's outcome: a crash
 before them leaves a charge the journal does not know, the case `--ok` resolves); SAGE_SWEEP=exhaustive
-sweeps both variants at every k of every program. SAGE_SWEEP_REPORT=FILE
+sweeps both variants at every k of every program. On PostgreSQL the suite samples: each variant at every
+third k (the two variants at different k), which visits every kind of write of every program; SAGE_SWEEP=
+exhaustive sweeps it whole too (bench/README.md has the figures). SAGE_SWEEP_REPORT=FILE
 appends one JSON line of figures per program.
 """
 from __future__ import annotations
@@ -114,13 +119,16 @@ def model() -> StrictChatServer:
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
-def test_crash_sweep(program: Program, tmp_path: Path, cache_dir: Path, model: StrictChatServer) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_crash_sweep(backend: str, program: Program, tmp_path: Path, cache_dir: Path, model: StrictChatServer,
+                     request: pytest.FixtureRequest) -> None:
     started = time.monotonic()
     llm = {"SAGE_LLM_URL": model.url, "SAGE_API_KEY": "sk-test"}
-    base = uncrashed(program, tmp_path, cache_dir, llm)
-    points = crash_points(program, base)
+    state_url = request.getfixturevalue("pg_url") if backend == "postgres" else None
+    base = uncrashed(program, tmp_path, cache_dir, llm, state_url)
+    points = crash_points(program, base, backend)
     with ThreadPoolExecutor(WORKERS) as pool:
-        futures = [pool.submit(sweep_case, program, base, variant, k, tmp_path, cache_dir, llm)
+        futures = [pool.submit(sweep_case, program, base, variant, k, tmp_path, cache_dir, llm, state_url)
                    for variant, k in points]
     failures, cases = [], []
     for (variant, k), future in zip(points, futures):
@@ -128,7 +136,7 @@ def test_crash_sweep(program: Program, tmp_path: Path, cache_dir: Path, model: S
             cases.append(future.result())
         except AssertionError as exc:
             failures.append(f"crash {variant} write {k}: {exc}")
-    figures = {"program": program.name, "writes": base.writes, "points": len(points),
+    figures = {"backend": backend, "program": program.name, "writes": base.writes, "points": len(points),
                "attempts": sum(len(c.attempts) for c in cases), "halts": sum(len(c.halts) for c in cases),
                "seconds": round(time.monotonic() - started, 1)}
     print(json.dumps(figures))
@@ -140,8 +148,9 @@ def test_crash_sweep(program: Program, tmp_path: Path, cache_dir: Path, model: S
     assert model.errors == [], model.errors
 
 
-def uncrashed(program: Program, tmp_path: Path, cache_dir: Path, llm: dict[str, str]) -> Baseline:
-    project = make_project(tmp_path, program.name, "uncrashed")
+def uncrashed(program: Program, tmp_path: Path, cache_dir: Path, llm: dict[str, str],
+              state_url: str | None) -> Baseline:
+    project = make_project(tmp_path, program.name, "uncrashed", state_url)
     attempt = run_sage(project, ["run"], sage_env(project, cache_dir, **llm), tmp_path / "uncrashed.log")
     assert attempt.code == program.exit_code, attempt.stderr
     assert run_id_in(attempt.stderr) is not None, attempt.stderr
@@ -154,10 +163,13 @@ def uncrashed(program: Program, tmp_path: Path, cache_dir: Path, llm: dict[str, 
     return Baseline(attempt.code, attempt.output, attempt.writes, calls, fields)
 
 
-def crash_points(program: Program, base: Baseline) -> list[tuple[str, int]]:
+def crash_points(program: Program, base: Baseline, backend: str = "sqlite") -> list[tuple[str, int]]:
     every = range(1, base.writes + 1)
+    exhaustive = os.environ.get("SAGE_SWEEP") == "exhaustive"
+    if backend == "postgres" and not exhaustive:
+        return [("after", k) for k in every if k % 3 == 1] + [("before", k) for k in every if k % 3 == 2]
     points = [("after", k) for k in every]
-    if os.environ.get("SAGE_SWEEP") == "exhaustive" or not program.mcp:
+    if exhaustive or not program.mcp:
         points += [("before", k) for k in every]
     else:
         points += [("before", k) for k in every if k % 2 == 0]
@@ -165,8 +177,8 @@ def crash_points(program: Program, base: Baseline) -> list[tuple[str, int]]:
 
 
 def sweep_case(program: Program, base: Baseline, variant: str, k: int, tmp_path: Path, cache_dir: Path,
-               llm: dict[str, str]) -> Case:
-    project = make_project(tmp_path, program.name, f"{variant}-{k}")
+               llm: dict[str, str], state_url: str | None = None) -> Case:
+    project = make_project(tmp_path, program.name, f"{variant}-{k}", state_url)
     env = sage_env(project, cache_dir, **llm)
     attempts: list[Attempt] = []
     halts: list[Halt] = []

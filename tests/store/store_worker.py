@@ -37,8 +37,8 @@ def main(command: str, path: str, *rest: str) -> None:
         record = base.StepRecord("Main", 1, "state", "n.set", "00" * 32, "idempotent", base.DONE, 42)
         store.set_field("Main", "n", 42, record, "r1")
     elif command == "lease":
-        owner = store.acquire_lease("r1", int(rest[0]), "host", time.time(),
-                                    lambda run: time.time() - run.lease_heartbeat >= 10.0)
+        owner = store.acquire_lease("r1", int(rest[0]), "host", f"token-{rest[0]}",
+                                    lambda run: run.lease_age >= 10.0)
         print("taken" if owner is None else f"refused {owner.lease_pid}")
     store.close()
 

@@ -1,4 +1,5 @@
-"""Every method of sagepy.store.base.Store, on both backends (SQLite file and process memory)."""
+"""Every method of sagepy.store.base.Store, on every backend: a SQLite file, a PostgreSQL database (a real
+server, tests/pgcluster.py) and process memory."""
 from __future__ import annotations
 
 import threading
@@ -12,9 +13,18 @@ from sagepy.store.memory import MemoryStore
 from sagepy.store.sqlite import SqliteStore
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+def make_store(kind: str, request, tmp_path: Path, project: str = "demo"):
+    if kind == "sqlite":
+        return SqliteStore(str(tmp_path / ".sage" / "state.db"))
+    if kind == "postgres":
+        from sagepy.store.postgres import PostgresStore
+        return PostgresStore(request.getfixturevalue("pg_url"), project)
+    return MemoryStore()
+
+
+@pytest.fixture(params=["sqlite", "postgres", "memory"])
 def store(request, tmp_path: Path):
-    made = SqliteStore(str(tmp_path / ".sage" / "state.db")) if request.param == "sqlite" else MemoryStore()
+    made = make_store(request.param, request, tmp_path)
     yield made
     made.close()
 
@@ -32,8 +42,11 @@ def test_the_backends_say_what_they_are(store, tmp_path: Path) -> None:
         assert (store.path, store.durable) == (str(tmp_path / ".sage" / "state.db"), True)
         assert store._db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert store._db.execute("PRAGMA synchronous").fetchone() == (2,)   # FULL: each COMMIT is on disk
-    else:
+    elif isinstance(store, MemoryStore):
         assert (store.path, store.durable) == (None, False)
+    else:   # the URL as messages show it: the password masked
+        assert store.durable and store.path.startswith("postgresql://sage:***@127.0.0.1:")
+        assert "PgSecret" not in store.path
 
 
 def test_a_field_holds_json_data(store) -> None:
@@ -130,6 +143,9 @@ def test_runs_are_listed_newest_first_and_ended(store) -> None:
     assert [r.id for r in store.list_runs()] == ["20260101-000002-cccc", "20260101-000001-bbbb",
                                                  "20260101-000000-aaaa"]
     newest = store.newest_run()
+    if not isinstance(store, (SqliteStore, MemoryStore)):   # PostgreSQL stamps a heartbeat with its own clock
+        assert 0 <= newest.lease_age < 5
+        newest.lease_heartbeat = 102.5
     assert newest == run("20260101-000002-cccc", 102.0, lease_pid=7, lease_host="h", lease_heartbeat=102.5)
     assert store.get_run("nope") is None
     store.end_run("20260101-000002-cccc", base.COMPLETED, 0)
@@ -172,23 +188,24 @@ def test_prune_keeps_the_newest_ended_runs_and_never_touches_unended_ones(store)
 def test_a_lease_is_taken_when_free_or_stale_and_refused_when_fresh(store) -> None:
     store.create_run(run("r1", 1.0))
     never_stale = lambda owner: False  # noqa: E731
-    assert store.acquire_lease("r1", 100, "host-a", 10.0, never_stale) is None
-    owner = store.acquire_lease("r1", 200, "host-b", 11.0, never_stale)
-    assert (owner.lease_pid, owner.lease_host, owner.lease_heartbeat) == (100, "host-a", 10.0)
-    store.heartbeat("r1", 100, 12.0)
-    store.heartbeat("r1", 200, 99.0)   # not the owner: ignored
-    assert store.get_run("r1").lease_heartbeat == 12.0
+    assert store.acquire_lease("r1", 100, "host-a", "token-a", never_stale) is None
+    owner = store.acquire_lease("r1", 200, "host-b", "token-b", never_stale)
+    assert (owner.lease_pid, owner.lease_host, owner.lease_token) == (100, "host-a", "token-a")
+    assert 0 <= owner.lease_age < 5   # on the store's clock: just taken
+    beat = owner.lease_heartbeat
+    store.heartbeat("r1")
+    assert store.get_run("r1").lease_heartbeat >= beat
     seen = []
 
-    def stale_after_20(owner):
+    def stale(owner):
         seen.append(replace(owner))
-        return owner.lease_heartbeat < 20.0
+        return True
 
-    assert store.acquire_lease("r1", 200, "host-b", 30.0, stale_after_20) is None
+    assert store.acquire_lease("r1", 200, "host-b", "token-b", stale) is None
     assert seen[0].lease_pid == 100
     assert (store.get_run("r1").lease_pid, store.get_run("r1").lease_host) == (200, "host-b")
     store.release_lease("r1")
     assert store.get_run("r1").lease_pid is None
-    assert store.acquire_lease("r1", 300, "host-c", 31.0, never_stale) is None
+    assert store.acquire_lease("r1", 300, "host-c", "token-c", never_stale) is None
     with pytest.raises(KeyError):
-        store.acquire_lease("missing", 1, "h", 1.0, never_stale)
+        store.acquire_lease("missing", 1, "h", "t", never_stale)

@@ -84,9 +84,9 @@ def test_every_committed_journal_write_is_counted_and_no_other(db_path: str, tmp
 def test_a_lease_taken_by_one_process_is_refused_to_another_until_stale(db_path: str) -> None:
     assert finish(start("lease", db_path, "111"))[1] == "taken\n"
     assert finish(start("lease", db_path, "222"))[1] == "refused 111\n"
-    store = SqliteStore(db_path)
-    store.heartbeat("r1", 111, time.time() - 60)   # the owner stopped beating a minute ago
-    store.close()
+    db = sqlite3.connect(db_path, isolation_level=None)   # the owner stopped beating a minute ago
+    db.execute("UPDATE runs SET lease_heartbeat = ?", (time.time() - 60,))
+    db.close()
     assert finish(start("lease", db_path, "222"))[1] == "taken\n"
     assert SqliteStore(db_path).get_run("r1").lease_pid == 222
 

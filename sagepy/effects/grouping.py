@@ -1,0 +1,106 @@
+"""Grouped outcome commits (SPEC §14): the outcome records of read-only and idempotent steps wait in memory
+and are committed together, one transaction for many steps, instead of one each.
+
+A pending outcome is committed before the next destructive step's intent, before any `state` write, before
+a pause or halt and before the run ends (the journal calls `flush` there), and never waits longer than
+`MAX_WAIT_SECONDS`: a timer thread commits whatever is pending when its oldest record reaches that age. A
+crash can then lose only outcomes of steps that are safe to perform again, and since groups commit in the
+order their records were made, what survives a crash is always a prefix of the journal. Every agent of the
+run shares one group, so that one agent's intent also commits another agent's earlier outcomes.
+
+A commit that fails keeps its records pending, in order (a journal never has a gap). On the timer's thread
+it cannot raise into the program: the failure is kept, the timer stops, and the next `add` or `flush`, on
+an agent's thread, raises it.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from ..store.base import StepRecord
+
+MAX_WAIT_SECONDS = 0.05
+# The timer commits a little before the limit: waking up and committing take time too.
+_TIMER_SECONDS = 0.04
+
+
+class OutcomeGroups:
+    def __init__(self, commit: Callable[[list[StepRecord]], None]) -> None:
+        self._commit = commit                 # store.record_steps(run_id, records), one transaction
+        self._pending: list[StepRecord] = []
+        self._oldest = 0.0                    # monotonic time the oldest pending record was added
+        self._lock = threading.Lock()         # guards _pending
+        self._flushing = threading.Lock()     # one commit at a time, in the order the records were made
+        self._wake = threading.Condition(self._lock)
+        self._failure: BaseException | None = None
+        self._closed = False
+        self._timer = threading.Thread(target=self._run_timer, name="sage-journal-group", daemon=True)
+        self._timer.start()
+
+    def add(self, record: StepRecord) -> None:
+        with self._lock:
+            self._raise_failure()
+            if not self._pending:
+                self._oldest = time.monotonic()
+                self._wake.notify()
+            self._pending.append(record)
+
+    def flush(self) -> None:
+        """Commit every pending record now (on the caller's thread); raises what a commit raised."""
+        with self._flushing:
+            with self._lock:
+                self._raise_failure()
+                records, self._pending = self._pending, []
+            if records:
+                try:
+                    self._commit(records)
+                except BaseException:   # kept, in order, for the next flush: a journal never has a gap
+                    with self._lock:
+                        self._pending[:0] = records
+                    raise
+
+    def discard(self) -> None:
+        """Forget the pending records (the run lost its lease: they must not be written) and stop the timer."""
+        with self._lock:
+            self._pending = []
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._wake.notify()
+
+    def _raise_failure(self) -> None:
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
+
+    def _run_timer(self) -> None:
+        while True:
+            with self._lock:
+                while not self._pending and not self._closed:
+                    self._wake.wait()
+                if self._closed:
+                    return
+                delay = self._oldest + _TIMER_SECONDS - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            try:
+                self.flush()
+            except BaseException as exc:  # kept for an agent's thread: see the module's docstring
+                with self._lock:
+                    self._failure = exc
+                    self._closed = True
+                return
+
+
+# Outcomes the program uses at once and that cannot be had again: never grouped (SPEC §14).
+_UNGROUPED_TARGETS = frozenset({"read_line", "read_all", "ask"})
+
+
+def groupable(record: StepRecord) -> bool:
+    """Whether an outcome record may wait in a group: a read-only or idempotent step's, other than an
+    approval's, an answer's (`ask`) or a line of stdin's."""
+    return record.safety in ("read_only", "idempotent") and record.kind != "approval" \
+        and record.target not in _UNGROUPED_TARGETS

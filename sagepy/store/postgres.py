@@ -1,0 +1,414 @@
+"""The PostgreSQL store (`[persistence] backend = "postgres"`, SPEC §14.1): `@persistent` fields, runs, journal
+steps and leases in one database that many machines share, with psycopg 3 (imported only here).
+
+Everything lives in the configured schema (default `sage`) and is keyed by the project name, so the projects
+of one database never mix. The tables are created on first use, under a transaction-level advisory lock, so
+that several processes starting at once on an empty database do not trip over each other's CREATEs; `meta`
+holds the format version, and a newer one is refused as SQLite's is.
+
+One connection (autocommit; explicit transactions where a write has several statements) serves every agent
+thread behind a reentrant lock; a write made while this thread has a transaction open (a field `set` inside
+an `update` function) joins it. Durability: a destructive step's intent, field writes and run records
+commit with `synchronous_commit = on` (the server's default); grouped outcome records with `off` (lost only
+when the database server itself crashes, and then performed again or halted on, never fired twice).
+
+Clocks: heartbeats are the server's `now()` and a lease's age is `now() - heartbeat`, so machines whose clocks
+disagree still agree on who owns a run. Fencing: a journal write of a run this store holds the lease of
+locks the run's row (`FOR SHARE`, so a takeover's UPDATE waits for it) and checks the token first; a lease
+taken over meanwhile raises TakenOver and writes nothing. Claims: an intent is inserted, never overwritten
+(`ON CONFLICT DO NOTHING`), and carries its writer's token, so that a write retried after a lost connection
+recognises its own.
+
+A lost connection is retried for up to 30 s (a restarting server, a failover), each write as a whole
+transaction again: the writes are upserts, and an `update` that carries a journal record first looks for
+that record, so a transaction whose COMMIT went through before the connection broke is not applied twice.
+After 30 s: Unreachable. A lock held for 30 s (`lock_timeout`) is Busy.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, TypeVar
+
+from ..core.json_text import compact_json, parse_json
+from . import crash
+from .base import (Busy, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, Unreachable, COMPLETED,
+                   FAILED, STARTED)
+from .pauses import PostgresPauses
+from .postgres_queue import PostgresQueue
+from .queue import CANCELLED
+
+FORMAT = 1   # the journal format this sagepy writes and reads
+RETRY_SECONDS = 30.0
+CONNECT_TIMEOUT_S = 10
+_Result = TypeVar("_Result")
+
+_RUN_COLUMNS = ("id, started_at, status, exit_code, entry, lease_pid, lease_host, "
+                "extract(epoch FROM lease_heartbeat)::float8, lease_token, "
+                "extract(epoch FROM now() - lease_heartbeat)::float8")
+_STEP_COLUMNS = "path, number, kind, target, args_hash, safety, status, outcome"
+_NEWEST_FIRST = 'ORDER BY started_at DESC, id COLLATE "C" DESC'
+
+
+def _schema_statements(s: str) -> list[str]:
+    return [
+        f"CREATE SCHEMA IF NOT EXISTS {s}",
+        f"CREATE TABLE IF NOT EXISTS {s}.meta (key text PRIMARY KEY, value text NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {s}.fields (project text NOT NULL, agent text NOT NULL, field text NOT NULL, "
+        "value text NOT NULL, PRIMARY KEY (project, agent, field))",
+        f"CREATE TABLE IF NOT EXISTS {s}.runs (project text NOT NULL, id text NOT NULL, "
+        "started_at double precision NOT NULL, status text NOT NULL, exit_code integer, entry text NOT NULL, "
+        "lease_pid integer, lease_host text, lease_heartbeat timestamptz, lease_token text, "
+        "PRIMARY KEY (project, id))",
+        f"CREATE TABLE IF NOT EXISTS {s}.steps (project text NOT NULL, run_id text NOT NULL, path text NOT NULL, "
+        "number integer NOT NULL, kind text NOT NULL, target text NOT NULL, args_hash text NOT NULL, "
+        "safety text NOT NULL, status text NOT NULL, outcome text NOT NULL, token text, "
+        "PRIMARY KEY (project, run_id, path, number))",
+    ]
+
+
+def first_line(exc: BaseException) -> str:
+    """A driver error as one line: libpq's message without its hint lines."""
+    text = str(exc).strip().splitlines()
+    line = text[0].strip() if text else type(exc).__name__
+    return line.removeprefix("connection failed: ")
+
+
+class PostgresStore(PostgresQueue, PostgresPauses):
+    durable = True
+
+    def __init__(self, url: str, project: str, schema: str = "sage", shown: str | None = None,
+                 retry_seconds: float = RETRY_SECONDS) -> None:
+        import psycopg
+        from psycopg import sql
+        self._psycopg = psycopg
+        from ..secrecy import mask_passwords
+        self.path = shown if shown is not None else mask_passwords(url)   # for messages: never the password
+        self.project = project
+        self._url = url
+        self._retry_seconds = retry_seconds
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._journaled = 0
+        self._tokens: dict[str, str] = {}   # run id -> the token of the lease this store holds
+        self._conn: Any = None
+        self._connect()
+        self._s = sql.Identifier(schema).as_string(self._conn)
+        try:
+            self._open_format()
+            self._open_queue()
+        except BaseException:
+            self.close()
+            raise
+
+    # ---------------------------------------------------------------- connection
+
+    def _connect(self) -> None:
+        psycopg = self._psycopg
+        try:
+            conn = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                                   application_name="sagepy")
+            conn.execute("SET lock_timeout = '30s'")
+        except psycopg.Error as exc:
+            raise Unreachable(self._masked(first_line(exc))) from None
+        self._conn = conn
+
+    def _masked(self, text: str) -> str:
+        from ..secrecy import mask_passwords
+        return mask_passwords(text, self._url)
+
+    def _lost(self) -> bool:
+        conn = self._conn
+        return conn is None or conn.closed or conn.broken
+
+    def _open_format(self) -> None:
+        errors = self._psycopg.errors
+        s = self._s
+        try:
+            row = self._conn.execute(f"SELECT value FROM {s}.meta WHERE key = 'format'").fetchone()
+        except (errors.UndefinedTable, errors.InvalidSchemaName):
+            row = None
+        except self._psycopg.Error as exc:
+            raise self._failure(exc) from None
+        if row is not None:
+            if int(row[0]) > FORMAT:
+                raise NewerFormat(int(row[0]), FORMAT)
+            return
+
+        def create(conn: Any) -> None:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"sagepy schema {s}",))
+            for statement in _schema_statements(s):
+                conn.execute(statement)
+            conn.execute(f"INSERT INTO {s}.meta (key, value) VALUES ('format', %s) ON CONFLICT (key) DO NOTHING",
+                         (str(FORMAT),))
+            found = conn.execute(f"SELECT value FROM {s}.meta WHERE key = 'format'").fetchone()
+            if int(found[0]) > FORMAT:
+                raise NewerFormat(int(found[0]), FORMAT)
+        self._write(create)
+
+    def _failure(self, exc: BaseException) -> Exception:
+        errors = self._psycopg.errors
+        if isinstance(exc, (errors.LockNotAvailable, errors.DeadlockDetected)):
+            return Busy(self._masked(first_line(exc)))
+        return Unavailable(self._masked(first_line(exc)))
+
+    # ---------------------------------------------------------------- transactions
+
+    def _call(self, work: Callable[[Any], _Result], transaction: bool, journal: int = 0, fence: str | None = None,
+              durable: bool = True) -> _Result:
+        """Run `work(connection)`, in one transaction when `transaction`, again as a whole on a new connection
+        while the connection is lost, for up to 30 s."""
+        psycopg = self._psycopg
+        with self._lock:
+            if self._depth:   # a write inside an open transaction (an `update` function's `set`) joins it
+                self._depth += 1
+                self._journaled += journal
+                try:
+                    return work(self._conn)
+                finally:
+                    self._depth -= 1
+            deadline = None
+            while True:
+                try:
+                    if self._lost():
+                        self._connect()
+                    if not transaction:
+                        return work(self._conn)
+                    return self._transaction(work, journal, fence, durable)
+                except (psycopg.Error, Unreachable) as exc:
+                    if not self._lost():
+                        raise self._failure(exc) from None
+                    now = time.monotonic()
+                    deadline = deadline if deadline is not None else now + self._retry_seconds
+                    if now >= deadline:
+                        reason = str(exc) if isinstance(exc, Unreachable) else self._masked(first_line(exc))
+                        raise Unreachable(reason) from None
+                    time.sleep(min(0.25, deadline - now))
+
+    def _transaction(self, work: Callable[[Any], _Result], journal: int, fence: str | None,
+                     durable: bool) -> _Result:
+        conn = self._conn
+        self._depth, self._journaled = 1, journal
+        try:
+            with conn.transaction():
+                if not durable:
+                    conn.execute("SET LOCAL synchronous_commit = off")
+                if fence is not None and fence in self._tokens:
+                    self._check_fence(conn, fence)
+                result = work(conn)
+                records = self._journaled
+                if records:
+                    crash.before_commit(records)
+        finally:
+            self._depth, self._journaled = 0, 0
+        if records:
+            crash.after_commit(records)
+        return result
+
+    def _write(self, work: Callable[[Any], _Result], journal: int = 0, fence: str | None = None,
+               durable: bool = True) -> _Result:
+        return self._call(work, True, journal, fence, durable)
+
+    def _read(self, query: str, args: tuple = ()) -> list[tuple]:
+        return self._call(lambda conn: conn.execute(query, args).fetchall(), False)
+
+    def _check_fence(self, conn: Any, run_id: str) -> None:
+        row = conn.execute(f"SELECT lease_token, lease_pid, lease_host FROM {self._s}.runs "
+                           "WHERE project = %s AND id = %s FOR SHARE", (self.project, run_id)).fetchone()
+        if row is None or row[0] != self._tokens[run_id]:
+            self._tokens.pop(run_id, None)
+            raise TakenOver(row[1] if row else None, row[2] if row else None)
+
+    # ---------------------------------------------------------------- @persistent fields
+
+    def get_field(self, agent: str, field: str) -> tuple[bool, Any]:
+        rows = self._read(f"SELECT value FROM {self._s}.fields WHERE project = %s AND agent = %s AND field = %s",
+                          (self.project, agent, field))
+        return (True, parse_json(rows[0][0])) if rows else (False, None)
+
+    def set_field(self, agent: str, field: str, value: Any, step: StepRecord | None = None,
+                  run_id: str | None = None) -> None:
+        def work(conn: Any) -> None:
+            self._lock_field(conn, agent, field)
+            self._put_field(conn, agent, field, value)
+            if step is not None:
+                self._put_step(conn, run_id, step)
+        self._write(work, journal=int(step is not None), fence=run_id)
+
+    def update_field(self, agent: str, field: str, fn: Callable[[tuple[bool, Any]], Any],
+                     step: StepRecord | None = None, run_id: str | None = None) -> Any:
+        def work(conn: Any) -> Any:
+            if step is not None:   # a retry whose first COMMIT went through: its record is there, with the value
+                done = conn.execute(f"SELECT outcome FROM {self._s}.steps WHERE project = %s AND run_id = %s "
+                                    "AND path = %s AND number = %s AND token IS NOT DISTINCT FROM %s",
+                                    (self.project, run_id, step.path, step.number,
+                                     self._tokens.get(run_id))).fetchone()
+                if done is not None:
+                    self._journaled = 0
+                    return parse_json(done[0])
+            self._lock_field(conn, agent, field)
+            rows = conn.execute(f"SELECT value FROM {self._s}.fields WHERE project = %s AND agent = %s "
+                                "AND field = %s", (self.project, agent, field)).fetchall()
+            new = fn((True, parse_json(rows[0][0])) if rows else (False, None))
+            self._put_field(conn, agent, field, new)
+            if step is not None:
+                step.outcome = new
+                self._put_step(conn, run_id, step)
+            return new
+        return self._write(work, journal=int(step is not None), fence=run_id)
+
+    def _lock_field(self, conn: Any, agent: str, field: str) -> None:
+        """The field's lock until the transaction ends: updates (and sets) of one field never interleave."""
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                     (f"sagepy field {self._s}\x1f{self.project}\x1f{agent}\x1f{field}",))
+
+    def _put_field(self, conn: Any, agent: str, field: str, value: Any) -> None:
+        conn.execute(f"INSERT INTO {self._s}.fields (project, agent, field, value) VALUES (%s, %s, %s, %s) "
+                     "ON CONFLICT (project, agent, field) DO UPDATE SET value = excluded.value",
+                     (self.project, agent, field, compact_json(value)))
+
+    # ---------------------------------------------------------------- runs
+
+    def create_run(self, run: RunRecord) -> None:
+        def work(conn: Any) -> None:
+            conn.execute(f"INSERT INTO {self._s}.runs (project, id, started_at, status, exit_code, entry, "
+                         "lease_pid, lease_host, lease_heartbeat, lease_token) VALUES (%s, %s, %s, %s, %s, %s, %s, "
+                         "%s, CASE WHEN %s THEN now() END, %s) ON CONFLICT (project, id) DO NOTHING",
+                         (self.project, run.id, run.started_at, run.status, run.exit_code, run.entry, run.lease_pid,
+                          run.lease_host, run.lease_pid is not None, run.lease_token))
+            found = conn.execute(f"SELECT lease_token FROM {self._s}.runs WHERE project = %s AND id = %s",
+                                 (self.project, run.id)).fetchone()
+            if found[0] != run.lease_token:   # not this call's insert (a retry's first try would match)
+                raise Unavailable(f"run {run.id} exists")
+        self._write(work)
+        if run.lease_token is not None:
+            self._tokens[run.id] = run.lease_token
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM {self._s}.runs WHERE project = %s AND id = %s",
+                          (self.project, run_id))
+        return RunRecord(*rows[0]) if rows else None
+
+    def newest_run(self) -> RunRecord | None:
+        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM {self._s}.runs WHERE project = %s {_NEWEST_FIRST} LIMIT 1",
+                          (self.project,))
+        return RunRecord(*rows[0]) if rows else None
+
+    def list_runs(self) -> list[RunRecord]:
+        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM {self._s}.runs WHERE project = %s {_NEWEST_FIRST}",
+                          (self.project,))
+        return [RunRecord(*row) for row in rows]
+
+    def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
+        self._set_lease_free(run_id, ", status = %s, exit_code = %s", (status, exit_code))
+
+    def release_lease(self, run_id: str) -> None:
+        self._set_lease_free(run_id, "", ())
+
+    def _set_lease_free(self, run_id: str, assignments: str, values: tuple) -> None:
+        def work(conn: Any) -> None:
+            conn.execute(f"UPDATE {self._s}.runs SET lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL, "
+                         f"lease_token = NULL{assignments} WHERE project = %s AND id = %s",
+                         (*values, self.project, run_id))
+        self._write(work, fence=run_id)
+        self._tokens.pop(run_id, None)
+
+    def prune_runs(self, keep: int) -> list[str]:
+        def work(conn: Any) -> list[str]:
+            rows = conn.execute(f"SELECT id FROM {self._s}.runs WHERE project = %s AND status IN (%s, %s, %s) "
+                                f"{_NEWEST_FIRST} FOR UPDATE", (self.project, COMPLETED, FAILED, CANCELLED)).fetchall()
+            pruned = [row[0] for row in rows[max(0, keep):]]
+            if pruned:
+                self._delete_queue_rows(conn, pruned)
+                conn.execute(f"DELETE FROM {self._s}.steps WHERE project = %s AND run_id = ANY(%s)",
+                             (self.project, pruned))
+                conn.execute(f"DELETE FROM {self._s}.runs WHERE project = %s AND id = ANY(%s)",
+                             (self.project, pruned))
+            return pruned
+        return self._write(work)
+
+    # ---------------------------------------------------------------- journal steps
+
+    def steps(self, run_id: str) -> list[StepRecord]:
+        rows = self._read(f"SELECT {_STEP_COLUMNS} FROM {self._s}.steps WHERE project = %s AND run_id = %s "
+                          'ORDER BY path COLLATE "C", number', (self.project, run_id))
+        return [StepRecord(*row[:7], outcome=parse_json(row[7])) for row in rows]
+
+    def record_step(self, run_id: str, step: StepRecord) -> None:
+        self._write(lambda conn: self._put_step(conn, run_id, step), journal=1, fence=run_id)
+
+    def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
+        if not steps:
+            return
+
+        def work(conn: Any) -> None:
+            with conn.cursor() as cursor:
+                cursor.executemany(self._upsert_step, [self._step_row(run_id, step) for step in steps])
+        self._write(work, journal=len(steps), fence=run_id, durable=False)
+
+    def record_intent(self, run_id: str, step: StepRecord) -> bool:
+        def work(conn: Any) -> bool:
+            cursor = conn.execute(f"INSERT INTO {self._s}.steps (project, run_id, {_STEP_COLUMNS}, token) "
+                                  "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                                  "ON CONFLICT (project, run_id, path, number) DO NOTHING",
+                                  self._step_row(run_id, step))
+            if cursor.rowcount == 1:
+                return True
+            self._journaled = 0   # nothing written
+            owner = conn.execute(f"SELECT token FROM {self._s}.steps WHERE project = %s AND run_id = %s AND "
+                                 "path = %s AND number = %s", (self.project, run_id, step.path, step.number)).fetchone()
+            # this store's own insert, committed before a lost connection made the call try again
+            return owner is not None and owner[0] is not None and owner[0] == self._tokens.get(run_id)
+        return self._write(work, journal=1, fence=run_id)
+
+    def delete_step(self, run_id: str, path: str, number: int) -> None:
+        self._write(lambda conn: conn.execute(f"DELETE FROM {self._s}.steps WHERE project = %s AND run_id = %s "
+                                              "AND path = %s AND number = %s", (self.project, run_id, path, number)))
+
+    @property
+    def _upsert_step(self) -> str:
+        return (f"INSERT INTO {self._s}.steps (project, run_id, {_STEP_COLUMNS}, token) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (project, run_id, path, number) "
+                "DO UPDATE SET kind = excluded.kind, target = excluded.target, args_hash = excluded.args_hash, "
+                "safety = excluded.safety, status = excluded.status, outcome = excluded.outcome, "
+                "token = excluded.token")
+
+    def _put_step(self, conn: Any, run_id: str | None, step: StepRecord) -> None:
+        conn.execute(self._upsert_step, self._step_row(run_id, step))
+
+    def _step_row(self, run_id: str | None, step: StepRecord) -> tuple:
+        return (self.project, run_id, step.path, step.number, step.kind, step.target, step.args_hash, step.safety,
+                step.status, compact_json(step.outcome), self._tokens.get(run_id) if run_id else None)
+
+    # ---------------------------------------------------------------- leases
+
+    def acquire_lease(self, run_id: str, pid: int, host: str, token: str,
+                      is_stale: Callable[[RunRecord], bool]) -> RunRecord | None:
+        def work(conn: Any) -> RunRecord | None:
+            rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM {self._s}.runs WHERE project = %s AND id = %s "
+                                "FOR UPDATE", (self.project, run_id)).fetchall()
+            if not rows:
+                raise KeyError(run_id)
+            run = RunRecord(*rows[0])
+            if run.lease_token == token:   # this call's own first try, before the connection was lost
+                return None
+            if run.lease_pid is not None and not is_stale(run):
+                return run
+            conn.execute(f"UPDATE {self._s}.runs SET lease_pid = %s, lease_host = %s, lease_heartbeat = now(), "
+                         "lease_token = %s WHERE project = %s AND id = %s", (pid, host, token, self.project, run_id))
+            return None
+        owner = self._write(work)
+        if owner is None:
+            self._tokens[run_id] = token
+        return owner
+
+    def heartbeat(self, run_id: str) -> None:
+        def work(conn: Any) -> None:
+            conn.execute(f"UPDATE {self._s}.runs SET lease_heartbeat = now() WHERE project = %s AND id = %s",
+                         (self.project, run_id))
+        self._write(work, fence=run_id)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()

@@ -1,0 +1,218 @@
+"""The queue's tables in the PostgreSQL store (SPEC §14.2; the interface is queue.QueueStore).
+
+A mixin of PostgresStore: its methods use the store's `_write`/`_read` (a whole transaction, retried on a lost
+connection), `_s` (the schema) and `project` (the key of every row). A claim is one transaction that locks
+the candidate runs with `SELECT … FOR UPDATE SKIP LOCKED`, so that workers on many machines claiming at once
+never take one run twice and never wait for each other. A run becoming claimable is announced with
+`NOTIFY sagepy_runs, '<project>'`; `listen_for_runs` wakes a worker on it.
+"""
+from __future__ import annotations
+
+import secrets
+import threading
+from typing import Any, Callable
+
+from .base import HALTED, RUNNING, RunRecord
+from .queue import CANCELLED, CANCELLED_EXIT, INFO_COLUMNS, PAUSED, QUEUED, Claim, RunInfo, info_from_row, info_row
+
+CHANNEL = "sagepy_runs"
+LISTEN_RETRY_S = 1.0
+_RUN = ("r.id, r.started_at, r.status, r.exit_code, r.entry, r.lease_pid, r.lease_host, "
+        "extract(epoch FROM r.lease_heartbeat)::float8, r.lease_token, "
+        "extract(epoch FROM now() - r.lease_heartbeat)::float8")
+_INFO = ", ".join(f"q.{c.strip()}" for c in INFO_COLUMNS.split(","))
+_RELEASED = "lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL, lease_token = NULL"
+_FRESH_SECONDS = 10   # store.leases.FRESH_SECONDS: a lease younger than this on another host is not looked at
+
+
+def queue_schema_statements(s: str) -> list[str]:
+    return [
+        f"CREATE TABLE IF NOT EXISTS {s}.run_queue (project text NOT NULL, run_id text NOT NULL, queue text NOT NULL, "
+        "version text NOT NULL, args text NOT NULL, recoveries integer NOT NULL, by_worker boolean NOT NULL, "
+        "cancel boolean NOT NULL, host text, PRIMARY KEY (project, run_id))",
+        f"CREATE TABLE IF NOT EXISTS {s}.run_output (project text NOT NULL, run_id text NOT NULL, "
+        "number integer NOT NULL, stream text NOT NULL, line text NOT NULL, PRIMARY KEY (project, run_id, number))",
+    ]
+
+
+class PostgresQueue:
+    _s: str
+    project: str
+    _url: str
+    _tokens: dict[str, str]
+    _psycopg: Any
+    # `_write(work, …)` and `_read(query, args)` are PostgresStore's
+
+    def _open_queue(self) -> None:
+        """Create the queue's tables in a schema made before they existed (once, under the schema's lock)."""
+        s = self._s
+        if self._read("SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL",
+                      (f"{s}.run_queue", f"{s}.run_output"))[0][0]:
+            return
+
+        def create(conn: Any) -> None:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"sagepy schema {s}",))
+            for statement in queue_schema_statements(s):
+                conn.execute(statement)
+        self._write(create)
+
+    def _notify(self, conn: Any) -> None:
+        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.project))
+
+    def _put_info(self, conn: Any, run_id: str, info: RunInfo) -> None:
+        queue, version, args, recoveries, by_worker, cancel, host = info_row(info)
+        conn.execute(f"INSERT INTO {self._s}.run_queue (project, run_id, {INFO_COLUMNS}) VALUES (%s, %s, %s, %s, %s, "
+                     "%s, %s, %s, %s) ON CONFLICT (project, run_id) DO UPDATE SET queue = excluded.queue, "
+                     "version = excluded.version, args = excluded.args, recoveries = excluded.recoveries, "
+                     "by_worker = excluded.by_worker, cancel = excluded.cancel, host = excluded.host",
+                     (self.project, run_id, queue, version, args, recoveries, bool(by_worker), bool(cancel), host))
+
+    def submit_run(self, run: RunRecord, info: RunInfo) -> None:
+        def work(conn: Any) -> None:
+            conn.execute(f"INSERT INTO {self._s}.runs (project, id, started_at, status, exit_code, entry) "
+                         "VALUES (%s, %s, %s, %s, NULL, %s) ON CONFLICT (project, id) DO NOTHING",
+                         (self.project, run.id, run.started_at, QUEUED, run.entry))
+            self._put_info(conn, run.id, info)
+            self._notify(conn)
+        self._write(work)
+
+    def set_run_info(self, run_id: str, info: RunInfo) -> None:
+        self._write(lambda conn: self._put_info(conn, run_id, info))
+
+    def run_info(self, run_id: str) -> RunInfo | None:
+        rows = self._read(f"SELECT {INFO_COLUMNS} FROM {self._s}.run_queue WHERE project = %s AND run_id = %s",
+                          (self.project, run_id))
+        return info_from_row(rows[0]) if rows else None
+
+    def run_infos(self) -> dict[str, RunInfo]:
+        rows = self._read(f"SELECT run_id, {INFO_COLUMNS} FROM {self._s}.run_queue WHERE project = %s",
+                          (self.project,))
+        return {row[0]: info_from_row(row[1:]) for row in rows}
+
+    def note_owner(self, run_id: str, host: str) -> None:
+        self._write(lambda conn: conn.execute(f"UPDATE {self._s}.run_queue SET host = %s WHERE project = %s AND "
+                                              "run_id = %s", (host, self.project, run_id)))
+
+    def claim_run(self, queue: str, version: str | None, pid: int, host: str,
+                  is_stale: Callable[[RunRecord], bool], skip: set[str], max_recoveries: int) -> Claim | None:
+        s = self._s
+        token = secrets.token_hex(16)
+
+        def work(conn: Any) -> Claim | None:
+            # candidates only: queued runs of the queue and running ones whose lease may be stale (none, old,
+            # or on this host, whose process may have ended); locked rows are another worker's claim
+            rows = conn.execute(
+                f"SELECT {_RUN}, {_INFO} FROM {s}.runs r JOIN {s}.run_queue q ON q.project = r.project "
+                "AND q.run_id = r.id WHERE r.project = %s AND (q.version = %s OR %s) AND "
+                "((r.status = %s AND q.queue = %s) OR (r.status = %s AND (r.lease_pid IS NULL OR r.lease_host = %s "
+                f"OR r.lease_heartbeat < now() - interval '{_FRESH_SECONDS} seconds'))) "
+                'ORDER BY r.started_at, r.id COLLATE "C" FOR UPDATE OF r SKIP LOCKED',
+                (self.project, version or "", version is None, QUEUED, queue, RUNNING, host)).fetchall()
+            for row in rows:
+                run, info = RunRecord(*row[:10]), info_from_row(row[10:])
+                if run.id in skip:
+                    continue
+                resumed = run.status == RUNNING
+                if run.lease_pid is not None and not is_stale(run):
+                    continue
+                if resumed and run.lease_pid is not None:   # taken over from a crashed owner
+                    if info.recoveries >= max_recoveries:
+                        conn.execute(f"UPDATE {s}.runs SET status = 'failed', exit_code = 1, {_RELEASED} "
+                                     "WHERE project = %s AND id = %s", (self.project, run.id))
+                        return Claim(run, info, True, gave_up=True)
+                    info.recoveries += 1
+                info.by_worker, info.host = True, host
+                conn.execute(f"UPDATE {s}.runs SET status = %s, lease_pid = %s, lease_host = %s, "
+                             "lease_heartbeat = now(), lease_token = %s WHERE project = %s AND id = %s",
+                             (RUNNING, pid, host, token, self.project, run.id))
+                self._put_info(conn, run.id, info)
+                run.status, run.lease_pid, run.lease_host, run.lease_token = RUNNING, pid, host, token
+                return Claim(run, info, resumed)
+            return None
+        claim = self._write(work)
+        if claim is not None and not claim.gave_up:
+            self._tokens[claim.run.id] = token   # the worker's heartbeats keep the claim until its child takes it
+        return claim
+
+    def requeue_run(self, run_id: str) -> bool:
+        def work(conn: Any) -> bool:
+            row = conn.execute(f"SELECT by_worker FROM {self._s}.run_queue WHERE project = %s AND run_id = %s",
+                               (self.project, run_id)).fetchone()
+            if not (row and row[0]):
+                return False
+            conn.execute(f"UPDATE {self._s}.runs SET status = %s, exit_code = NULL, {_RELEASED} WHERE project = %s "
+                         "AND id = %s", (QUEUED, self.project, run_id))
+            self._notify(conn)
+            return True
+        return self._write(work)
+
+    def mark_running(self, run_id: str) -> None:
+        self._write(lambda conn: conn.execute(f"UPDATE {self._s}.runs SET status = %s, exit_code = NULL WHERE "
+                                              "project = %s AND id = %s", (RUNNING, self.project, run_id)))
+
+    def unclaim_run(self, run_id: str, was_queued: bool) -> None:
+        def work(conn: Any) -> None:
+            conn.execute(f"UPDATE {self._s}.runs SET status = %s, {_RELEASED} WHERE project = %s AND id = %s",
+                         (QUEUED if was_queued else RUNNING, self.project, run_id))
+            self._notify(conn)
+        self._write(work)
+
+    def cancel_run(self, run_id: str, is_stale: Callable[[RunRecord], bool]) -> bool:
+        s = self._s
+
+        def work(conn: Any) -> bool:
+            row = conn.execute(f"SELECT {_RUN} FROM {s}.runs r WHERE r.project = %s AND r.id = %s FOR UPDATE",
+                               (self.project, run_id)).fetchone()
+            run = RunRecord(*row)
+            if run.status in (QUEUED, HALTED, PAUSED) or (run.status == RUNNING and is_stale(run)):
+                conn.execute(f"UPDATE {s}.runs SET status = %s, exit_code = %s, {_RELEASED} WHERE project = %s "
+                             "AND id = %s", (CANCELLED, CANCELLED_EXIT, self.project, run_id))
+                return True
+            conn.execute(f"INSERT INTO {s}.run_queue (project, run_id, queue, version, args, recoveries, by_worker, "
+                         "cancel) VALUES (%s, %s, 'default', '', '[]', 0, false, true) ON CONFLICT (project, run_id) "
+                         "DO UPDATE SET cancel = true", (self.project, run_id))
+            return False
+        return self._write(work)
+
+    def cancel_requested(self, run_id: str) -> bool:
+        rows = self._read(f"SELECT cancel FROM {self._s}.run_queue WHERE project = %s AND run_id = %s",
+                          (self.project, run_id))
+        return bool(rows and rows[0][0])
+
+    def append_output(self, run_id: str, stream: str, line: str) -> None:
+        s = self._s
+
+        def work(conn: Any) -> None:
+            conn.execute(f"INSERT INTO {s}.run_output (project, run_id, number, stream, line) VALUES (%s, %s, "
+                         f"(SELECT COALESCE(MAX(number), 0) + 1 FROM {s}.run_output WHERE project = %s AND "
+                         "run_id = %s), %s, %s)", (self.project, run_id, self.project, run_id, stream, line))
+        # as durable as the outcome of the step before it (synchronous_commit off)
+        self._write(work, durable=False)
+
+    def output(self, run_id: str, after: int = 0) -> list[tuple[int, str, str]]:
+        rows = self._read(f"SELECT number, stream, line FROM {self._s}.run_output WHERE project = %s AND "
+                          "run_id = %s AND number > %s ORDER BY number", (self.project, run_id, after))
+        return [tuple(row) for row in rows]
+
+    def _delete_queue_rows(self, conn: Any, run_ids: list[str]) -> None:
+        for table in ("run_queue", "run_output"):
+            conn.execute(f"DELETE FROM {self._s}.{table} WHERE project = %s AND run_id = ANY(%s)",
+                         (self.project, run_ids))
+
+    def listen_for_runs(self, wake: threading.Event) -> None:
+        """Set `wake` whenever a run of this project becomes claimable (submitted, re-queued, given back), from
+        a thread of its own with a connection of its own, connecting again after a lost connection."""
+        psycopg = self._psycopg
+
+        def listen() -> None:
+            while True:
+                try:
+                    with psycopg.connect(self._url, autocommit=True, application_name="sagepy worker") as conn:
+                        conn.execute(f"LISTEN {CHANNEL}")
+                        wake.set()   # runs queued while this connection was not listening
+                        for note in conn.notifies():
+                            if note.payload == self.project:
+                                wake.set()
+                except psycopg.Error:
+                    threading.Event().wait(LISTEN_RETRY_S)
+        threading.Thread(target=listen, name="sage-worker-listen", daemon=True).start()

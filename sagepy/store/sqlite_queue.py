@@ -1,0 +1,147 @@
+"""The queue's tables in the embedded store (SPEC §14.2; the interface is queue.QueueStore).
+
+A mixin of SqliteStore: its methods use the store's `_write` (one `BEGIN IMMEDIATE … COMMIT`, which takes the
+file's write lock before reading, so that a claim by one worker process excludes every other) and `_read`.
+"""
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any, Callable
+
+from .base import HALTED, RUNNING, RunRecord
+from .queue import CANCELLED, CANCELLED_EXIT, INFO_COLUMNS, PAUSED, QUEUED, Claim, RunInfo, info_from_row, info_row
+
+QUEUE_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS run_queue (run_id TEXT PRIMARY KEY, queue TEXT NOT NULL, version TEXT NOT NULL, "
+    "args TEXT NOT NULL, recoveries INTEGER NOT NULL, by_worker INTEGER NOT NULL, cancel INTEGER NOT NULL, "
+    "host TEXT)",
+    "CREATE TABLE IF NOT EXISTS run_output (run_id TEXT NOT NULL, number INTEGER NOT NULL, stream TEXT NOT NULL, "
+    "line TEXT NOT NULL, PRIMARY KEY (run_id, number)) WITHOUT ROWID",
+)
+QUEUE_TABLES = {"run_queue", "run_output"}
+_RUN = ("r.id, r.started_at, r.status, r.exit_code, r.entry, r.lease_pid, r.lease_host, r.lease_heartbeat, "
+        "r.lease_token")
+_INFO = ", ".join(f"q.{c.strip()}" for c in INFO_COLUMNS.split(","))
+_RELEASED = "lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL, lease_token = NULL"
+
+
+def _record(row: tuple) -> RunRecord:
+    """A run as read, its lease's age on this machine's clock (the store's clock for SQLite)."""
+    run = RunRecord(*row)
+    if run.lease_heartbeat is not None:
+        run.lease_age = time.time() - run.lease_heartbeat
+    return run
+
+
+class SqliteQueue:
+    _db: Any   # SqliteStore's connection; `_write` and `_read` are SqliteStore's too
+    _tokens: dict[str, str]   # SqliteStore's: the leases this store holds, which fence their runs' writes
+
+    def _put_info(self, run_id: str, info: RunInfo) -> None:
+        self._db.execute(f"INSERT OR REPLACE INTO run_queue (run_id, {INFO_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         (run_id, *info_row(info)))
+
+    def submit_run(self, run: RunRecord, info: RunInfo) -> None:
+        with self._write():
+            self._db.execute("INSERT INTO runs (id, started_at, status, exit_code, entry) VALUES (?, ?, ?, ?, ?)",
+                             (run.id, run.started_at, QUEUED, None, run.entry))
+            self._put_info(run.id, info)
+
+    def set_run_info(self, run_id: str, info: RunInfo) -> None:
+        with self._write():
+            self._put_info(run_id, info)
+
+    def run_info(self, run_id: str) -> RunInfo | None:
+        rows = self._read(f"SELECT {INFO_COLUMNS} FROM run_queue WHERE run_id = ?", (run_id,))
+        return info_from_row(rows[0]) if rows else None
+
+    def run_infos(self) -> dict[str, RunInfo]:
+        return {row[0]: info_from_row(row[1:]) for row in self._read(f"SELECT run_id, {INFO_COLUMNS} FROM run_queue")}
+
+    def note_owner(self, run_id: str, host: str) -> None:
+        with self._write():
+            self._db.execute("UPDATE run_queue SET host = ? WHERE run_id = ?", (host, run_id))
+
+    def claim_run(self, queue: str, version: str | None, pid: int, host: str,
+                  is_stale: Callable[[RunRecord], bool], skip: set[str], max_recoveries: int) -> Claim | None:
+        with self._write():
+            rows = self._db.execute(
+                f"SELECT {_RUN}, {_INFO} FROM runs r JOIN run_queue q ON q.run_id = r.id "
+                "WHERE (r.status = ? AND q.queue = ?) OR r.status = ? ORDER BY r.started_at, r.id",
+                (QUEUED, queue, RUNNING)).fetchall()
+            for row in rows:
+                run, info = _record(row[:9]), info_from_row(row[9:])
+                if run.id in skip or (version is not None and info.version != version):
+                    continue
+                resumed = run.status == RUNNING
+                if run.lease_pid is not None and not is_stale(run):   # a queued run `sage run --resume` took
+                    continue
+                if resumed and run.lease_pid is not None:   # taken over from a crashed owner, not a released one
+                    if info.recoveries >= max_recoveries:
+                        self._db.execute(f"UPDATE runs SET status = 'failed', exit_code = 1, {_RELEASED} "
+                                         "WHERE id = ?", (run.id,))
+                        return Claim(run, info, True, gave_up=True)
+                    info.recoveries += 1
+                info.by_worker, info.host = True, host
+                token = secrets.token_hex(16)
+                self._db.execute("UPDATE runs SET status = ?, lease_pid = ?, lease_host = ?, lease_heartbeat = ?, "
+                                 "lease_token = ? WHERE id = ?", (RUNNING, pid, host, time.time(), token, run.id))
+                self._put_info(run.id, info)
+                run.status, run.lease_pid, run.lease_host, run.lease_token = RUNNING, pid, host, token
+                break
+            else:
+                return None
+        self._tokens[run.id] = token   # the worker's heartbeats keep the claim until its child takes it
+        return Claim(run, info, resumed)
+
+    def requeue_run(self, run_id: str) -> bool:
+        with self._write():
+            rows = self._db.execute("SELECT by_worker FROM run_queue WHERE run_id = ?", (run_id,)).fetchall()
+            if not (rows and rows[0][0]):
+                return False
+            self._db.execute(f"UPDATE runs SET status = ?, exit_code = NULL, {_RELEASED} WHERE id = ?",
+                             (QUEUED, run_id))
+        return True
+
+    def mark_running(self, run_id: str) -> None:
+        """A queued or halted run resumed under the lease of the caller (`sage run --resume`)."""
+        with self._write():
+            self._db.execute("UPDATE runs SET status = ?, exit_code = NULL WHERE id = ?", (RUNNING, run_id))
+
+    def unclaim_run(self, run_id: str, was_queued: bool) -> None:
+        with self._write():
+            self._db.execute(f"UPDATE runs SET status = ?, {_RELEASED} WHERE id = ?",
+                             (QUEUED if was_queued else RUNNING, run_id))
+
+    def cancel_run(self, run_id: str, is_stale: Callable[[RunRecord], bool]) -> bool:
+        with self._write():
+            rows = self._db.execute(f"SELECT {_RUN} FROM runs r WHERE r.id = ?", (run_id,)).fetchall()
+            run = _record(rows[0])
+            if run.status in (QUEUED, HALTED, PAUSED) or (run.status == RUNNING and is_stale(run)):
+                self._db.execute(f"UPDATE runs SET status = ?, exit_code = ?, {_RELEASED} WHERE id = ?",
+                                 (CANCELLED, CANCELLED_EXIT, run_id))
+                return True
+            self._db.execute("INSERT INTO run_queue (run_id, queue, version, args, recoveries, by_worker, cancel) "
+                             "VALUES (?, 'default', '', '[]', 0, 0, 1) ON CONFLICT (run_id) DO UPDATE SET cancel = 1",
+                             (run_id,))
+        return False
+
+    def cancel_requested(self, run_id: str) -> bool:
+        rows = self._read("SELECT cancel FROM run_queue WHERE run_id = ?", (run_id,))
+        return bool(rows and rows[0][0])
+
+    def append_output(self, run_id: str, stream: str, line: str) -> None:
+        # written to the log, not flushed: a line is as durable as the outcome of the step before it
+        with self._write(flush=False):
+            self._db.execute("INSERT INTO run_output (run_id, number, stream, line) VALUES (?, (SELECT "
+                             "COALESCE(MAX(number), 0) + 1 FROM run_output WHERE run_id = ?), ?, ?)",
+                             (run_id, run_id, stream, line))
+
+    def output(self, run_id: str, after: int = 0) -> list[tuple[int, str, str]]:
+        return [tuple(row) for row in self._read("SELECT number, stream, line FROM run_output WHERE run_id = ? "
+                                                 "AND number > ? ORDER BY number", (run_id, after))]
+
+    def _delete_queue_rows(self, run_id: str) -> None:
+        self._db.execute("DELETE FROM run_queue WHERE run_id = ?", (run_id,))
+        self._db.execute("DELETE FROM run_output WHERE run_id = ?", (run_id,))

@@ -1,0 +1,220 @@
+"""`sage worker` (SPEC §14.2): claims the project's queued and interrupted runs and executes each in a child
+process of its own (`sage run --resume RUN_ID`, sagepy.workers.child), at most `concurrency` at once.
+
+A claim puts the run under the worker's own lease, which the worker keeps fresh until the child takes it over
+(the child may take its worker's lease and no other). The child dies with the worker, so a killed worker
+leaves runs whose leases go stale — interrupted runs that any worker then claims, counting a recovery. A
+graceful stop (SIGTERM, SIGINT) claims nothing more, forwards SIGTERM to the children, which stop before their
+next step and release their leases, and exits 143 or 130; a second signal kills the children at once.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..store.leases import HEARTBEAT_SECONDS, lease_is_stale
+from .child import LEFT_EXIT, WORKER_VAR
+
+STOP_GRACE_S = 9.0   # SPEC: a stopped worker exits within 10 s
+
+
+@dataclass
+class WorkerOptions:
+    path: str | None          # the PATH given to `sage worker`, passed on to each run's `sage run`
+    queue: str = "default"
+    concurrency: int = 1
+    drain: bool = False
+    any_version: bool = False
+    poll_s: float = 1.0
+    max_recoveries: int = 5
+
+
+@dataclass
+class _Child:
+    run_id: str
+    version: str
+    process: subprocess.Popen
+    ended: threading.Event = field(default_factory=threading.Event)
+    claimed: bool = True   # the worker's lease still holds the run (its process has not taken it over)
+
+
+class Worker:
+    def __init__(self, store: Any, version: str, options: WorkerOptions) -> None:
+        self.store = store
+        self.version = version
+        self.options = options
+        self.pid = os.getpid()
+        self.host = socket.gethostname()
+        self.children: dict[str, _Child] = {}
+        self.skip: set[str] = set()        # runs left for another version or stopped for a person to look at
+        self.wake = threading.Event()      # a child ended, a signal came, or (PostgreSQL) a run was queued
+        self.signals: list[int] = []
+        self.lock = threading.RLock()      # also taken by the signal handler, on the main thread
+
+    # ---------------------------------------------------------------- the loop
+
+    def run(self) -> int:
+        options = self.options
+        say(f"worker {self.host}:{self.pid} started (queue {options.queue}, version {self.version}, "
+            f"concurrency {options.concurrency})")
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        beating = threading.Event()
+        heart = threading.Thread(target=self._heartbeat, args=(beating,), name="sage-worker-lease", daemon=True)
+        heart.start()
+        listening = getattr(self.store, "listen_for_runs", None)
+        if listening is not None:   # PostgreSQL: NOTIFY wakes the loop as soon as a run becomes claimable
+            listening(self.wake)
+        try:
+            return self._loop()
+        finally:
+            beating.set()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _loop(self) -> int:
+        options = self.options
+        while True:
+            self._reap()
+            if self.signals:
+                return self._stop()
+            exhausted = False
+            while len(self.children) < options.concurrency and not self.signals:
+                if not self._claim_one():
+                    exhausted = True
+                    break
+            if options.drain and exhausted and not self.children:
+                say("worker: no runnable runs left")
+                return 0
+            self.wake.wait(options.poll_s)
+            self.wake.clear()
+
+    def _claim_one(self) -> bool:
+        """Claim and start one run; False when there is nothing to claim."""
+        options = self.options
+        claim = self.store.claim_run(options.queue, None if options.any_version else self.version, self.pid,
+                                     self.host, lease_is_stale, self.skip, options.max_recoveries)
+        if claim is None:
+            return False
+        run_id = claim.run.id
+        if claim.gave_up:
+            say(f"run {run_id}: gave up after {claim.info.recoveries} recoveries")
+            return True
+        self._start(run_id, claim.info.version, claim.resumed)
+        say(f"run {run_id}: {'resumed' if claim.resumed else 'started'}")
+        return True
+
+    def _start(self, run_id: str, version: str, resumed: bool) -> None:
+        command = [sys.executable, "-m", "sagepy", "run"]
+        if self.options.path is not None:
+            command.append(self.options.path)
+        command += ["--resume", run_id]
+        env = dict(os.environ)
+        # the child checks that the files are still those of this worker's version (with --any-version too)
+        env[WORKER_VAR] = f"{self.pid}:{self.version}:{'interrupted' if resumed else 'queued'}"
+        # a session of its own: a Ctrl-C at the worker's terminal reaches the worker, which stops its runs
+        process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        child = _Child(run_id, version, process)
+        with self.lock:
+            self.children[run_id] = child
+
+        def wait() -> None:
+            process.wait()
+            child.ended.set()
+            self.wake.set()
+        threading.Thread(target=wait, name=f"sage-run-{run_id}", daemon=True).start()
+
+    def _reap(self) -> None:
+        with self.lock:
+            ended = [child for child in self.children.values() if child.ended.is_set()]
+            for child in ended:
+                del self.children[child.run_id]
+        for child in ended:
+            self._report(child)
+
+    def _report(self, child: _Child) -> None:
+        run_id, code = child.run_id, child.process.returncode
+        if code == LEFT_EXIT:
+            self.skip.add(run_id)
+            say(f"run {run_id}: left for version {child.version}")
+            return
+        run = self.store.get_run(run_id)
+        if run is None:
+            return
+        if run.status in ("completed", "failed"):
+            say(f"run {run_id}: {run.status} (exit {run.exit_code})")
+        elif run.status in ("halted", "paused", "cancelled"):
+            say(f"run {run_id}: {run.status}")
+        elif self.signals:   # stopped by this worker's stop: another worker resumes it
+            return
+        elif child.claimed and run.lease_pid == self.pid and run.lease_host == self.host:   # never taken over
+            self.store.release_lease(run_id)
+            self.skip.add(run_id)
+            say(f"run {run_id}: stopped (exit {code})")
+        elif run.lease_pid is None:   # it stopped on its own and stays resumable (a journal divergence)
+            self.skip.add(run_id)
+            say(f"run {run_id}: stopped (exit {code})")
+        # else its process was killed alone: its lease goes stale and a worker recovers it
+
+    def _heartbeat(self, stop: threading.Event) -> None:
+        """Keep the worker's claims fresh until each child takes its run's lease over."""
+        from ..store.base import TakenOver
+        while not stop.wait(HEARTBEAT_SECONDS):
+            with self.lock:
+                claimed = [child for child in self.children.values() if child.claimed and not child.ended.is_set()]
+            for child in claimed:
+                try:
+                    self.store.heartbeat(child.run_id)
+                except TakenOver:   # the run's own process holds the lease now
+                    child.claimed = False
+                except Exception:  # busy this second: a claim stays fresh for 10 s
+                    continue
+
+    # ---------------------------------------------------------------- stopping
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.signals.append(signum)
+        with self.lock:
+            children = list(self.children.values())
+        for child in children:
+            _signal(child.process, signal.SIGTERM if len(self.signals) == 1 else signal.SIGKILL)
+        self.wake.set()
+
+    def _stop(self) -> int:
+        code = 130 if self.signals[0] == signal.SIGINT else 143
+        deadline = time.monotonic() + STOP_GRACE_S
+        while True:
+            with self.lock:
+                children = list(self.children.values())
+            if not children:
+                break
+            if time.monotonic() >= deadline:
+                for child in children:
+                    _signal(child.process, signal.SIGKILL)
+                for child in children:
+                    child.ended.wait(1.0)
+                break
+            self.wake.wait(0.1)
+            self.wake.clear()
+            self._reap()
+        self._reap()
+        return code
+
+
+def _signal(process: subprocess.Popen, signum: int) -> None:
+    try:
+        process.send_signal(signum)
+    except (ProcessLookupError, OSError):
+        pass
+
+
+def say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
