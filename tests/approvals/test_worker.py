@@ -1,0 +1,55 @@
+"""A queued run that needs a person (SPEC §14.2, §17.3, §17.4): the worker's run pauses (`run <id>: paused`),
+`sage runs approve` queues it again, and a worker finishes it, with the approved call made once."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from people_harness import project, runs, sage
+
+PROGRAM = """\
+agent Main {
+    use Shell;
+    on start {
+        try Shell.run("echo refund >> ledger.txt");
+        let who = try ask("Who approved the refund?");
+        print("refunded, approved by {who}");
+    }
+}
+run Main;
+"""
+
+
+def test_worker_pauses_approve_requeues_worker_finishes(tmp_path: Path) -> None:
+    root = project(tmp_path, '[persistence]\n\n[approvals]\ncalls = "all"\nShell = "destructive"\n',
+                   {"main.sg": PROGRAM})
+    submitted = sage(root, "runs", "submit")
+    assert submitted.returncode == 0, submitted.stderr
+    rid = submitted.stdout.strip()
+
+    first = sage(root, "worker", "--drain")
+    assert first.returncode == 0, first.stderr
+    assert f"run {rid}: paused" in first.stderr.splitlines()
+    assert "paused: " not in first.stderr   # the run's own lines are stored with the run, not printed
+    code, out, _ = runs(root, "list")
+    assert "  paused  5  main.sg" in out
+    assert not (root / "ledger.txt").exists()
+
+    code, out, err = runs(root, "approve", rid, "Main:1")
+    assert code == 0, err
+    assert out == f"approved Main:1 of run {rid}; the run is queued again for a worker\n"
+    assert "  queued  " in runs(root, "list")[1]
+
+    second = sage(root, "worker", "--drain")
+    assert second.returncode == 0, second.stderr
+    assert f"run {rid}: paused" in second.stderr.splitlines()   # now at the question
+    assert (root / "ledger.txt").read_text() == "refund\n"
+    code, out, err = runs(root, "answer", rid, "Main:3", "Ada")
+    assert out == f"answered Main:3 of run {rid}; the run is queued again for a worker\n", err
+
+    third = sage(root, "worker", "--drain")
+    assert third.returncode == 0, third.stderr
+    assert f"run {rid}: completed (exit 0)" in third.stderr.splitlines()
+    assert (root / "ledger.txt").read_text() == "refund\n"   # the approved call ran once
+    logs = sage(root, "runs", "logs", rid)
+    assert "refunded, approved by Ada" in logs.stdout
+    assert "needs approval (Main step 1)" in logs.stderr
