@@ -53,3 +53,31 @@ def test_worker_pauses_approve_requeues_worker_finishes(tmp_path: Path) -> None:
     logs = sage(root, "runs", "logs", rid)
     assert "refunded, approved by Ada" in logs.stdout
     assert "needs approval (Main step 1)" in logs.stderr
+
+
+def test_a_paused_run_answered_from_another_checkout_on_postgresql(tmp_path: Path, pg_url: str) -> None:
+    toml = '[persistence]\nbackend = "postgres"\n\n[approvals]\ncalls = "all"\nShell = "destructive"\n'
+    files = {"main.sg": PROGRAM}
+    first = project(tmp_path / "a", toml, files)
+    second = project(tmp_path / "b", toml, files)
+    for root in (first, second):   # runs are keyed by the project's name, the same in both checkouts
+        grove = root / "grove.toml"
+        grove.write_text(grove.read_text().replace("[project]\n", '[project]\nname = "refunds"\n'))
+    paused = sage(first, "run", SAGE_STATE_URL=pg_url)
+    assert paused.returncode == 5, paused.stderr
+    rid = next(line.split()[-1] for line in paused.stderr.splitlines() if line.startswith("run id: "))
+    approved = sage(second, "runs", "approve", rid, "Main:1", SAGE_STATE_URL=pg_url)
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout == f"approved Main:1 of run {rid}; continue with `sage run --resume {rid}`\n"
+    asked = sage(second, "run", "--resume", rid, SAGE_STATE_URL=pg_url)
+    assert asked.returncode == 5, asked.stderr
+    assert f"paused: question for a person (Main step 3): Who approved the refund?; answer with 'sage runs " \
+           f"answer {rid} Main:3 TEXT', then resume" in asked.stderr
+    assert sage(first, "runs", "answer", rid, "Main:3", "Grace", SAGE_STATE_URL=pg_url).returncode == 0
+    done = sage(first, "run", "--resume", rid, SAGE_STATE_URL=pg_url)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "refunded, approved by Grace\n"
+    assert (second / "ledger.txt").read_text() == "refund\n" and not (first / "ledger.txt").exists()
+    shown = sage(second, "runs", "show", rid, SAGE_STATE_URL=pg_url).stdout
+    assert "  1 approval Shell.run read_only done {\"approved\": true" in shown
+    assert '  3 io ask read_only done "Grace"' in shown
