@@ -131,6 +131,27 @@ def _cell_width(ch: str) -> int:
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
+# A source line longer than this is shown as a window around the span: a file of thousands of diagnostics on
+# one very long line (a generated literal, a minified table) would otherwise print that line thousands of times.
+LONG_LINE = 400
+_CONTEXT = 120     # code points kept on each side of the span
+_SPAN_SHOWN = 160  # code points of a longer span that are shown (and marked)
+
+
+def _window(text: str, start: int, end: int) -> tuple[str, int, int]:
+    """`text` cut to the part around code points [start, end), `…` marking each cut, with the span's new
+    bounds. Lines up to LONG_LINE code points are shown whole, as SPEC's layout has them."""
+    if len(text) <= LONG_LINE:
+        return text, start, end
+    end = min(end, start + _SPAN_SHOWN)
+    left = max(0, start - _CONTEXT)
+    right = min(len(text), end + _CONTEXT)
+    prefix = "…" if left > 0 else ""
+    suffix = "…" if right < len(text) else ""
+    shift = left - len(prefix)
+    return prefix + text[left:right] + suffix, start - shift, end - shift
+
+
 def format_location_block(file: str | None, span: tuple | None, head: str,
                           hint: str | None = None, notes: list[str] | None = None) -> str:
     """The five-line layout shared by diagnostics and runtime error reports."""
@@ -152,12 +173,13 @@ def format_location_block(file: str | None, span: tuple | None, head: str,
         from .secrecy import mask_passwords   # a quoted [persistence] url keeps its password to itself
         text = mask_passwords(text)
     if text is not None:
-        shown, cells = display_cells(text)
-        out.append(f"{pad} |")
-        out.append(f"{line} | {shown}")
         end = span[3] if span[2] == line else len(text) + 1
         start = min(col, len(text) + 1) - 1
         end = min(max(end - 1, start + 1), len(text)) if start < len(text) else start + 1
+        text, start, end = _window(text, start, end)
+        shown, cells = display_cells(text)
+        out.append(f"{pad} |")
+        out.append(f"{line} | {shown}")
         before = cells[start] if start < len(text) else cells[-1] + (start - len(text))
         width = max(1, cells[end] - cells[start]) if start < len(text) else 1
         out.append(f"{pad} | " + " " * before + "^" * width)

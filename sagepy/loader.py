@@ -1,7 +1,8 @@
 """Loading a program: the entry file and every module it declares with `mod` (SPEC §3.1).
 
 Files are parsed through the AST cache; `mod m;` loads `m.sg` or `m/mod.sg` beside the declaring file.
-Every parse error of every file is collected before anything is compiled.
+Every parse error of every file is collected before anything is compiled. Files are read through a `Sources`
+(the disk by default; the language server's holds the unsaved text of open documents).
 """
 from __future__ import annotations
 
@@ -32,14 +33,30 @@ def read_source(path: str) -> tuple[str, Diagnostic | None]:
     return text, None
 
 
+class Sources:
+    """Where a program's files come from: the disk, parsed through the AST cache under `cache_dir`."""
+
+    def __init__(self, cache_dir: str | None = FROM_ENVIRONMENT) -> None:
+        self.cache_dir = cache_dir
+
+    def exists(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def read(self, path: str) -> tuple[str, Diagnostic | None]:
+        return read_source(path)
+
+    def parse(self, path: str, text: str) -> tuple[list, list[Diagnostic]]:
+        return parse_file_cached(path, text, self.cache_dir)
+
+
 def load_module_file(path: str, name: str, parent: A.Module | None, diags: list[Diagnostic],
-                     modules: list, cache_dir: str | None) -> A.Module:
-    text, not_utf8 = read_source(path)
+                     modules: list, sources: Sources) -> A.Module:
+    text, not_utf8 = sources.read(path)
     if not_utf8 is not None:
         diags.append(not_utf8)
         items: list = []
     else:
-        items, errors = parse_file_cached(path, text, cache_dir)
+        items, errors = sources.parse(path, text)
         diags.extend(errors)
     module = A.Module(path, items, text)
     module.name = name
@@ -48,7 +65,7 @@ def load_module_file(path: str, name: str, parent: A.Module | None, diags: list[
     modules.append(module)
     for item in items:
         if isinstance(item, A.ModDecl):
-            child_path = find_module_file(os.path.dirname(path), item.name)
+            child_path = find_module_file(os.path.dirname(path), item.name, sources)
             if child_path is None:
                 diags.append(Diagnostic("E042", f"module file not found: `{item.name}` (looked for {item.name}.sg "
                                         f"and {item.name}/mod.sg beside {os.path.basename(path)})", path, item.span))
@@ -56,32 +73,36 @@ def load_module_file(path: str, name: str, parent: A.Module | None, diags: list[
             if any(os.path.realpath(m.path) == os.path.realpath(child_path) for m in modules):
                 diags.append(Diagnostic("E042", f"module `{item.name}` is loaded twice", path, item.span))
                 continue
-            child = load_module_file(child_path, item.name, module, diags, modules, cache_dir)
+            child = load_module_file(child_path, item.name, module, diags, modules, sources)
             module.children[item.name] = child
             item.module = child
     return module
 
 
-def find_module_file(directory: str, name: str) -> str | None:
+def find_module_file(directory: str, name: str, sources: Sources | None = None) -> str | None:
+    exists = sources.exists if sources is not None else os.path.isfile
     for candidate in (os.path.join(directory, f"{name}.sg"), os.path.join(directory, name, "mod.sg")):
-        if os.path.isfile(candidate):
+        if exists(candidate):
             return candidate
     return None
 
 
-def load_program(entry_path: str, cache_dir: str | None = FROM_ENVIRONMENT) -> Program:
+def load_program(entry_path: str, cache_dir: str | None = FROM_ENVIRONMENT, sources: Sources | None = None) -> Program:
     """Load the entry file and its modules, with parsed ASTs cached under `cache_dir` (None: no cache;
-    by default the directory the environment names, for callers outside a session).
+    by default the directory the environment names, for callers outside a session), or read through
+    `sources` when given.
     A test file `X_test.sg` is loaded with its sibling `X.sg`: the sibling (and its module tree) comes
     first, and the test file sees all of its items (SPEC §3.8)."""
     diags: list[Diagnostic] = []
     modules: list = []
     sibling = None
+    if sources is None:
+        sources = Sources(cache_dir)
     if entry_path.endswith("_test.sg"):
         sibling_path = entry_path[: -len("_test.sg")] + ".sg"
-        if os.path.isfile(sibling_path):
-            sibling = load_module_file(sibling_path, "", None, diags, modules, cache_dir)
-    root = load_module_file(entry_path, "", None, diags, modules, cache_dir)
+        if sources.exists(sibling_path):
+            sibling = load_module_file(sibling_path, "", None, diags, modules, sources)
+    root = load_module_file(entry_path, "", None, diags, modules, sources)
     root.sibling = sibling
     if sibling is not None:
         root.children.update(sibling.children)

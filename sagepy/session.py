@@ -18,7 +18,8 @@ from .settings import Overrides, Settings
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
-    from .loader import Program
+    from .check.index import ProgramIndex
+    from .loader import Program, Sources
     from .runtime.agents import Runtime
     from .effects import Effects
     from .runtime.interpreter import Host
@@ -62,13 +63,13 @@ class Session:
 
     # ---------------------------------------------------------------- programs
 
-    def load(self, path: str) -> Program:
+    def load(self, path: str, sources: Sources | None = None) -> Program:
         from .loader import load_program
-        return load_program(path, cache_dir=self.overrides.cache_dir)
+        return load_program(path, cache_dir=self.overrides.cache_dir, sources=sources)
 
-    def check(self, program: Program, test_file: bool = False) -> list[Diagnostic]:
+    def check(self, program: Program, test_file: bool = False, index: ProgramIndex | None = None) -> list[Diagnostic]:
         from .check import check_program
-        diags = check_program(program, tools=self.settings.tools, test_file=test_file)
+        diags = check_program(program, tools=self.settings.tools, test_file=test_file, index=index)
         return diags + self._ambiguous_bindings(program) + self._approval_keys(program)
 
     def _approval_keys(self, program: Program) -> list[Diagnostic]:
@@ -108,16 +109,19 @@ class Session:
                     found.append(Diagnostic("E090", f"{os.path.basename(grove or 'grove.toml')}: {exc}", grove, span))
         return found
 
-    def analyze(self, path: str, test_file: bool = False,
-                prestart: Effects | None = None) -> tuple[Program, list[Diagnostic]]:
+    def analyze(self, path: str, test_file: bool = False, prestart: Effects | None = None,
+                sources: Sources | None = None, index: ProgramIndex | None = None,
+                link: bool = True) -> tuple[Program, list[Diagnostic]]:
         """Load, check and link the program of `path`: the work of `sage check`, and all that `sage run` and
         `sage test` do before compiling. Each stage runs only when the ones before it found no error: loading
         and grove.toml's diagnostics, the checker (the only resolver: it records on the AST what the runtime
         needs, and `program.resolved` says so), and linking (the Python function of every `extern fn`, in
         `program.externs`; E093 for each one missing). With `prestart`, the servers of the tool blocks agents
-        `use` start in the background through those effects as soon as the program is loaded (SPEC §8.3)."""
+        `use` start in the background through those effects as soon as the program is loaded (SPEC §8.3).
+        `sources` reads the files (the language server's unsaved buffers); `index` is filled by the checker;
+        `link=False` stops after checking (linking imports the program's Python modules)."""
         from .syntax import ast as A
-        program = self.load(path)
+        program = self.load(path, sources)
         program.resolved = False
         program.externs = {}
         diags = list(program.diagnostics)
@@ -128,10 +132,12 @@ class Session:
         diags.extend(self.settings.diagnostics)
         if _has_errors(diags):
             return program, diags
-        diags.extend(self.check(program, test_file=test_file))
+        diags.extend(self.check(program, test_file=test_file, index=index))
         if _has_errors(diags):
             return program, diags
         program.resolved = True
+        if not link:
+            return program, diags
         from .link import link_externs
         program.externs, link_errors = link_externs(program, self.settings)
         return program, diags + link_errors

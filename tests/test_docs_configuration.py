@@ -1,5 +1,6 @@
 """docs/configuration.md documents every grove.toml key the validator accepts, nothing it rejects, and every
-`SAGE_*` environment variable the source reads."""
+`SAGE_*` environment variable the source reads; its prose never says that an accepted key is rejected or that
+a variable the source reads is ignored."""
 from __future__ import annotations
 
 import re
@@ -10,6 +11,7 @@ PAGE = REPO / "docs" / "configuration.md"
 ENV_NAME = re.compile(r"\bSAGE_[A-Z0-9_]+\b")
 SECTION_HEADING = re.compile(r"^### `\[([a-z.<>A-Z]+)\]`")
 KEY_ROW = re.compile(r"^\| `([a-z_]+)` \|")
+DENIAL = re.compile(r"\b(?:rejects?|rejected|not (?:yet )?(?:built|read|accepted|supported)|ignored)\b")
 
 
 def accepted_keys() -> dict[str, set[str]]:
@@ -54,12 +56,45 @@ def test_every_documented_grove_key_is_accepted() -> None:
     assert not extra, f"docs/configuration.md documents keys the validator rejects: {extra}"
 
 
-def test_every_environment_variable_is_documented() -> None:
-    page = PAGE.read_text(encoding="utf-8")
-    documented = set(re.findall(r"^\| `(SAGE_[A-Z0-9_]+)` \|", page, flags=re.M))
+def variables_read() -> dict[str, str]:
+    """Every `SAGE_*` name in the source, with the first file that names it."""
     read: dict[str, str] = {}
     for path in (REPO / "sagepy").rglob("*.py"):
         for name in ENV_NAME.findall(path.read_text(encoding="utf-8")):
             read.setdefault(name, str(path.relative_to(REPO)))
+    return read
+
+
+def prose_paragraphs() -> list[str]:
+    """The page's paragraphs of running text: no tables, headings or code blocks."""
+    paragraphs, current, in_code = [], [], False
+    for line in PAGE.read_text(encoding="utf-8").splitlines() + [""]:
+        if line.startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code or line.startswith(("|", "#")) or not line.strip():
+            if current:
+                paragraphs.append(" ".join(current))
+            current = []
+            continue
+        current.append(line)
+    return paragraphs
+
+
+def test_every_environment_variable_is_documented() -> None:
+    page = PAGE.read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `(SAGE_[A-Z0-9_]+)` \|", page, flags=re.M))
+    read = variables_read()
     missing = {name: where for name, where in read.items() if name not in documented}
     assert not missing, f"environment variables missing from docs/configuration.md: {missing}"
+
+
+def test_prose_never_denies_an_accepted_key_or_a_variable_read() -> None:
+    live = set().union(*accepted_keys().values()) | set(variables_read())
+    contradictions = []
+    for paragraph in prose_paragraphs():
+        if DENIAL.search(paragraph):
+            named = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", paragraph)) & live
+            if named:
+                contradictions.append((sorted(named), paragraph[:160]))
+    assert not contradictions, f"docs/configuration.md says these are rejected or ignored, yet they work: {contradictions}"

@@ -56,13 +56,14 @@ def guide_blocks() -> list[Block]:
 def _environment(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SAGE_", "OPENAI_")) and k not in ("NO_COLOR", "FORCE_COLOR")}
-    # `python3` in the guide's grove.toml must be this interpreter, the one with sagepy's dependencies. A script,
-    # not a symlink: a symlinked venv interpreter finds no pyvenv.cfg beside it and loses the venv's packages.
+    # `python3` in the guide's grove.toml must be this interpreter, the one with sagepy's dependencies. A wrapper
+    # that executes it, not a symlink: a symlinked interpreter outside a venv's bin/ finds no pyvenv.cfg and
+    # runs without the venv's packages.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    python3 = bin_dir / "python3"
-    python3.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
-    python3.chmod(0o755)
+    wrapper = bin_dir / "python3"
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
     env.update(PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1", SAGE_CACHE_DIR=str(tmp_path / "cache"),
                PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
     return env
@@ -84,6 +85,16 @@ def _normalise(text: str) -> str:
     text = GENERATED_ON.sub(r"\1 <date>", DURATION.sub("[…s]", text))
     text = RUN_ID.sub("<run id>", text)
     return "\n".join(line.rstrip() for line in text.splitlines()).strip("\n")
+
+
+def test_guide_python3_is_this_interpreter_with_its_packages(tmp_path: Path) -> None:
+    """The guide's servers run as `python3`: it must be this interpreter with this environment's packages, a
+    venv's included (a symlink to a venv's interpreter placed outside its bin/ loses the venv)."""
+    env = _environment(tmp_path)
+    probe = "import sys, mcp; print(sys.prefix)"
+    result = subprocess.run(["python3", "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == sys.prefix
 
 
 def test_every_sage_block_is_a_file() -> None:

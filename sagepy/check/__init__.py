@@ -3,15 +3,25 @@ returns every diagnostic it finds (errors and warnings), in no particular order.
 it resolves is recorded on the AST for the runtime compiler."""
 from __future__ import annotations
 
-from typing import Any, Collection
+from typing import TYPE_CHECKING, Any, Collection
 
 from ..diagnostics import Diagnostic
 
+if TYPE_CHECKING:
+    from .index import ProgramIndex
 
-def check_program(program: Any, *, tools: Collection[str] = (), test_file: bool = False) -> list[Diagnostic]:
+
+def check_program(program: Any, *, tools: Collection[str] = (), test_file: bool = False,
+                  index: ProgramIndex | None = None) -> list[Diagnostic]:
     """Check `program` (as returned by `sagepy.loader.load_program`). `tools` holds the `[tools.<Name>]` keys
     of grove.toml (`Settings.tools`), for the tool-binding rules E086/W084; `test_file` marks the root module
-    as a test file. The checker recurses as deep as the program nests, so it runs on a large-stack thread."""
+    as a test file. With `index`, that `ProgramIndex` is filled with every declaration and use of each name
+    (what the language server queries). The checker recurses as deep as the program nests, so it runs on a
+    large-stack thread."""
     from ..deepstack import call_on_deep_stack
     from .checker import Checker
-    return call_on_deep_stack(Checker(program, tools, test_file).run, "check")
+    checker = Checker(program, tools, test_file)
+    diagnostics = call_on_deep_stack(checker.run, "check")
+    if index is not None:
+        index.fill(checker)
+    return diagnostics

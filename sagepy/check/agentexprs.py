@@ -56,6 +56,7 @@ class AgentExpressions:
 
     def e_SummonExpr(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
         entity = cx.scope.lookup(node.agent)
+        self.note(cx.file, node.span, node.agent, entity, "f")
         if entity is not None and entity.kind == "error":
             self.skip_fields(node.fields, cx, lc)
             return ANY
@@ -75,6 +76,7 @@ class AgentExpressions:
         most once (its starting value when the store holds none, SPEC §4.8), nothing else."""
         given: set[str] = set()
         for fname, value, fspan in fields:
+            self.note(cx.file, fspan, fname, ("self", agent))
             field = agent.fields.get(fname)
             if field is None:
                 self.error(code, f"agent `{agent.name}` has no field `{fname}`", fspan, cx.file,

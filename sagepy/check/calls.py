@@ -29,9 +29,12 @@ class Calls:
         fn = node.fn
         node.ref = None
         if isinstance(fn, A.Name) and lc.find(fn.name) is None:
-            return self.named_call(node, fn, cx, lc, expected)
+            t = self.named_call(node, fn, cx, lc, expected)
+            self.note(cx.file, fn.span, fn.name, node.ref)
+            return t
         if isinstance(fn, A.VariantPath):
             ref = node.ref = self.path_variant(fn.enum_name, fn.variant, fn.span, cx)
+            self.note_variant(fn.enum_name, fn.variant, fn.span, ref, cx, "t")
             if ref is None:
                 self.skip_args(node, cx, lc)
                 return ANY
@@ -173,10 +176,12 @@ class Calls:
         if isinstance(obj, A.Name) and lc.find(obj.name) is None:
             entity = cx.scope.lookup(obj.name)
             if entity is not None and entity.kind == "tool":
+                self.note_tool_member(obj, fa, entity.info, cx)
                 return self.tool_call(entity.info, obj.name, fa, node, cx, lc)
             if entity is None:
                 tool = self.builtin_tool(obj.name)
                 if tool is not None:
+                    self.note_tool_member(obj, fa, tool, cx)
                     return self.tool_call(tool, obj.name, fa, node, cx, lc)
                 if not self.prelude_value(obj.name) and self.bare_variant(obj.name, obj.span, cx) is None:
                     names = self.value_candidates(cx, lc) | {t for t in self.prelude.tools if self.builtin_tool(t)}
@@ -188,6 +193,7 @@ class Calls:
             owner = self.self_field(fa, cx)
             return self.call_member_value(owner, fa, node, cx, lc)
         owner = self.expr(obj, cx, lc)
+        self.note(cx.file, fa.span, fa.name, ("member", owner), "t")
         if isinstance(owner, PersistedT):
             return self.persisted_method(owner, fa, node, cx, lc)
         if isinstance(owner, T.RecordT):
@@ -201,6 +207,10 @@ class Calls:
                        hint=hint)
         self.skip_args(node, cx, lc)
         return ANY
+
+    def note_tool_member(self, obj: Any, fa: Any, tool: ToolInfo, cx: Body) -> None:
+        self.note(cx.file, obj.span, obj.name, tool)
+        self.note(cx.file, fa.span, fa.name, ("member", tool), "t")
 
     def prelude_value(self, name: str) -> bool:
         return name in self.prelude.fns or name in self.prelude.consts or name in INTRINSICS

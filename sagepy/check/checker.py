@@ -42,12 +42,19 @@ class Checker(Namespaces, Names, Expressions, AgentExpressions, Calls, Intrinsic
         self.agents: dict[str, AgentInfo] = {}        # by name: `Agent<A>` names its agent
         self.agent_decls: dict[int, AgentInfo] = {}   # by declaration, duplicates included
         self.update_closure: Any = None               # the closure literal given to `self.f.update` (E066)
+        self.refs: list[tuple] = []                   # every name resolved, for the index (index.py)
 
     def error(self, code: str, message: str, span: tuple | None, file: str, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic(code, message, file, span, hint=hint))
 
     def warn(self, code: str, message: str, span: tuple | None, file: str, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic(code, message, file, span, severity="warning", hint=hint))
+
+    def note(self, file: str, span: tuple | None, name: str, target: Any, where: Any = "h",
+             define: bool = False) -> None:
+        """Record that `name`, written at `where` inside `span`, denotes `target` (see index.py). One append:
+        `sage check` pays nothing more for the index the language server builds from these."""
+        self.refs.append((file, span, name, where, target, define))
 
     @staticmethod
     def shown_path(path: str | None) -> str:

@@ -92,6 +92,7 @@ class Namespaces:
             if isinstance(item, A.ModDecl):
                 child = getattr(item, "module", None)
                 if child is not None and id(child) in self.scopes:
+                    self.note(scope.path, item.span, item.name, self.scopes[id(child)], "f")
                     self.bind(scope, Entity("module", item.name, item, scope, item.pub, self.scopes[id(child)]),
                               item.span, also_in)
                 continue
@@ -131,15 +132,22 @@ class Namespaces:
                         self.error("E042", f"unknown module `{path[0]}`", item.span, file,
                                    hint=f"declare it with `mod {path[0]};`")
                         continue
+                    self.note(file, item.span, path[0], module, "f")
                     target: Entity | None = Entity("module", path[0], None, scope, True, module)
                 else:
                     owner = self.resolve_module(scope, path[:-1], item.span)
                     target = self.member(owner, path[-1], item.span, file) if owner else None
+                    self.note(file, item.span, path[-1], target, "l")
+                if item.alias:
+                    self.note(file, item.span, item.alias, target, "l")
                 self.add_import(scope, item.alias or path[-1], target, item.span)
             elif item.kind == "group":
                 owner = self.resolve_module(scope, path, item.span)
                 for name, alias in item.names:
                     target = self.member(owner, name, item.span, file) if owner else None
+                    self.note(file, item.span, name, target, "{")
+                    if alias:
+                        self.note(file, item.span, alias, target, "{")
                     self.add_import(scope, alias or name, target, item.span)
             else:
                 owner = self.resolve_module(scope, path, item.span)
@@ -170,11 +178,13 @@ class Namespaces:
             self.error("E042", f"unknown module `{path[0]}`", span, scope.path,
                        hint=f"declare it with `mod {path[0]};`")
             return None
+        self.note(scope.path, span, path[0], module, "f")
         for seg in path[1:]:
             nxt = module.children.get(seg)
             if nxt is None:
                 self.error("E042", f"module `{seg}` not found in `{'::'.join(path)}`", span, scope.path)
                 return None
+            self.note(scope.path, span, seg, nxt, "f")
             module = nxt
         return module
 
@@ -292,6 +302,7 @@ class Namespaces:
     def named_type(self, texpr: Any, args: list, scope: ModuleScope, tparams: Any) -> T.Type:
         if texpr.kind == "agent":
             entity = scope.lookup(texpr.name)
+            self.note(scope.path, texpr.span, texpr.name, entity, "f")
             if entity is None or entity.kind != "agent":
                 self.error("E011", f"unknown agent `{texpr.name}`", texpr.span, scope.path,
                            hint=did_you_mean(texpr.name, [n for n, e in self.agents.items()]))
@@ -303,6 +314,7 @@ class Namespaces:
                 self.error("E046", f"type parameter `{name}` takes no type arguments", texpr.span, scope.path)
             return T.TypeVar(name)
         entity = self.type_entity(scope, name, texpr.span)
+        self.note(scope.path, texpr.span, name.rpartition("::")[2], entity, "l" if "::" in name else "h")
         if entity is None or entity.kind == "error":
             return ANY
         if entity.kind in ("record", "enum"):

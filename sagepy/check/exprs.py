@@ -62,11 +62,15 @@ class Expressions:
             node.ref = None
             node.slot = cx.slot_of(var)
             self.check_turbofish_absent(node, f"variable `{node.name}`", cx)
+            self.note(cx.file, node.span, node.name, var)
             return var.type
-        return self.name_value(node, cx, lc, expected)
+        t = self.name_value(node, cx, lc, expected)
+        self.note(cx.file, node.span, node.name, node.ref)
+        return t
 
     def e_VariantPath(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
         ref = node.ref = self.path_variant(node.enum_name, node.variant, node.span, cx)
+        self.note_variant(node.enum_name, node.variant, node.span, ref, cx, "t")
         if ref is None:
             return ANY
         return self.unit_variant_value(ref, node, cx, expected)
@@ -81,13 +85,16 @@ class Expressions:
     def e_FieldAccess(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
         if isinstance(node.obj, A.SelfExpr):
             return self.self_field(node, cx)
-        return self.field_of(self.expr(node.obj, cx, lc), node.name, node.span, cx)
+        owner = self.expr(node.obj, cx, lc)
+        self.note(cx.file, node.span, node.name, ("member", owner), "t")
+        return self.field_of(owner, node.name, node.span, cx)
 
     def self_field(self, node: Any, cx: Body) -> T.Type:
         agent = cx.agent
         if agent is None:
             self.error("E026", "`self` outside an agent handler", node.obj.span, cx.file)
             return ANY
+        self.note(cx.file, node.span, node.name, ("self", agent), "t")
         field = agent.fields.get(node.name)
         if field is None:
             self.error("E026", f"agent `{agent.name}` has no field `{node.name}`", node.span, cx.file,
@@ -237,6 +244,7 @@ class Expressions:
         if node.binder:
             var = inner.vars[node.binder] = Var(T.ERROR, cx)
             node.slot = var.slot
+            self.note(cx.file, node.span, node.binder, var, node.expr.span[2:], True)
         fallback = self.block_type(node.fallback, cx, inner, expected if is_open(left) else left)
         if not fits(left, fallback):
             self.error("E015", f"`catch` fallback has type {show(fallback)}, but the expression has type "
@@ -303,6 +311,7 @@ class Expressions:
             self.skip_fields(node.fields, cx, lc)
             return ANY
         node.ref = info
+        self.note(cx.file, node.span, node.name, info)
         _, holes = instantiate(info.params)
         bindings: dict = {}
         if node.targs:
@@ -321,6 +330,7 @@ class Expressions:
         declared = dict(record.fields())
         given: set[str] = set()
         for fname, value, fspan in node.fields:
+            self.note(cx.file, fspan, fname, ("member", record))
             if fname not in declared:
                 self.error("E027", f"record `{info.name}` has no field `{fname}`", fspan, cx.file,
                            hint=field_hint(fname, declared, f"record `{info.name}`"))
@@ -363,7 +373,8 @@ class Expressions:
             if p.name in inner.vars:
                 self.error("E012", f"duplicate parameter `{p.name}`", p.span, cx.file)
             if p.name != "_":
-                inner.vars[p.name] = Var(t, body_cx)
+                var = inner.vars[p.name] = Var(t, body_cx)
+                self.note(cx.file, p.span, p.name, var, "h", True)
             else:
                 body_cx.new_slot()   # every parameter has its slot in the frame, in order
             params.append(t)

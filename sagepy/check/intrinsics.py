@@ -68,6 +68,7 @@ class Intrinsics:
         if var.owner is not cx:
             self.error("E047", f"a closure cannot update captured variable `{target.name}`", target.span, cx.file)
         target.slot = var.slot
+        self.note(cx.file, target.span, target.name, var)
         m = var.type
         if not (is_open(m) or isinstance(m, T.MapT)):
             self.error("E018", f"type mismatch: expected a Map, found {show(m)}", target.span, cx.file)

@@ -51,8 +51,9 @@ class Items:
         sig = entity.info if entity is not None and entity.decl is decl else self.fn_signature(decl, scope)
         cx = Body(scope, "fn", fallible=sig.fails, ret=sig.ret, tparams=tuple(decl.tparams))
         lc = Locals()
-        for name, t in sig.params:
-            lc.vars[name] = Var(t, cx)
+        for param, (name, t) in zip(decl.params, sig.params):
+            var = lc.vars[name] = Var(t, cx)
+            self.note(scope.path, param.span, name, var, "h", True)
         unit = prim_named(sig.ret, "Unit")
         t = self.block_type(decl.body, cx, lc, sig.ret, discard=unit)
         decl.nslots = cx.nslots
@@ -122,12 +123,15 @@ class Items:
         decl, scope = agent.decl, agent.scope
         file = scope.path
         for name, span in decl.uses:
-            if self.lookup_tool(scope, name) is None:
+            tool = self.lookup_tool(scope, name)
+            self.note(file, span, name, tool)
+            if tool is None:
                 tools = [n for n, e in list(scope.items.items()) + list(scope.imports.items()) if e.kind == "tool"]
                 self.error("E037", f"unknown tool `{name}`", span, file,
                            hint=did_you_mean(name, tools + [t for t in BUILTIN_TOOLS if self.builtin_tool(t)]))
         for proto, role, span in decl.follows:
             entity = scope.lookup(proto)
+            self.note(file, span, proto, entity, "f")
             if entity is None or entity.kind != "protocol":
                 self.error("E070", f"unknown protocol `{proto}`", span, file)
             elif role not in entity.info:
@@ -171,13 +175,15 @@ class Items:
         cx = Body(scope, "handler", fallible=h.kind not in ("stop", "resting"), agent=agent, handler=h.kind)
         lc = Locals()
         if message_type is not None:
-            lc.vars[h.param] = Var(message_type, cx)
+            var = lc.vars[h.param] = Var(message_type, cx)
+            self.note(scope.path, h.span, h.param, var, "(", True)
         elif h.kind == "error":
             if h.param_type is not None:
                 t = self.resolve_type(h.param_type, scope)
                 if not (is_open(t) or prim_named(t, "Error")):
                     self.mismatch(T.ERROR, t, h.param_type.span, cx)
-            lc.vars[h.param] = Var(T.ERROR, cx)
+            var = lc.vars[h.param] = Var(T.ERROR, cx)
+            self.note(scope.path, h.span, h.param, var, "(", True)
         diverges = self.block_type(h.body, cx, lc, discard=True) is NEVER
         h.nslots = cx.nslots
         return diverges
@@ -218,10 +224,12 @@ class Items:
             self.error("E060", f"supervisor `{decl.name}` has no children", decl.span, file)
         for child in decl.children:
             entity = scope.lookup(child.name)
+            self.note(file, child.span, child.name, entity, "f")
             cx = Body(scope, "child")
             lc = Locals()
             for _effect, handler in child.handlers:
                 target = scope.lookup(handler)
+                self.note(file, child.span, handler, target, "f")
                 if target is None or target.kind != "handler":
                     self.error("E072", f"unknown effect handler `{handler}`", child.span, file)
             if entity is None or entity.kind not in ("agent", "supervisor"):
@@ -311,6 +319,7 @@ class Items:
             return
         entity = scope.lookup(decl.name)
         file = scope.path
+        self.note(file, decl.span, decl.name, entity, "f")
         if entity is None or entity.kind not in ("agent", "supervisor"):
             what = f"`{decl.name}` is a {entity.kind}" if entity else f"unknown name `{decl.name}`"
             self.error("E041", f"`run {decl.name}`: {what}, not an agent or supervisor", decl.span, file)

@@ -70,6 +70,14 @@ class Names:
         self.error("E010", f"undefined name `{name}`", span, cx.file,
                    hint=did_you_mean(name, self.value_candidates(cx, lc)))
 
+    def note_variant(self, enum_name: str | None, vname: str, span: tuple, ref: VariantRef | None, cx: Body,
+                     where: str) -> None:
+        """Record both names of `E::V` (the enum's even when the variant is unknown: completion after `E::`)."""
+        if enum_name is not None:
+            entity = cx.scope.lookup(enum_name)
+            self.note(cx.file, span, enum_name, entity if entity is not None else ("enum", enum_name))
+        self.note(cx.file, span, vname, ref, where)
+
     def check_turbofish_absent(self, node: Any, what: str, cx: Body) -> None:
         if getattr(node, "targs", None):
             self.error("E100", f"{what} is not generic: remove the type arguments", node.span, cx.file)

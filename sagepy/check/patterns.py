@@ -34,6 +34,8 @@ class Patterns:
             for name, t in self.pattern(arm.pattern, scrutinee, cx).items():
                 inner.vars[name] = Var(t, cx)
             bind_slots(arm.pattern, inner.vars)
+            for bind in pattern_binds(arm.pattern):
+                self.note(cx.file, bind.span, bind.name, inner.vars.get(bind.name), "h", True)
             hint = None if discard else (result if result is not None and not is_open(result) else expected)
             t = self.arm_body(arm.body, cx, inner, hint, discard)
             if t is NEVER:
@@ -124,11 +126,13 @@ class Patterns:
     def variant_pattern(self, pat: Any, t: T.Type, cx: Body) -> dict[str, T.Type]:
         if pat.enum_name is not None:
             ref = self.path_variant(pat.enum_name, pat.name, pat.span, cx)
+            self.note_variant(pat.enum_name, pat.name, pat.span, ref, cx, "::")
         else:
             ref = self.bare_variant(pat.name, pat.span, cx)
             if ref is None:
                 self.error("E030", f"unknown variant `{pat.name}`", pat.span, cx.file,
                            hint=did_you_mean(pat.name, self.variant_names(t)))
+            self.note(cx.file, pat.span, pat.name, ref)
         if ref is None:
             return self.pattern(pat.payload, ANY, cx) if pat.payload is not None else {}
         pat.ref = ref
@@ -193,6 +197,20 @@ def bind_slots(pat: Any, variables: dict[str, Var]) -> None:
             bind_slots(alt, variables)
     elif cls is A.PatVariant and pat.payload is not None:
         bind_slots(pat.payload, variables)
+
+
+def pattern_binds(pat: Any) -> list:
+    """The `PatBind` nodes of a pattern, alternatives included."""
+    cls = type(pat)
+    if cls is A.PatBind:
+        return [pat]
+    if cls is A.PatTuple:
+        return [b for item in pat.items for b in pattern_binds(item)]
+    if cls is A.PatOr:
+        return [b for alt in pat.alts for b in pattern_binds(alt)]
+    if cls is A.PatVariant and pat.payload is not None:
+        return pattern_binds(pat.payload)
+    return []
 
 
 def prim_bool(t: T.Type) -> bool:

@@ -75,6 +75,7 @@ class Statements:
             if target.name != "_":
                 var = lc.vars[target.name] = Var(t, cx)
                 target.slot = var.slot
+                self.note(cx.file, target.span, target.name, var, "h", True)
             return
         n = len(target.items)
         if isinstance(t, T.TupleT):
@@ -100,6 +101,7 @@ class Statements:
         if var.owner is not cx:
             self.error("E047", f"a closure cannot assign to captured variable `{node.name}`", node.span, cx.file)
         node.slot = var.slot
+        self.note(cx.file, node.span, node.name, var)
         t = self.expr(node.value, cx, lc, var.type)
         if not fits(var.type, t):
             self.mismatch(var.type, t, node.value.span, cx)
@@ -244,6 +246,9 @@ class Statements:
                            hint=did_you_mean(node.fn, MCP_MOCK_KEYS))
             return
         tool = self.lookup_tool(cx.scope, node.tool)
+        self.note(cx.file, node.span, node.tool, tool, "f")
+        if tool is not None:
+            self.note(cx.file, node.span, node.fn, ("member", tool), ".")
         if tool is None:
             self.error("E037", f"unknown tool `{node.tool}`", node.span, cx.file)
         elif node.fn not in tool.fns:

@@ -119,6 +119,8 @@ class ToolUse:
         error."""
         if isinstance(entry, A.Name) and lc.find(entry.name) is None:
             tool = self.named_tool(entry.name, entry.span, cx, lc)
+            if isinstance(tool, ToolInfo):
+                self.note(cx.file, entry.span, entry.name, tool)
             if tool is not None:
                 return self.offer(tool, entry.name, list(tool.fns), entry.span, cx) if tool is not True else None
         elif isinstance(entry, A.FieldAccess) and isinstance(entry.obj, A.Name) and lc.find(entry.obj.name) is None:
@@ -126,6 +128,7 @@ class ToolUse:
             if tool is True:
                 return None
             if tool is not None:
+                self.note_tool_member(entry.obj, entry, tool, cx)
                 if entry.name not in tool.fns:
                     self.error("E036", f"tool `{entry.obj.name}` has no function `{entry.name}`", entry.span,
                                cx.file, hint=did_you_mean(entry.name, tool.fns))

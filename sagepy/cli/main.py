@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "(NAME `.`: in the current directory, which must be empty).")
     new.add_argument("name", metavar="NAME")
 
+    sub.add_parser("lsp", help="run the language server on stdin/stdout",
+                   description="Serve the Language Server Protocol on stdin/stdout for an editor.")
     sub.add_parser("version", help="print the sagepy version", description="Print the sagepy and Python versions.")
     return parser
 
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run" and args.resume is not None and program_args:
             parser.error("--resume runs with the arguments the run recorded: it takes no `-- ARGS`")
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
-                   "worker": _worker, "new": _new, "explain": _explain}[args.command]
+                   "worker": _worker, "new": _new, "explain": _explain, "lsp": _lsp}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -211,6 +213,11 @@ def _worker(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     from .explain import run_explain_command
     return run_explain_command(args)
+
+
+def _lsp(args: argparse.Namespace) -> int:
+    from .lsp import run_lsp
+    return run_lsp(args)
 
 
 def _new(args: argparse.Namespace) -> int:

@@ -97,6 +97,12 @@ class _PauseGate:
         deadline.cancel()
         self.deadlines.discard(deadline)
 
+    def fail_all(self) -> None:
+        """End every waiting request now, as if its time were up (the transport broke under it)."""
+        for deadline in list(self.deadlines):
+            deadline.cancel()
+            deadline.on_expire()
+
 
 def _leaf(exc: BaseException) -> BaseException:
     """The first real exception inside the nested ExceptionGroups that leave the SDK's task groups."""
@@ -131,6 +137,7 @@ class Connection:
         self.capabilities: dict = {}  # the server's capabilities in MCP wire spelling (`sage tools inspect`)
         self.instructions = ""
         self._gate = _PauseGate()
+        self.http_status.on_broken = self._gate.fail_all
         self._closing = asyncio.Event()
         self._ready: asyncio.Future = asyncio.get_running_loop().create_future()
         self._owner: asyncio.Task | None = None
@@ -437,6 +444,9 @@ class Connection:
             raise
         except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - mapped to the sub-kinds of §8.10
             if expired and task.uncancel() == 0:
+                if self.http_status.broken is not None:
+                    self.alive = False
+                    raise McpFailure("I/O error", self._at_url(self.http_status.broken)) from None
                 ms = self.config.timeout_ms if timeout_s is None else int(timeout_s * 1000)
                 raise McpFailure("timeout", f"request '{method}' to '{self.label}' timed out after {ms} ms") from None
             if isinstance(exc, asyncio.CancelledError):
@@ -500,6 +510,8 @@ class Connection:
         if isinstance(exc, MCPError):
             if exc.code == types.CONNECTION_CLOSED:
                 self.alive = False
+                if self.http_status.broken is not None:
+                    return McpFailure("I/O error", self._at_url(self.http_status.broken))
                 return self.http_status.failure() or self._gone()
             http = self.http_status.failure()
             if http is not None:

@@ -31,12 +31,24 @@ class HttpStatus:
         self.code: int | None = None
         self.oauth: McpFailure | None = None
         self.answer: tuple[int, str] | None = None
+        # A POST that broke in the transport (a reset, a closed socket): the SDK reports a plain close, or waits
+        # for an answer that cannot come; `on_broken` lets the connection fail its waiting requests at once.
+        self.broken: BaseException | None = None
+        self.on_broken: Callable[[], None] | None = None
 
     def reset(self) -> None:
         """Forget the last failure: called as each request starts."""
         self.code = None
         self.oauth = None
         self.answer = None
+        self.broken = None
+
+    def break_off(self, exc: BaseException) -> None:
+        """A POST's request or answer failed in the transport: remember why, and wake the waiting requests."""
+        if self.broken is None:
+            self.broken = exc
+            if self.on_broken is not None:
+                self.on_broken()
 
     def failure(self) -> McpFailure | None:
         if self.oauth is not None:
@@ -150,10 +162,48 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
 
     # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request.
     # Servers are verified against sagepy's one trust store, as the LLM client and the Http tool do.
+    transport = _watched_transport(httpx2, httpx2.AsyncHTTPTransport(verify=trust_store()), status)
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(connect_s, read=None), auth=auth,
-                                  verify=trust_store(), event_hooks={"response": [on_response]}) as http:
+                                  transport=transport, event_hooks={"response": [on_response]}) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
+
+
+def _watched_transport(httpx2: Any, inner: Any, status: HttpStatus) -> Any:
+    """`inner`, reporting to `status` every transport failure of a POST, while it is sent or while its answer
+    is read. A GET (the optional event stream) may fail and be retried without failing any request."""
+
+    class WatchedBody(httpx2.AsyncByteStream):
+        def __init__(self, body: Any) -> None:
+            self.body = body
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            try:
+                async for chunk in self.body:
+                    yield chunk
+            except httpx2.TransportError as exc:
+                status.break_off(exc)
+                raise
+
+        async def aclose(self) -> None:
+            await self.body.aclose()
+
+    class WatchedTransport(httpx2.AsyncBaseTransport):
+        async def handle_async_request(self, request: Any) -> Any:
+            if request.method != "POST":
+                return await inner.handle_async_request(request)
+            try:
+                response = await inner.handle_async_request(request)
+            except httpx2.TransportError as exc:
+                status.break_off(exc)
+                raise
+            response.stream = WatchedBody(response.stream)
+            return response
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+    return WatchedTransport()
 
 
 def open_http(config: ServerConfig, root: str, log_path: str, status: HttpStatus,

@@ -27,7 +27,7 @@ _HEX = "0123456789abcdefABCDEF"
 # ---------------------------------------------------------------- invalid characters and comments
 
 @functools.lru_cache(maxsize=None)
-def _skipped_token_scanner() -> re.Pattern:
+def skipped_token_scanner() -> re.Pattern:
     """The terminals a skipped token cannot hide in, then the skipped ones: a `//` inside a string is not a
     comment, and `&&&&` is two `&&` tokens, not one with a stray `&`. No other terminal contains a character
     that BAD_CHAR matches, a quote or a `/` followed by `/` or `*`."""
@@ -39,7 +39,7 @@ def _skipped_token_scanner() -> re.Pattern:
 def lexical_errors(text: str, ctx: ParseContext, start: int = 0) -> None:
     """Report every invalid character (E001) and unterminated block comment (E002) of `text` from `start` on."""
     line, line_start = 1, 0
-    for match in _skipped_token_scanner().finditer(text, start):
+    for match in skipped_token_scanner().finditer(text, start):
         kind = match.lastgroup
         if kind not in ("BAD_CHAR", "BLOCK_COMMENT"):
             continue
@@ -90,6 +90,22 @@ class _Scanner:
     def pos(self) -> tuple[int, int]:
         return self.line, self.col
 
+    def take_run(self, plain: re.Pattern) -> str:
+        """The characters from here that `plain` matches (none of them a newline), consumed at once: a long
+        literal costs one regex match per run rather than a method call per character."""
+        match = plain.match(self.text, self.i)
+        if match is None:
+            return self.advance()
+        run = match.group()
+        self.i = match.end()
+        self.col += len(run)
+        return run
+
+
+# Runs of characters that decode to themselves: no escape, no interpolation, no newline (which moves the line).
+_PLAIN_DOUBLE = re.compile(r"[^\\{\n]+")
+_PLAIN_SINGLE = re.compile(r"[^\\\n]+")
+
 
 def decode_string(tok: Token, ctx: ParseContext, parse_interpolation: InterpolationParser) -> A.Node:
     """A STRING token as a `Literal` (str value) or, when it interpolates, a `Template`."""
@@ -102,6 +118,7 @@ def decode_string(tok: Token, ctx: ParseContext, parse_interpolation: Interpolat
         return A.Literal("", span=span)
     sc = _Scanner(raw[:-1], tok.line, tok.column)
     sc.advance()  # opening quote
+    plain = _PLAIN_DOUBLE if quote == '"' else _PLAIN_SINGLE
     parts: list[Any] = []
     buf: list[str] = []
     while sc.i < len(sc.text):
@@ -116,7 +133,7 @@ def decode_string(tok: Token, ctx: ParseContext, parse_interpolation: Interpolat
             if expr is not None:
                 parts.append(expr)
         else:
-            buf.append(sc.advance())
+            buf.append(sc.take_run(plain))
     if buf or not parts:
         parts.append("".join(buf))
     if len(parts) == 1 and isinstance(parts[0], str):

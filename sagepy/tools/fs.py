@@ -16,7 +16,9 @@ the walk came from, never to a directory looked up by name. (What no path walk c
 can write on both sides renaming a directory out of the root while a call stands in it.)
 
 Text is UTF-8 without newline translation, so a file round-trips byte for byte. Only regular files are
-read or written: a FIFO, a device or a socket is refused (a FIFO is opened non-blocking, so it cannot hang).
+read or written: a FIFO, a device or a socket is refused (a FIFO is opened non-blocking, so it cannot hang),
+and so is a file with more than one hard link (its other names may lie outside the root, where no walk sees
+them; `delete` removes such a name, which touches nothing else).
 A read is bounded by the built-in tools' time limit (`SAGE_HTTP_TIMEOUT`, default 30 s) and by the agent's
 cancellation, both checked between chunks, so a huge file or a slow file system ends in an error (a single
 read that the kernel itself never returns from cannot be cut short). Every operating-system error becomes a
@@ -247,11 +249,14 @@ def _open_file(dir_fd: int, name: str, flags: int) -> int:
             raise _not_regular() from None
         raise
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
             raise _error(errno.EISDIR)
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(info.st_mode):
             raise _not_regular()
+        if info.st_nlink > 1:
+            # Another name of the same file may lie outside the root, and no walk can tell where it is.
+            raise OSError(errno.EMLINK, f"it has {info.st_nlink} hard links, and one may lie outside the root")
     except OSError:
         os.close(fd)
         raise

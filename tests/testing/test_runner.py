@@ -184,6 +184,27 @@ def test_empty_divine_queue_is_e054(tmp_path: Path) -> None:
     assert "      --> src/main_test.sg:2:17" in r.stdout
 
 
+def test_call_depth_exceeded_points_at_the_call_that_overflowed(tmp_path: Path) -> None:
+    root = project(tmp_path, {"grove.toml": GROVE, "src/main.sg": MAIN, "src/main_test.sg": """\
+        fn apply(f: Fn(Int) -> Int, n: Int) -> Int {
+            return f(n);
+        }
+
+        fn down(n: Int) -> Int {
+            return apply(down, n + 1);
+        }
+
+        test "overflows" {
+            assert_eq(down(0), 1);
+        }
+        """})
+    r = sage("test", cwd=root)
+    assert r.returncode == 1
+    assert "    error[E205]: Runtime error: call depth exceeded" in r.stdout
+    location = next(line.strip() for line in r.stdout.splitlines() if line.strip().startswith("--> "))
+    assert location in ("--> src/main_test.sg:2:12", "--> src/main_test.sg:6:12"), r.stdout
+
+
 def test_timeout_fails_the_test_and_stops_its_agents(tmp_path: Path) -> None:
     root = project(tmp_path, {"grove.toml": GROVE + "\n[test]\ntimeout_ms = 300\n", "src/main.sg": MAIN,
                               "src/main_test.sg": """\

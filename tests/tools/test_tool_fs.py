@@ -185,6 +185,26 @@ def test_file_symlink_pointing_outside_is_refused(root):
     assert (root / "link.txt").is_symlink()
 
 
+def test_hard_link_to_a_file_outside_is_neither_read_nor_overwritten(root):
+    secret = root.parent / "outside" / "secret.txt"
+    os.link(secret, root / "hard.txt")
+    reason = "it has 2 hard links, and one may lie outside the root"
+    assert fs_error("read", "hard.txt") == f"Fs.read: cannot read 'hard.txt': {reason}"
+    assert fs_error("write", "hard.txt", "overwritten") == f"Fs.write: cannot write 'hard.txt': {reason}"
+    assert secret.read_text() == "secret"
+    assert fs("exists", "hard.txt") is True
+    fs("delete", "hard.txt")  # removes the name inside the root only
+    assert not (root / "hard.txt").exists() and secret.read_text() == "secret"
+
+
+def test_a_file_with_one_link_is_read_and_written_as_before(root):
+    fs("write", "one.txt", "first")
+    os.link(root / "one.txt", root / "two.txt")
+    os.unlink(root / "two.txt")
+    fs("write", "one.txt", "second")
+    assert fs("read", "one.txt") == "second"
+
+
 def test_relative_symlink_pointing_outside_is_refused(root):
     os.symlink("../outside/secret.txt", root / "rel")
     assert fs_error("read", "rel") == "Fs.read: path 'rel' leaves the root (symlink 'rel' points outside it)"

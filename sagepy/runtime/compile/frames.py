@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ..agents import CALL_DEPTH_LIMIT
 from ...core.errors import SageRaise, raise_at
-from ...core.values import UNIT
+from ...core.values import UNIT, ErrorValue
 
 Code = Callable[[list], Any]
 
@@ -59,7 +59,8 @@ def make_function(body: Code, nslots: int, nparams: int, file: str, span: tuple)
         ctx.depth += 1
         try:
             if ctx.depth > CALL_DEPTH_LIMIT:
-                raise raise_at("Runtime", "call depth exceeded", "E205", file, span)
+                # Unlocated: the call site that overflowed attaches itself (`located`), not this declaration.
+                raise SageRaise(ErrorValue("Runtime", "call depth exceeded", "E205"))
             sig = body(frame)
         except ControlFlow as cf:
             sig = cf.signal
@@ -88,7 +89,7 @@ def direct_call1(rec: Any, arg: Code, file: str, span: tuple) -> Code:
         ctx.depth += 1
         try:
             if ctx.depth > CALL_DEPTH_LIMIT:
-                raise raise_at("Runtime", "call depth exceeded", "E205", rec.file, rec.decl.span)
+                raise raise_at("Runtime", "call depth exceeded", "E205", file, span)
             sig = rec.body(inner)
         except ControlFlow as cf:
             sig = cf.signal

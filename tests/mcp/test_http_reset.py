@@ -1,0 +1,129 @@
+"""A TCP reset in the middle of an HTTP MCP call fails the call at once as an `MCP I/O error` naming the reset,
+not as a timeout after the full `timeout_ms`.
+
+The suite server runs over Streamable HTTP behind a small TCP proxy of this file's. The proxy forwards bytes both
+ways until it sees a trigger word: `reset-request` in a request (the server never sees the call) or
+`reset-response` in an answer (the server has run it, the client is reading); then it closes both sides with
+SO_LINGER 0, so the client gets a real RST, as from a crashed load balancer or a killed server host.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from mcp_helpers import start_http_suite
+
+REPO = Path(__file__).resolve().parent.parent.parent
+TRIGGERS = {True: b"reset-request", False: b"reset-response"}   # by direction: client to server or back
+
+
+class ResettingProxy:
+    """Forwards 127.0.0.1:<port> to the server; resets both sides of a connection that carries a trigger."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream = ("127.0.0.1", upstream_port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.resets = 0
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            pair = (client, server)
+            self.sockets += pair
+            threading.Thread(target=self._pump, args=(client, server, pair, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, pair, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, pair: tuple, watch: bool) -> None:
+        while True:
+            try:
+                data = source.recv(65536)
+            except OSError:
+                data = b""
+            if TRIGGERS[watch] in data:
+                self.resets += 1
+                # SO_LINGER 0 makes the close a reset. The other pump's thread is blocked in recv on one of these
+                # sockets, which holds the kernel's socket open past close(): SHUT_RD wakes it first.
+                for sock in pair:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    sock.shutdown(socket.SHUT_RD)
+                for sock in pair:
+                    sock.close()
+                return
+            if not data:
+                for sock in pair:
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                return
+            try:
+                sink.sendall(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.listener.close()
+        for sock in self.sockets:
+            sock.close()
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory):
+    server, port = start_http_suite(str(tmp_path_factory.mktemp("http-reset")))
+    front = ResettingProxy(port)
+    yield front
+    front.close()
+    server.kill()
+    server.wait(10)
+
+
+PROGRAM = """\
+tool Remote {
+    fn echo(text: String) -> String
+}
+
+agent Main {
+    use Remote;
+    on start {
+        print(try Remote.echo("before"));
+        let r = Remote.echo("TRIGGER") catch(e) {
+            "{e}"
+        };
+        print(r);
+    }
+}
+run Main;
+"""
+
+
+@pytest.mark.parametrize("trigger", ["reset-request", "reset-response"])
+def test_a_reset_during_a_call_is_an_io_error_at_once(proxy, tmp_path: Path, trigger: str) -> None:
+    (tmp_path / "grove.toml").write_text(
+        '[project]\nname = "reset"\nentry = "main.sg"\n\n'
+        f'[tools.Remote]\nurl = "http://127.0.0.1:{proxy.port}/mcp"\ntimeout_ms = 60000\n', encoding="utf-8")
+    (tmp_path / "main.sg").write_text(PROGRAM.replace("TRIGGER", trigger), encoding="utf-8")
+    env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(REPO))
+    # A timeout_ms of 60 s and a subprocess limit of 45 s: a reset taken for silence cannot pass.
+    result = subprocess.run([sys.executable, "-m", "sagepy", "run", "."], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=45)
+    lines = result.stdout.splitlines()
+    assert lines[0] == "before", result.stdout + result.stderr
+    # The reason is the client's own reading of the reset: a refused read, or the end of a response not begun.
+    reasons = ("Connection reset by peer", "Server disconnected without sending a response.")
+    assert lines[1:] in ([f"MCP I/O error: 'Remote' at http://127.0.0.1:{proxy.port}/mcp: {why}"] for why in reasons)
+    assert proxy.resets >= 1
+    assert result.returncode == 0, result.stderr
