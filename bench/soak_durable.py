@@ -14,7 +14,14 @@ and the counter (exactly 12), and reports: runs, crashes (kills that hit a live 
 double fires and lost increments, which must both be 0; also missing charges and runs that did not end with
 exit code 0. It waits for each killed run's server to exit before it reads the ledger.
 
+With `--workers-mode` the run is queued with `sage runs submit` instead, and what is killed is a worker
+(`sage worker --drain`) executing it: the run's own process dies with its worker, as on a crashed machine,
+and the next worker resumes the interrupted run; a halted run resolved from the ledger is queued again for
+the next worker. With `--backend postgres` every schedule's project keeps its runs in one database of a
+throwaway PostgreSQL cluster (tests/pgcluster.py), each under its own project name.
+
     python bench/soak_durable.py [--schedules N] [--seed S] [--workers W] [--max-seconds T]
+                                 [--backend sqlite|postgres] [--workers-mode]
 
 Seeded: the same --seed gives the same kill delays (the moments they hit still vary with the machine's load).
 Stops starting schedules after --max-seconds (default 1500) and reports what ran.
@@ -82,11 +89,13 @@ def killed_attempt(project: Path, args: list[str], env: dict[str, str], log: Pat
 class Schedule:
     """One durable run driven through its kills to its end."""
 
-    def __init__(self, number: int, delays: list[float], root: Path, cache: Path) -> None:
+    def __init__(self, number: int, delays: list[float], root: Path, cache: Path, state_url: str | None = None,
+                 workers_mode: bool = False) -> None:
         self.number = number
         self.delays = delays
         self.root = root
-        self.project = make_project(root, PROGRAM, f"schedule-{number}")
+        self.workers_mode = workers_mode
+        self.project = make_project(root, PROGRAM, f"schedule-{number}", state_url=state_url)
         self.env = sage_env(self.project, cache)
         self.run_id: str | None = None
         self.outcome = Outcome()
@@ -98,8 +107,18 @@ class Schedule:
             return ["run", "--resume", self.run_id]
         return ["run"]
 
+    def submit(self) -> None:
+        done = subprocess.run([*sage_command(), "runs", "submit"], cwd=self.project, env=self.env,
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            sys.exit(f"sage runs submit failed: {done.stderr}")
+        self.run_id = done.stdout.strip()
+
     def attempt(self, delay: float | None) -> tuple[bool, int, str]:
-        """One `sage run`, killed after `delay` s (None: never); (killed, exit code, stderr)."""
+        """One `sage run` (or, in workers mode, one `sage worker --drain`), killed after `delay` s (None:
+        never); (killed, exit code, stderr)."""
+        if self.workers_mode:
+            return self.worker_attempt(delay)
         args = self.next_args()
         self.attempts += 1
         self.outcome.resumes += args[1:2] == ["--resume"]
@@ -115,6 +134,28 @@ class Schedule:
         if not hit and code == 3 and "halted:" in stderr:
             self.outcome.halts += 1
             resolve_halt(self.project, self.env, self.run_id, stderr)
+        return hit, code, stderr
+
+    def worker_attempt(self, delay: float | None) -> tuple[bool, int, str]:
+        if self.run_id is None:
+            self.submit()
+        self.attempts += 1
+        self.outcome.resumes += self.attempts > 1
+        args = ["worker", "--drain", "--poll-ms", "50"]
+        log = self.root / f"{self.number}-{self.attempts}.log"
+        if delay is None:
+            result = run_sage(self.project, args, self.env, log)
+            hit, code, stderr = False, result.code, result.stderr
+        else:
+            hit, code, stderr = killed_attempt(self.project, args, self.env, log, delay)
+        # a kill crashes the run when the worker had started it: the run's process dies with its worker
+        self.outcome.crashes += hit and any(f"run {self.run_id}: {event}" in stderr for event in ("started", "resumed"))
+        self.outcome.left_behind += len(wait_for_servers_to_end(self.project))
+        if run_status(self.project, self.run_id) == "halted":
+            self.outcome.halts += 1
+            logs = subprocess.run([*sage_command(), "runs", "logs", self.run_id], cwd=self.project, env=self.env,
+                                  capture_output=True, text=True, timeout=120)
+            resolve_halt(self.project, self.env, self.run_id, logs.stderr)
         return hit, code, stderr
 
     def ended(self) -> bool:
@@ -153,8 +194,8 @@ class Schedule:
             shutil.rmtree(self.project, ignore_errors=True)
 
 
-def uncrashed_seconds(root: Path, cache: Path) -> float:
-    project = make_project(root, PROGRAM, "uncrashed")
+def uncrashed_seconds(root: Path, cache: Path, state_url: str | None) -> float:
+    project = make_project(root, PROGRAM, "uncrashed", state_url=state_url)
     started = time.perf_counter()
     attempt = run_sage(project, ["run"], sage_env(project, cache), root / "uncrashed.log")
     elapsed = time.perf_counter() - started
@@ -171,12 +212,30 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="schedules run at once (default 2)")
     parser.add_argument("--max-seconds", type=float, default=1500,
                         help="start no schedule after this many seconds (default 1500)")
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite",
+                        help="the store of the runs (postgres: a throwaway local cluster)")
+    parser.add_argument("--workers-mode", action="store_true",
+                        help="queue the runs and kill the `sage worker` executing them instead of `sage run`")
     args = parser.parse_args()
+    cluster = state_url = None
+    if args.backend == "postgres":
+        sys.path.insert(0, str(REPO / "tests"))
+        from pgcluster import start_cluster
+        cluster = start_cluster()
+        state_url = cluster.new_database()
+    try:
+        run_soak(args, state_url)
+    finally:
+        if cluster is not None:
+            cluster.destroy()
+
+
+def run_soak(args: argparse.Namespace, state_url: str | None) -> None:
     rng = random.Random(args.seed)
     scratch = Path(tempfile.mkdtemp(prefix="sage-soak-durable-"))
     started = time.monotonic()
     cache = scratch / "cache"
-    span = uncrashed_seconds(scratch, cache)
+    span = uncrashed_seconds(scratch, cache, state_url)
     plans = [[rng.uniform(0.2, span) for _ in range(rng.randint(1, 3))] for _ in range(args.schedules)]
     outcomes: list[Outcome] = []
     lock = threading.Lock()
@@ -184,7 +243,7 @@ def main() -> None:
     def one(number: int) -> None:
         if time.monotonic() - started > args.max_seconds:
             return
-        result = Schedule(number, plans[number], scratch, cache).drive()
+        result = Schedule(number, plans[number], scratch, cache, state_url, args.workers_mode).drive()
         with lock:
             outcomes.append(result)
 
@@ -193,7 +252,8 @@ def main() -> None:
     totals = {name: sum(getattr(o, name) for o in outcomes) for name in
               ("crashes", "resumes", "halts", "double_fires", "lost_increments", "extra_increments",
                "missing_charges", "bad_exit", "left_behind")}
-    print(f"sage command: {' '.join(sage_command())}; seed {args.seed}; uncrashed run {span:.1f} s; "
+    print(f"sage command: {' '.join(sage_command())}; backend {args.backend}; "
+          f"{'workers killed' if args.workers_mode else 'sage run killed'}; seed {args.seed}; uncrashed run {span:.1f} s; "
           f"kill delays uniform in 0.2..{span:.1f} s, 1-3 kills per schedule")
     print(json.dumps({"runs": len(outcomes), **totals, "seconds": round(time.monotonic() - started)}))
     notes = [note for o in outcomes for note in o.notes]
@@ -203,7 +263,8 @@ def main() -> None:
         print(f"projects of the schedules above kept in {scratch}")
     else:
         shutil.rmtree(scratch, ignore_errors=True)
-    sys.exit(1 if notes or totals["left_behind"] else 0)
+    if notes or totals["left_behind"]:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -37,9 +37,10 @@ agent Main {
     on start {
         let started = now_ms();
         let home = env_or("HOME", "?");
+        let name = unwrap_or(first(args()), "-");
         self.seen.set(self.seen.get() + 1);
         self.seen.update(|n: Int| n + 1);
-        print("run {unwrap_or(first(args()), "-")} at {started} ({len(home) > 0})");
+        print("run {name} at {started} in {home}");
         yield(0);
     }
 }

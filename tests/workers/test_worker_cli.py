@@ -244,6 +244,15 @@ def test_a_killed_worker_is_recovered_until_max_recoveries(tmp_path: Path) -> No
     assert (run["status"], run["exit_code"], run["recoveries"]) == ("failed", 1, 1)
 
 
+def test_sage_run_resume_executes_a_queued_run_with_its_recorded_arguments(project: Path,
+                                                                          env: dict[str, str]) -> None:
+    run_id = submit(project, env, "3", "1")
+    done = sage(project, env, "run", "--resume", run_id)
+    assert done.returncode == 3 and done.stdout == "".join(f"step {i}\n" for i in range(4))
+    assert done.stderr.splitlines()[0] == f"resuming run {run_id}"
+    assert status_of(project, env, run_id)["status"] == "completed"
+
+
 def test_list_json_fields_of_a_run_started_by_sage_run(project: Path, env: dict[str, str]) -> None:
     done = sage(project, env, "run", "--", "5", "1")
     assert done.returncode == 5
