@@ -146,11 +146,12 @@ class Session:
                 prestart: bool = False) -> tuple[Program, list[Diagnostic]]:
         """`analyze`, then compile the program onto `stack` when it has no error (the compiler reports
         nothing: everything it could find, the checker already has)."""
+        from .builtins import load_builtins, load_constants, load_io_builtins
         from .runtime.compile import Compiler
         program, diags = self.analyze(path, test_file, stack.effects if prestart else None)
         if _has_errors(diags):
             return program, diags
-        compiler = Compiler(stack.host, program.externs)
+        compiler = Compiler(stack.host, program.externs, load_builtins(), load_constants(), load_io_builtins())
         compiler.compile_program(program)
         program.compiler = compiler
         return program, diags
@@ -163,25 +164,28 @@ class Session:
 
     def runtime_stack(self, *, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None,
                       trace: tuple[str | None, bool] = (None, False), persistent: bool = False,
-                      mocks: Any = None, real_llm: bool = False,
+                      durable: bool = False, mocks: Any = None, real_llm: bool = False,
                       program_args: list[str] | None = None) -> RuntimeStack:
-        """The one place a Runtime, its effects, its host and its store are built.
+        """The one place a Runtime, its effects chain (assembled here, once), its host and its store are built.
 
         `persistent`: `@persistent` fields use the project's store (`sage run`; `open_store` says what it
-        raises), else a fresh in-memory one;
+        raises), else a fresh in-memory one; `durable`: the chain journals every step into that store
+        (`stack.effects.journal`, which `runtime.durable` starts);
         `mocks`: the test's mock queues (`sage test`), consulted before the real world; `program_args`: what
         `args()` returns (SPEC §6.1: what follows `--` on the `sage run` line, `[]` under `sage test`)."""
+        from .builtins import load_io_builtins
         from .effects import build_effects
         from .runtime.agents import Runtime
         from .runtime.interpreter import Host
         store = self.open_store() if persistent else None   # first: it is what can refuse to open
-        runtime = Runtime(out=out, err=err)
-        if store is not None:
-            runtime.store = store
-        runtime.program_args = list(program_args or [])
+        runtime = Runtime(out=out, err=err, store=store, program_args=program_args)
+        journal = None
+        if durable:
+            from .effects.journal import Journal
+            journal = Journal(runtime.store.backend, runtime)
         trace_path, trace_stderr = trace
-        effects = build_effects(runtime, self.settings, trace_path=trace_path, trace_stderr=trace_stderr,
-                                mocks=mocks, real_llm=real_llm)
+        effects = build_effects(runtime, self.settings, load_io_builtins(), trace_path=trace_path,
+                                trace_stderr=trace_stderr, mocks=mocks, real_llm=real_llm, journal=journal)
         host = Host(runtime, effects)
         return RuntimeStack(runtime, effects, host)
 

@@ -12,11 +12,21 @@ from typing import Any, Callable
 from . import conversions, environ, files, json_, lists, maps, numbers, options, strings, timefmt
 
 _FAMILIES = (conversions, strings, numbers, lists, maps, options, files, timefmt, environ, json_)
+# the families that read or change the world: each call of theirs is an `io` step of the effects chain
+_IO_FAMILIES = (files, environ)
 
 
 def load_builtins() -> dict[str, Callable[..., Any]]:
     merged: dict[str, Callable[..., Any]] = {}
     for family in _FAMILIES:
+        merged.update(family.BUILTINS)
+    return merged
+
+
+def load_io_builtins() -> dict[str, Callable[..., Any]]:
+    """The builtins of `load_builtins` that are `io` steps (SPEC §14), by name."""
+    merged: dict[str, Callable[..., Any]] = {}
+    for family in _IO_FAMILIES:
         merged.update(family.BUILTINS)
     return merged
 

@@ -5,7 +5,6 @@ import os
 from typing import Any, Callable
 
 from ..core.values import option
-from .io_steps import as_steps
 
 
 def _lookup(name: str) -> str | None:
@@ -24,10 +23,9 @@ def env_or(name: str, default: str) -> str:
     return default if value is None else value
 
 
-# The plain functions, called by the effects chain's real layer.
-FUNCTIONS: dict[str, Callable[..., Any]] = {
+# Each call is an `io` step (SPEC §14): the compiler passes it through the agent's effects chain, whose real
+# layer calls these functions.
+BUILTINS: dict[str, Callable[..., Any]] = {
     "env": env,
     "env_or": env_or,
 }
-
-BUILTINS = as_steps(FUNCTIONS)

@@ -10,7 +10,6 @@ from typing import Any, Callable
 
 from ..core.errors import SageRaise, agent_error
 from ..core.values import UNIT
-from .io_steps import as_steps
 
 # Rust's wording, which upstream Sage reports for a file that is not valid UTF-8.
 _NOT_UTF8 = "stream did not contain valid UTF-8"
@@ -78,8 +77,9 @@ def file_exists(path: str) -> bool:
     return os.path.exists(path)
 
 
-# The plain functions, called by the effects chain's real layer.
-FUNCTIONS: dict[str, Callable[..., Any]] = {
+# Each call is an `io` step (SPEC §14): the compiler passes it through the agent's effects chain, whose real
+# layer calls these functions.
+BUILTINS: dict[str, Callable[..., Any]] = {
     "read_file": read_file,
     "write_file": write_file,
     "append_file": append_file,
@@ -88,5 +88,3 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "list_dir": list_dir,
     "file_exists": file_exists,
 }
-
-BUILTINS = as_steps(FUNCTIONS)

@@ -257,5 +257,5 @@ class Calls:
                        hint=did_you_mean(fa.name, tool.fns))
             self.skip_args(node, cx, lc)
             return ANY
-        node.ref = ToolRef(tool, fa.name)
+        node.ref = ToolRef.of(tool, fa.name)
         return self.apply(sig, fa, node.args, node.span, cx, lc, None, f"`{shown}`", arity_code="E039")

@@ -67,20 +67,35 @@ def remote_name(fn: Any) -> str:
 
 
 class ToolRef:
-    """What a checked tool call `T.f(…)` resolves to (the annotation `Call.ref`)."""
+    """What a checked tool call `T.f(…)` resolves to (the annotation `Call.ref`), and all the runtime needs to
+    perform it: `label` is `T.f`, `remote` the server's name of the function (`#[mcp_name]`), `params` and
+    `param_types` the declared parameters. `dynamic` describes a tool of a dynamic MCP connection that a
+    model asked for (SPEC §4.12), which has no declaration."""
 
-    __slots__ = ("tool", "fn", "remote", "params", "param_types", "ret", "builtin", "doc")
+    __slots__ = ("tool", "fn", "remote", "params", "param_types", "ret", "builtin", "doc", "label")
 
-    def __init__(self, tool: ToolInfo, fn: str) -> None:
-        sig = tool.fns[fn]
-        self.tool = tool.name
+    def __init__(self, tool: str, fn: str, remote: str, params: list[str], param_types: list[Type], ret: Type,
+                 builtin: bool, doc: str | None = None) -> None:
+        self.tool = tool
         self.fn = fn
-        self.remote = tool.remotes.get(fn, fn)
-        self.params = [name for name, _ in sig.params]
-        self.param_types = [t for _, t in sig.params]
-        self.ret = sig.ret
-        self.builtin = tool.builtin
-        self.doc = tool.docs.get(fn)
+        self.remote = remote
+        self.params = params
+        self.param_types = param_types
+        self.ret = ret
+        self.builtin = builtin
+        self.doc = doc
+        self.label = f"{tool}.{fn}"
+
+    @classmethod
+    def of(cls, tool: ToolInfo, fn: str) -> "ToolRef":
+        """The reference to function `fn` of the tool block `tool`."""
+        sig = tool.fns[fn]
+        return cls(tool.name, fn, tool.remotes.get(fn, fn), [name for name, _ in sig.params],
+                   [t for _, t in sig.params], sig.ret, tool.builtin, tool.docs.get(fn))
+
+    @classmethod
+    def dynamic(cls, server: str, remote: str, ret: Type) -> "ToolRef":
+        return cls(server, remote, remote, [], [], ret, False)
 
 
 class FieldInfo:

@@ -179,7 +179,7 @@ class ToolUse:
                                hint="offer the other functions one by one (`tools: [T.f, …]`)")
                     break
             else:
-                refs.append(ToolRef(tool, fn))
+                refs.append(ToolRef.of(tool, fn))
         return refs
 
     # ---------------------------------------------------------------- `mock divine -> call T.f(…), …`

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Callable
 
 USAGE_EXIT = 2
 
@@ -19,7 +20,9 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(USAGE_EXIT)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of the `sage` line. Every subcommand is listed, but only `command`'s own arguments are added
+    (a subcommand module is imported only for the command that runs); `command` None adds them all."""
     parser = _Parser(prog="sage", description="Run, check and test Sage programs.")
     parser.add_argument("--version", action="store_true", help="print the sagepy version and exit")
     parser.add_argument("--color", choices=["auto", "always", "never"], default="auto",
@@ -28,9 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-color", action="store_const", const="never", dest="color",
                         help="the same as --color never")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (help_text, description, add_arguments) in _COMMANDS.items():
+        subparser = sub.add_parser(name, help=help_text, description=description)
+        if command is None or command == name:
+            add_arguments(subparser)
+    return parser
 
-    run = sub.add_parser("run", help="check and run a program", description="Load, check and run the entry "
-                         "file's `run` declaration. PATH is a .sg file or a project directory (default: .).")
+
+def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("path", nargs="?", metavar="PATH")
     run.add_argument("--trace", action="store_true", help="write trace events to stderr")
     run.add_argument("--trace-file", metavar="F", help="append trace events to F")
@@ -39,51 +47,73 @@ def build_parser() -> argparse.ArgumentParser:
     journaling.add_argument("--no-journal", action="store_true",
                             help="run without journaling, also in a project with [persistence]")
 
-    check = sub.add_parser("check", help="check a program without running it",
-                           description="Report every error in the program and its test files.")
+
+def _check_arguments(check: argparse.ArgumentParser) -> None:
     check.add_argument("path", nargs="?", metavar="PATH")
     check.add_argument("--verify-tools", action="store_true", help="compare tool declarations with live servers")
     check.add_argument("--format", choices=["text", "json", "github"], default="text", help="diagnostic output format")
 
-    test = sub.add_parser("test", help="run the tests of *_test.sg files",
-                          description="Discover and run `test` blocks in *_test.sg files.")
+
+def _test_arguments(test: argparse.ArgumentParser) -> None:
     from .test import add_arguments
     add_arguments(test)
 
-    tools = sub.add_parser("tools", help="list, inspect, generate and verify MCP servers",
-                           description="Work with the MCP servers configured in grove.toml.")
-    from .tools import add_arguments as add_tools_arguments
-    add_tools_arguments(tools)
 
-    runs = sub.add_parser("runs", help="list, show, resolve, prune and answer durable runs",
-                          description="The durable runs of the project (grove.toml with [persistence]).")
-    from .runs import add_arguments as add_runs_arguments
-    add_runs_arguments(runs)
+def _tools_arguments(tools: argparse.ArgumentParser) -> None:
+    from .tools import add_arguments
+    add_arguments(tools)
 
-    worker = sub.add_parser("worker", help="execute queued and interrupted runs",
-                            description="Claim the project's queued runs (`sage runs submit`) and interrupted "
-                                        "ones, and execute each in a process of its own.")
-    from .worker import add_arguments as add_worker_arguments
-    add_worker_arguments(worker)
 
-    explain = sub.add_parser("explain", help="explain an error code",
-                             description="Print the explanation of an error code, with a wrong and a fixed example.")
-    from .explain import add_arguments as add_explain_arguments
-    add_explain_arguments(explain)
+def _runs_arguments(runs: argparse.ArgumentParser) -> None:
+    from .runs import add_arguments
+    add_arguments(runs)
 
-    new = sub.add_parser("new", help="create a new project", description="Create a project skeleton in NAME/ "
-                         "(NAME `.`: in the current directory, which must be empty).")
+
+def _worker_arguments(worker: argparse.ArgumentParser) -> None:
+    from .worker import add_arguments
+    add_arguments(worker)
+
+
+def _explain_arguments(explain: argparse.ArgumentParser) -> None:
+    from .explain import add_arguments
+    add_arguments(explain)
+
+
+def _new_arguments(new: argparse.ArgumentParser) -> None:
     new.add_argument("name", metavar="NAME")
 
-    sub.add_parser("lsp", help="run the language server on stdin/stdout",
-                   description="Serve the Language Server Protocol on stdin/stdout for an editor.")
-    sub.add_parser("version", help="print the sagepy version", description="Print the sagepy and Python versions.")
-    return parser
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+# name -> (help, description, what adds its arguments)
+_COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]] = {
+    "run": ("check and run a program", "Load, check and run the entry file's `run` declaration. PATH is a .sg "
+            "file or a project directory (default: .).", _run_arguments),
+    "check": ("check a program without running it", "Report every error in the program and its test files.",
+              _check_arguments),
+    "test": ("run the tests of *_test.sg files", "Discover and run `test` blocks in *_test.sg files.",
+             _test_arguments),
+    "tools": ("list, inspect, generate and verify MCP servers", "Work with the MCP servers configured in grove.toml.",
+              _tools_arguments),
+    "runs": ("list, show, resolve, prune and answer durable runs",
+             "The durable runs of the project (grove.toml with [persistence]).", _runs_arguments),
+    "worker": ("execute queued and interrupted runs", "Claim the project's queued runs (`sage runs submit`) and "
+               "interrupted ones, and execute each in a process of its own.", _worker_arguments),
+    "explain": ("explain an error code", "Print the explanation of an error code, with a wrong and a fixed example.",
+                _explain_arguments),
+    "new": ("create a new project", "Create a project skeleton in NAME/ (NAME `.`: in the current directory, which "
+            "must be empty).", _new_arguments),
+    "lsp": ("run the language server on stdin/stdout",
+            "Serve the Language Server Protocol on stdin/stdout for an editor.", _no_arguments),
+    "version": ("print the sagepy version", "Print the sagepy and Python versions.", _no_arguments),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
+    parser = build_parser(_command_of(args_list))
     try:
         args_list, color = _take_color_options(parser, args_list)
         args_list, program_args = _take_program_arguments(args_list)
@@ -114,6 +144,22 @@ def main(argv: list[str] | None = None) -> int:
         if Overrides(os.environ).setting("SAGE_DEBUG"):
             raise
         return 1
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand the line names: its first word that is not an option (nor `--color`'s value)."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return None
+        if arg == "--color":
+            i += 2
+            continue
+        if not arg.startswith("-"):
+            return arg
+        i += 1
+    return None
 
 
 def _take_color_options(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], str | None]:
@@ -176,7 +222,7 @@ def _run(args: argparse.Namespace) -> int:
     if not os.path.isfile(entry):
         sys.stderr.write(f"error: no entry file found (looked for {_shown(entry)})\n")
         return 1
-    from ..runtime.run import run_entry
+    from .run import run_entry
     _progress()
     return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace,
                      program_args=args.program_args, resume=args.resume, journal=not args.no_journal)

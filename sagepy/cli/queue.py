@@ -121,7 +121,7 @@ def find_run(store: Any, run_id: str) -> Any:
 def _submit(session: Session, explicit: str | None, args: argparse.Namespace, store: Any) -> int:
     from ..diagnostics import display_path
     from ..runtime.durable import new_run_id
-    from ..runtime.run import report_diagnostics
+    from .run import report_diagnostics
     from ..store.base import RunRecord
     from ..store.queue import QUEUED, RunInfo
     from ..workers.version import program_version, version_files

@@ -1,7 +1,7 @@
 """The effects boundary: every nondeterministic operation of a program is one `Step` passed through a chain
 of layers (DESIGN.md "The effects boundary", SPEC §14).
 
-- step.py: `Step` and its kinds; `ToolCallInfo` of a compiled tool call site;
+- step.py: `Step` and its kinds;
 - boundary.py: `Effects`, what the interpreter calls; it builds the steps (Sage values become JSON here);
 - chain.py: composing layers, each an object with `perform(step, next)`;
 - mocks.py (only under `sage test`), trace.py, journal.py, real.py: the layers, outermost first;
@@ -12,6 +12,6 @@ from __future__ import annotations
 
 from .boundary import Effects
 from .factory import build_effects
-from .step import Step, ToolCallInfo
+from .step import Step
 
-__all__ = ["Effects", "Step", "ToolCallInfo", "build_effects"]
+__all__ = ["Effects", "Step", "build_effects"]

@@ -43,7 +43,7 @@ class Denial:
 
 
 class Question:
-    """The detail of an `ask` step: who answers it, and who did when it was answered live (who gave a
+    """What an `ask` step asks of a person: who answers it, and who did when it was answered live (who gave a
     replayed answer is not journaled)."""
 
     __slots__ = ("answerers", "by")
@@ -79,7 +79,7 @@ class Answerers:
 
     def approve(self, step: Step) -> dict:
         """The real layer's answer to an approval step."""
-        request = step.detail
+        request = step.person
         with self.lock:
             by = self.always.get(request.label)
         if by is not None:
@@ -101,7 +101,7 @@ class Answerers:
         if not self.terminal.available:
             raise NoOneToAsk(question)
         answer = self.terminal.ask(step.agent, question)
-        step.detail.by = person()
+        step.person.by = person()
         return answer
 
 
@@ -127,13 +127,13 @@ class People:
             return None
         request = ApprovalRequest(label, tool, fn, arguments(), source, self.answerers)
         return Step(APPROVAL, label, {"arguments": request.arguments, "source": source}, None, "read_only", ctx,
-                    request)
+                    person=request)
 
     # ---------------------------------------------------------------- ask (SPEC §17.2)
     def ask_question(self, ctx: Any, question: str, perform: Perform) -> str:
         """`ask(question)`: the `mock ask` queue under `sage test`, else an `io` step down the chain (the
         journal replays or pauses, the real layer asks the terminal)."""
-        step = Step(IO, "ask", [question], None, "read_only", ctx, Question(self.answerers))
+        step = Step(IO, "ask", [question], None, "read_only", ctx, person=Question(self.answerers))
         self.tracer.emit(ctx, "ask.request", {})
         if self.mocks is not None:
             from ..testing.mocks import EMPTY, Failure
@@ -151,7 +151,7 @@ class People:
                 answer = perform(step)
             except NoOneToAsk:
                 raise SageRaise(ErrorValue("Agent", NO_ONE_TO_ASK)) from None
-            by = getattr(step.detail, "by", None) or "journal"
+            by = getattr(step.person, "by", None) or "journal"
         self.tracer.emit(ctx, "ask.answer", {"by": by})
         return answer
 
@@ -170,7 +170,7 @@ class ApprovalLayer:
         decision = self._decide(approval, next)
         if decision.get("approved"):
             return next(step)
-        request = approval.detail
+        request = approval.person
         reason = str(decision.get("reason") or "denied")
         message = f"{request.label} was denied: {reason}"
         if request.source == "model":   # the tool message the model reads (SPEC §17.1)
@@ -179,7 +179,7 @@ class ApprovalLayer:
 
     def _decide(self, approval: Step, next: Perform) -> dict:
         people = self.people
-        request = approval.detail
+        request = approval.person
         ctx = approval.agent
         people.tracer.emit(ctx, "approval.request", {"tool": request.tool, "fn": request.fn,
                                                      "source": request.source})

@@ -13,11 +13,12 @@ from ..core import types as T
 from ..core.errors import SageRaise
 from ..core.values import Variant
 from .chain import Perform
-from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step, ToolCallInfo
+from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
 from .trace import Tracer
 from .world import World
 
 if TYPE_CHECKING:
+    from ..check.symbols import ToolRef
     from ..settings import Settings
 
 # Classes of `io` steps (SPEC §14): reading the world may be done again, writing a whole file or making a
@@ -37,7 +38,7 @@ class Effects:
         self.runtime = runtime
         self.settings = settings
         self.tracer = tracer
-        self.mocks = mocks              # sagepy.testing.mocks.MockQueues under `sage test`, else None
+        self.mocks = mocks              # sagepy.effects.mocks.MockQueues under `sage test`, else None
         self.real_llm = real_llm        # `sage test --real-llm`
         self.ended = False              # the test this Effects belongs to has ended
         self.world = World(settings, tracer, self.elicit, self.sample)
@@ -50,7 +51,7 @@ class Effects:
     # ---------------------------------------------------------------- model turns
     def divine(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None = None) -> Any:
         return self.perform(Step(LLM, "infer" if infer else "divine", [prompt], target, "read_only", ctx,
-                                 overrides))
+                                 overrides=overrides))
 
     def divine_with_tools(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None,
                           offered: list, max_steps: int | None) -> Any:
@@ -66,40 +67,41 @@ class Effects:
         return self.perform(Step(LLM, "sampling", arguments, T.STRING, "read_only", None))
 
     # ---------------------------------------------------------------- tools
-    def tool_call(self, ctx: Any, info: ToolCallInfo, args: list) -> Any:
-        return self.perform(self.tool_step(ctx, info, args))
+    def tool_call(self, ctx: Any, ref: ToolRef, args: list) -> Any:
+        return self.perform(self.tool_step(ctx, ref, args))
 
-    def tool_step(self, ctx: Any, info: ToolCallInfo, args: list) -> Step:
-        """The step of a call of `info` with Sage values `args` (performed by `tool_call`, or by the model's
-        tool loop), with the approval step it needs, numbered before it (SPEC §17.1)."""
-        if info.builtin:   # every parameter of a built-in tool is a String: already wire data
-            approval = self._tool_gate(ctx, info, args) if self.gated else None
-            step = Step(TOOL, info.label, args, info.ret, self.world.tool_safety(info), ctx, info)
+    def tool_step(self, ctx: Any, ref: ToolRef, args: list, source: str | None = None) -> Step:
+        """The step of a call of `ref` with Sage values `args` (performed by `tool_call`, or by the model's
+        tool loop with `source` "model"), with the approval step it needs, numbered before it (SPEC §17.1)."""
+        if ref.builtin:   # every parameter of a built-in tool is a String: already wire data
+            approval = self._tool_gate(ctx, ref, args, source) if self.gated else None
+            step = Step(TOOL, ref.label, args, ref.ret, self.world.tool_safety(ref), ctx, tool=ref, source=source)
         else:
-            arguments = (_wire or _load_wire()).tool_arguments(info, args)
-            approval = self._tool_gate(ctx, info, arguments) if self.gated else None
-            step = Step(TOOL, info.label, arguments, info.ret, None, ctx, info, self._tool_safety)
+            arguments = (_wire or _load_wire()).tool_arguments(ref, args)
+            approval = self._tool_gate(ctx, ref, arguments, source) if self.gated else None
+            step = Step(TOOL, ref.label, arguments, ref.ret, None, ctx, tool=ref, source=source,
+                        resolve=self._tool_safety)
         step.approval = approval
         return step
 
-    def _tool_gate(self, ctx: Any, info: ToolCallInfo, arguments: Any) -> Step | None:
-        names = (info.tool,) if info.builtin else (info.tool, self.world.server_key(info.tool))
+    def _tool_gate(self, ctx: Any, ref: ToolRef, arguments: Any, source: str | None) -> Step | None:
+        names = (ref.tool,) if ref.builtin else (ref.tool, self.world.server_key(ref.tool))
 
         def shown() -> Any:   # a built-in tool's arguments are positional: shown by parameter name
-            return dict(zip(info.params, arguments)) if info.builtin else arguments
-        return self.people.gate(ctx, names, info.tool, info.fn, info.label, info.source or "program", shown,
-                                lambda: self._approval_safety(info))
+            return dict(zip(ref.params, arguments)) if ref.builtin else arguments
+        return self.people.gate(ctx, names, ref.tool, ref.fn, ref.label, source or "program", shown,
+                                lambda: self._approval_safety(ref))
 
-    def _approval_safety(self, info: ToolCallInfo) -> str:
+    def _approval_safety(self, ref: ToolRef) -> str:
         """The class that decides a `"destructive"` approval rule: under `sage test` an MCP tool's
         `[tools.X.safety]` override, else destructive, with no listing made (SPEC §17.1)."""
-        if self.mocks is None or info.builtin:
-            return self.world.tool_safety(info)
-        server = self.settings.tools.servers.get(self.world.server_key(info.tool))
-        return server.safety.get(info.remote, "destructive") if server is not None else "destructive"
+        if self.mocks is None or ref.builtin:
+            return self.world.tool_safety(ref)
+        server = self.settings.tools.servers.get(self.world.server_key(ref.tool))
+        return server.safety.get(ref.remote, "destructive") if server is not None else "destructive"
 
     def _tool_safety(self, step: Step) -> str:
-        return self.world.tool_safety(step.detail)
+        return self.world.tool_safety(step.tool)
 
     def mcp_builtin(self, ctx: Any, name: str, args: list) -> Any:
         """The dynamic MCP builtins of SPEC §8.5 (their arguments are Strings: wire data already)."""
@@ -109,14 +111,15 @@ class Effects:
             return self.perform(self.mcp_call_step(ctx, args))
         return self.perform(Step(MCP, name, args, None, _MCP_SAFETY[name], ctx))
 
-    def mcp_call_step(self, ctx: Any, args: list, caller: ToolCallInfo | None = None) -> Step:
+    def mcp_call_step(self, ctx: Any, args: list, caller: ToolRef | None = None) -> Step:
         """The step of `mcp_call(handle, tool, args_json)`; `caller` describes a call the model asked for."""
         approval = self._dynamic_gate(ctx, args, caller) if self.gated else None
-        step = Step(MCP, "mcp_call", args, T.STRING, None, ctx, caller, self._dynamic_safety)
+        step = Step(MCP, "mcp_call", args, T.STRING, None, ctx, tool=caller,
+                    source=None if caller is None else "model", resolve=self._dynamic_safety)
         step.approval = approval
         return step
 
-    def _dynamic_gate(self, ctx: Any, args: list, caller: ToolCallInfo | None) -> Step | None:
+    def _dynamic_gate(self, ctx: Any, args: list, caller: ToolRef | None) -> Step | None:
         """The approval of a call of a dynamic connection's tool, known by the connection's name."""
         handle, tool, args_json = args
         server = caller.tool if caller is not None else self._server_name(handle)
@@ -133,7 +136,7 @@ class Effects:
                 return "destructive"
             return self.world.dynamic_safety(self.live_handle(handle), tool)
         return self.people.gate(ctx, (server,), server, tool, f"{server}.{tool}",
-                                caller.source or "program" if caller is not None else "program", shown, safety)
+                                "program" if caller is None else "model", shown, safety)
 
     def _server_name(self, handle: str) -> str:
         """A dynamic connection's configured `name`, else `mcp<n>` (SPEC §4.12)."""
@@ -198,24 +201,25 @@ class Effects:
 
     def await_result(self, ctx: Any, handle: Any, ms: int) -> bool:
         """`await h timeout(ms)`: whether h's result was fixed in time."""
-        return self.perform(Step(AWAIT, "await", [ms], None, "read_only", ctx, handle))
+        return self.perform(Step(AWAIT, "await", [ms], None, "read_only", ctx, awaited=handle))
 
     def persistent(self, ctx: Any, agent: str, field: str, method: str, value: Any = None) -> Any:
         """`self.f.get()`, `self.f.set(v)`, `self.f.update(fn)` (value: the Sage function), `self.f.checkpoint()`
         of agent's persistent field f."""
         if method == "update":
-            return self.perform(Step(STATE, f"{field}.update", [], None, "idempotent", ctx, (agent, field, value)))
+            return self.perform(Step(STATE, f"{field}.update", [], None, "idempotent", ctx,
+                                     field=(agent, field, value)))
         if method == "set":
             from ..core.convert import to_json
             return self.perform(Step(STATE, f"{field}.set", [to_json(value)], None, "idempotent", ctx,
-                                     (agent, field, value)))
+                                     field=(agent, field, value)))
         safety = "read_only" if method == "get" else "idempotent"
-        return self.perform(Step(STATE, f"{field}.{method}", [], None, safety, ctx, (agent, field, None)))
+        return self.perform(Step(STATE, f"{field}.{method}", [], None, safety, ctx, field=(agent, field, None)))
 
     def checkpoint(self, ctx: Any) -> None:
         """The statement `checkpoint();`: save every persistent field of the running agent."""
         if ctx.agent is not None and ctx.agent.persistent:
-            self.perform(Step(STATE, "checkpoint", [], None, "idempotent", ctx, (ctx.agent.name, None, None)))
+            self.perform(Step(STATE, "checkpoint", [], None, "idempotent", ctx, field=(ctx.agent.name, None, None)))
 
     # ---------------------------------------------------------------- MCP callbacks and lifetime
     def elicit(self, server: str, request: Any) -> Any:
@@ -223,7 +227,7 @@ class Effects:
         `sage test` the `mock elicit` queue (empty: decline; `fail("m")`: an error answer), otherwise the
         terminal form or decline, as configured."""
         if self.mocks is not None:
-            from ..testing.mocks import EMPTY, Failure
+            from .mocks import EMPTY, Failure
             mock = self.mocks.take("elicit")
             if mock is EMPTY:
                 return "decline"

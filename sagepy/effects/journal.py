@@ -51,17 +51,17 @@ CONFIRM_SECONDS = 5.0
 
 
 class Journal:
-    """The journal of one durable run: the records found when it started, and how the run stopped, if it did."""
+    """The journal of one durable run: the records found when it started, and how the run stopped, if it did.
+    It joins the effects chain when the chain is built, before the run is created or found; `begin` gives it
+    the run's id and records before the program's first step."""
 
-    def __init__(self, store: Any, run_id: str, records: list[StepRecord], runtime: Any) -> None:
+    def __init__(self, store: Any, runtime: Any) -> None:
         self.store = store              # the base.Store of the project
-        self.run_id = run_id
         self.runtime = runtime
-        self.records = {(r.path, r.number): r for r in records}
+        self.run_id = ""
+        self.records: dict[tuple[str, int], StepRecord] = {}
         self.horizon: dict[str, int] = {}   # agent path -> its last recorded step
-        for r in records:
-            if r.number > self.horizon.get(r.path, 0):
-                self.horizon[r.path] = r.number
+        self.recorded_handles: set = set()
         self.stopped = threading.Event()
         self.stop_code: int | None = None
         self.stop_message = ""
@@ -70,9 +70,17 @@ class Journal:
         # MCP handles the program holds -> the live handle, or the arguments of a replayed mcp_connect that
         # has not connected again yet
         self.handles: dict[str, Any] = {}
+
+    def begin(self, run_id: str, records: list[StepRecord]) -> None:
+        """The run this journal records: its id and the records of its earlier executions (none for a new run)."""
+        self.run_id = run_id
+        self.records = {(r.path, r.number): r for r in records}
+        for r in records:
+            if r.number > self.horizon.get(r.path, 0):
+                self.horizon[r.path] = r.number
         self.recorded_handles = {r.outcome for r in records
                                  if r.kind == MCP and r.target == "mcp_connect" and r.status == DONE}
-        self.groups = OutcomeGroups(lambda group: store.record_steps(run_id, group))
+        self.groups = OutcomeGroups(lambda group: self.store.record_steps(run_id, group))
         # Under the crash-sweep hooks each outcome commits at once, so that a crash at the k-th journal write
         # happens at the same place of the program on every execution (what the sweep's checks rest on).
         self.grouped = not crash.active()
@@ -253,7 +261,7 @@ class JournalLayer:
             return self._replay_receive(step, record.outcome)
         if kind == AWAIT:
             if record.outcome:   # it was in time: the awaited agent, replaying too, fixes its result again
-                return step.detail.wait_result(step.agent, None)
+                return step.awaited.wait_result(step.agent, None)
             return False
         if kind == MCP:
             return self._replay_mcp(step, record, next)
@@ -327,7 +335,7 @@ class JournalLayer:
         commit in one transaction (the store gives an update's record its outcome, the new value). The
         statement `checkpoint();` saves each field of the agent in turn, the record with the last one."""
         journal = self.journal
-        agent_name, field, value = step.detail
+        agent_name, field, value = step.field
         record = StepRecord(step.path, step.number, step.kind, step.target, digest, step.safety, DONE, None)
         store = step.agent.runtime.store
         journal.flush()

@@ -1,17 +1,86 @@
-"""The mocks layer (SPEC §9.3), present only under `sage test`: a queued answer returns or raises without
-touching anything below; an empty queue lets the step go on (except for model turns, E054)."""
+"""Mocks of one test (SPEC §9.3), present only under `sage test`: the queues the test's `mock` statements fill,
+and the layer of the effects chain that answers from them before any real call. A queued answer returns or
+raises without touching anything below; an empty queue lets the step go on (except for model turns, E054).
+
+Queue keys: "llm" (divine and infer share one queue), "T.f" for tool functions (Sage names), "mcp.connect",
+"mcp.list_tools", "mcp.server_info", "mcp.call", "mcp.disconnect", and "elicit". A mock is either a value or a
+failure (`-> fail("m")`); the LLM queue also holds scripted model turns that call tools (`ScriptedCalls`).
+Values are converted to the mocked call's return type when they are taken.
+"""
 from __future__ import annotations
 
+import collections
+import threading
 from typing import Any
 
 from ..core import types as T
 from ..core.errors import SageRaise, TestAbort
-from ..core.values import UNIT, ErrorValue
-from ..llm.tool_loop import ModelTurn, final_answer, scripted_answer
-from ..testing.mocks import EMPTY, Failure, ScriptedCalls, convert_mock
+from ..core.values import UNIT, ErrorValue, display
+from ..llm.tool_loop import final_answer, scripted_answer
 from .chain import Perform
 from .step import LLM, MCP, TOOL, Step
 from .wire import tool_records
+
+class Failure:
+    """A failure mock: the message of `fail("m")`."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+class ScriptedCalls:
+    """A model turn that calls tools, `mock divine -> call T.f(a), …;` (SPEC §4.12): (tool, fn, arguments
+    object) per call, the arguments keyed by parameter name as a direct call sends them."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self, calls: list[tuple[str, str, dict]]) -> None:
+        self.calls = calls
+
+
+EMPTY = object()   # what `take` returns for an empty queue
+
+
+class MockQueues:
+    def __init__(self) -> None:
+        self.queues: dict[str, collections.deque] = {}
+        self.lock = threading.Lock()
+        self.issued_handles: set[str] = set()
+
+    def push(self, key: str, value: Any) -> None:
+        with self.lock:
+            self.queues.setdefault(key, collections.deque()).append(value)
+
+    def take(self, key: str) -> Any:
+        """The next mock for key, or `EMPTY`. Taking is atomic, so concurrent calls take in call order."""
+        with self.lock:
+            queue = self.queues.get(key)
+            if not queue:
+                return EMPTY
+            return queue.popleft()
+
+
+def convert_mock(label: str, value: Any, target: T.Type) -> Any:
+    """Convert a mock value to the return type of the call it answers (SPEC §9.3); failure aborts the test."""
+    from ..core.convert import ConversionError, from_json, to_json
+    from ..core.json_text import compact_json, parse_json
+    if target == T.STRING:
+        if type(value) is str:
+            return value
+        try:
+            return compact_json(to_json(value))
+        except ConversionError as exc:
+            raise TestAbort(f"mock for {label}: cannot convert '{display(value)}' to String: {exc}")
+    if target == T.UNIT:
+        return UNIT
+    try:
+        data = parse_json(value) if type(value) is str else to_json(value)
+        return from_json(data, target)
+    except (ConversionError, ValueError) as exc:
+        raise TestAbort(f"mock for {label}: cannot convert '{display(value)}' to {T.type_name(target)}: {exc}")
+
 
 _MCP_KEYS = {"mcp_connect": "mcp.connect", "mcp_list_tools": "mcp.list_tools", "mcp_tools": "mcp.list_tools",
              "mcp_server_info": "mcp.server_info", "mcp_call": "mcp.call", "mcp_disconnect": "mcp.disconnect"}
@@ -48,7 +117,7 @@ class MockLayer:
             raise SageRaise(ErrorValue("Llm", f"no mock left for {name} (E054)", "E054"))
         if isinstance(mock, Failure):
             raise SageRaise(ErrorValue("Llm", mock.message))
-        turn = step.detail if type(step.detail) is ModelTurn else None   # a turn of `divine(p, tools: [...])`
+        turn = step.turn   # a turn of `divine(p, tools: [...])`, else None
         if isinstance(mock, ScriptedCalls):
             if turn is None:
                 raise TestAbort(f"mock for {name}: tool calls mocked for a {name} that offers no tools")
@@ -58,7 +127,7 @@ class MockLayer:
         return final_answer(convert_mock(name, mock, turn.target))
 
     def _tool(self, step: Step, next: Perform) -> Any:
-        info = step.detail
+        info = step.tool
         mock = self.queues.take(info.label)
         if mock is EMPTY:
             return next(step)

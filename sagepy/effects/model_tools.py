@@ -12,20 +12,21 @@ import threading
 from typing import Any, Callable
 
 from ..core import types as T
+from ..check.symbols import ToolRef
 from ..core.json_text import compact_json
 from ..llm.client import opening_messages
 from ..llm.offer import Offer, OfferedFunction
 from ..llm.tool_loop import Callbacks, LoopSettings, ModelTurn, run_tool_loop
-from ..runtime.agents import set_current_context
-from .step import LLM, Step, ToolCallInfo
+from .step import LLM, Step, set_current_context
 
 
 def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None,
                       offered: list, max_steps: int | None) -> Any:
-    """`offered`: an `OfferedFunction` per typed or built-in function, and the handle (a `str`) of each
+    """`offered`: the checker's `ToolRef` of each typed or built-in function, and the handle (a `str`) of each
     dynamic connection, in offer order."""
     config = effects.settings.llm
-    static = [entry for entry in offered if isinstance(entry, OfferedFunction)]
+    static = [OfferedFunction.typed(entry, entry.param_types, entry.doc) for entry in offered
+              if isinstance(entry, ToolRef)]
     handles = [entry for entry in offered if isinstance(entry, str)]
     offer = Offer(static, handles, lambda handle: _list_handle(effects, handle), effects.world.remote_description)
     settings = LoopSettings(max_steps if max_steps is not None else config.max_tool_steps,
@@ -34,12 +35,12 @@ def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer
 
     def ask(messages: list[dict], turn: int) -> dict:
         return effects.perform(Step(LLM, target_name, {"messages": messages, "tools": offer.names}, None,
-                                    "read_only", ctx, ModelTurn(offer, target, overrides, turn)))
+                                    "read_only", ctx, turn=ModelTurn(offer, target, overrides, turn)))
 
     def call_step(function: OfferedFunction, arguments: Any) -> Step:
         if function.info is not None:
-            return effects.tool_step(ctx, function.info, arguments)
-        caller = ToolCallInfo(function.server, function.remote, function.remote, [], T.STRING, False, "model")
+            return effects.tool_step(ctx, function.info, arguments, source="model")
+        caller = ToolRef.dynamic(function.server, function.remote, T.STRING)
         return effects.mcp_call_step(ctx, [function.handle, function.remote, compact_json(arguments)], caller)
 
     callbacks = Callbacks(ask, call_step, effects.perform, lambda step: step.safety, ctx.check,

@@ -90,5 +90,5 @@ def decode_error(step: Step, data: Any) -> SageRaise:
 def error_kind(step: Step) -> str:
     """The kind of error a step of this kind raises."""
     if step.kind == TOOL:
-        return "Tool" if step.detail is None or step.detail.builtin else "Mcp"
+        return "Tool" if step.tool is None or step.tool.builtin else "Mcp"
     return {LLM: "Llm", MCP: "Mcp", AWAIT: "Timeout"}.get(step.kind, "Agent")

@@ -7,7 +7,6 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..builtins import environ, files
 from ..core.errors import SageRaise
 from ..core.values import UNIT, ErrorValue
 from .chain import Perform
@@ -45,14 +44,14 @@ def read_all() -> str:
     return data
 
 
-# `io` steps by target: the plain functions (their arguments are the step's arguments).
-IO_FUNCTIONS: dict[str, Callable[..., Any]] = {"now_ms": now_ms, "now_s": now_s, "read_line": read_line,
-                                               "read_all": read_all, **environ.FUNCTIONS, **files.FUNCTIONS}
-
-
 class RealLayer:
-    def __init__(self, world: World) -> None:
+    """`io_builtins`: the builtins that are `io` steps (env and file builtins, sagepy.builtins), by name."""
+
+    def __init__(self, world: World, io_builtins: dict[str, Callable[..., Any]]) -> None:
         self.world = world
+        # `io` steps by target: the plain functions (their arguments are the step's arguments)
+        self.io_functions: dict[str, Callable[..., Any]] = {"now_ms": now_ms, "now_s": now_s, "read_line": read_line,
+                                                            "read_all": read_all, **io_builtins}
         self._kinds: dict[str, Callable[[Step], Any]] = {
             LLM: self._llm, TOOL: self._tool, MCP: self._mcp, IO: self._io, RECEIVE: self._receive,
             STATE: self._state, AWAIT: self._await, APPROVAL: self._approval}
@@ -71,15 +70,14 @@ class RealLayer:
         if step.target == "sampling":
             a = step.arguments
             return client.chat(a["messages"], system=a["system"], max_tokens=a["max_tokens"], server=a["server"])
-        from ..llm.tool_loop import ModelTurn
-        turn = step.detail
-        if type(turn) is ModelTurn:   # a turn of `divine(p, tools: [...])`
+        turn = step.turn
+        if turn is not None:   # a turn of `divine(p, tools: [...])`
             return client.turn(step.arguments["messages"], turn.offer.definitions, turn.target, step=turn.turn,
                                **(turn.overrides or {}))
-        return client.divine(step.arguments[0], step.ret, infer=step.target == "infer", **(step.detail or {}))
+        return client.divine(step.arguments[0], step.ret, infer=step.target == "infer", **(step.overrides or {}))
 
     def _tool(self, step: Step) -> Any:
-        info = step.detail
+        info = step.tool
         if info.builtin:
             from ..tools import call_builtin_tool
             cancel = getattr(step.agent, "cancel_event", None)
@@ -106,15 +104,15 @@ class RealLayer:
 
     def _io(self, step: Step) -> Any:
         if step.target == "ask":   # a person at the terminal (sagepy.effects.approvals)
-            return step.detail.answerers.ask(step)
+            return step.person.answerers.ask(step)
         if step.target == "sleep_ms":
             step.agent.sleep(max(0, step.arguments[0]) / 1000)
             return UNIT
-        return IO_FUNCTIONS[step.target](*step.arguments)
+        return self.io_functions[step.target](*step.arguments)
 
     def _approval(self, step: Step) -> dict:
         """A call's approval (SPEC §17.3): for the rest of the run already, else a person at the terminal."""
-        return step.detail.answerers.approve(step)
+        return step.person.answerers.approve(step)
 
     def _receive(self, step: Step) -> tuple:
         agent = step.agent
@@ -122,7 +120,7 @@ class RealLayer:
 
     def _state(self, step: Step) -> Any:
         store = step.agent.runtime.store
-        agent_name, field, value = step.detail
+        agent_name, field, value = step.field
         if step.target.endswith(".get"):
             return store.get(agent_name, field)
         if step.target.endswith(".set"):
@@ -136,4 +134,4 @@ class RealLayer:
 
     def _await(self, step: Step) -> bool:
         """Whether the awaited agent's result was fixed within the timeout."""
-        return step.detail.wait_result(step.agent, max(0, step.arguments[0]) / 1000)
+        return step.awaited.wait_result(step.agent, max(0, step.arguments[0]) / 1000)

@@ -1,6 +1,7 @@
 """One nondeterministic operation of a program: the value every layer of the effects chain sees."""
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
 from ..core import types as T
@@ -16,47 +17,54 @@ AWAIT = "await"      # `await h timeout(ms)`
 APPROVAL = "approval"   # a person's decision on a call that needs approval (SPEC §17.1)
 KINDS = (LLM, TOOL, MCP, IO, RECEIVE, STATE, AWAIT, APPROVAL)
 
+_current = threading.local()
 
-class ToolCallInfo:
-    """What a compiled `T.f(…)` call site knows about its target. `source` is `"model"` for the calls a
-    model asks for in `divine(p, tools: [...])` (SPEC §4.12), which are traced as such."""
 
-    __slots__ = ("tool", "fn", "remote", "params", "ret", "builtin", "label", "source")
+def set_current_context(ctx: Any) -> None:
+    """Record the agent (or test) context this thread runs, whose steps it performs: the runtime sets it when
+    it starts an agent's thread, for the layers and clients that are not handed the context."""
+    _current.ctx = ctx
 
-    def __init__(self, tool: str, fn: str, remote: str, params: list[str], ret: T.Type, builtin: bool,
-                 source: str | None = None) -> None:
-        self.tool = tool
-        self.fn = fn
-        self.remote = remote
-        self.params = params
-        self.ret = ret
-        self.builtin = builtin
-        self.label = f"{tool}.{fn}"
-        self.source = source
+
+def current_context() -> Any:
+    return getattr(_current, "ctx", None)
 
 
 class Step:
     """kind, target (SPEC §14's naming), arguments in wire form (JSON data), return type, safety class,
     the performing agent's path and its step number there.
 
-    `agent` is the performing agent (or test) context and `detail` what the real layer needs beyond the wire
-    arguments (a ToolCallInfo, a mailbox owner, a value to store); neither is part of the step's identity.
-    A safety class that costs a round trip to find (a remote tool's annotations) is resolved on first read.
-    `approval` is the step of the decision a call needs before it is made (SPEC §17.1), numbered just before it.
+    `agent` is the performing agent (or test) context; neither it nor what the real layer needs beyond the
+    wire arguments is part of the step's identity: `tool`, the checker's `ToolRef` of a tool step (or of a
+    dynamic tool a model asked for); `source`, `"model"` for the calls a model asks for in
+    `divine(p, tools: [...])` (SPEC §4.12), traced as such; `turn`, the `ModelTurn` of such a `divine`'s model
+    turns; `overrides`, the request fields of a plain `divine`; `field`, (agent, field, value) of a `state` step;
+    `awaited`, the handle of an `await`; `approval`, the step of the decision a call needs before it is made
+    (SPEC §17.1), numbered just before it; `person`, what an approval or `ask` step asks of a person
+    (sagepy.effects.approvals). A safety class that costs a round trip to find (a remote tool's
+    annotations) is resolved on first read.
     """
 
-    __slots__ = ("kind", "target", "arguments", "ret", "path", "number", "agent", "detail", "approval", "_safety",
-                 "_resolve")
+    __slots__ = ("kind", "target", "arguments", "ret", "path", "number", "agent", "tool", "source", "turn",
+                 "overrides", "field", "awaited", "approval", "person", "_safety", "_resolve")
 
     def __init__(self, kind: str, target: str, arguments: Any, ret: T.Type | None, safety: str | None,
-                 agent: Any, detail: Any = None, resolve: Callable[["Step"], str] | None = None) -> None:
+                 agent: Any, *, tool: Any = None, source: str | None = None, turn: Any = None,
+                 overrides: dict | None = None, field: tuple | None = None, awaited: Any = None,
+                 person: Any = None, resolve: Callable[["Step"], str] | None = None) -> None:
         self.kind = kind
         self.target = target
         self.arguments = arguments
         self.ret = ret
         self.agent = agent
-        self.detail = detail
+        self.tool = tool
+        self.source = source
+        self.turn = turn
+        self.overrides = overrides
+        self.field = field
+        self.awaited = awaited
         self.approval: Step | None = None
+        self.person = person
         self._safety = safety
         self._resolve = resolve
         if agent is not None:

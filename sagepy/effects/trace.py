@@ -5,7 +5,6 @@ counts), MCP connections by the MCP package; both write through the same `Tracer
 """
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import time
@@ -13,7 +12,7 @@ from typing import Any
 
 from ..core.errors import SageRaise
 from .chain import Perform
-from .step import MCP, TOOL, Step
+from .step import MCP, TOOL, Step, current_context
 
 
 class Tracer:
@@ -36,11 +35,11 @@ class Tracer:
         if stream is None:
             return
         if ctx is None and kind not in ("run.start", "run.end"):
-            from ..runtime.agents import current_context
             ctx = current_context()   # layers that do not know the agent (LLM client, MCP) run in its thread
         event = {"t": time.time_ns() // 1_000_000, "kind": kind,
                  "agent": getattr(ctx, "display_name", None), "path": getattr(ctx, "path", None)}
         event.update(data)
+        import json   # only when tracing: a run without it never imports json
         line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
         with self.lock:
             stream.write(line + "\n")
@@ -62,11 +61,11 @@ class TraceLayer:
         self.tracer = tracer
 
     def perform(self, step: Step, next: Perform) -> Any:
-        if step.kind != TOOL and (step.kind != MCP or step.detail is None):
+        if step.kind != TOOL and (step.kind != MCP or step.tool is None):
             return next(step)
-        info = step.detail
+        info = step.tool
         ctx = step.agent
-        source = {} if info.source is None else {"source": info.source}
+        source = {} if step.source is None else {"source": step.source}
         self.tracer.emit(ctx, "tool.call", {"tool": info.tool, "fn": info.fn,
                                             **({} if info.builtin else {"remote": info.remote}),
                                             "safety": step.safety, **source})

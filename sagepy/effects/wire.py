@@ -5,7 +5,7 @@ layers load this module on first use: a program that never calls an MCP tool nev
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.convert import VALUE_LIMIT, ConversionError, from_json, to_json
 from ..core.json_text import compact_json, parse_json
@@ -13,10 +13,12 @@ from ..mcp.failures import McpFailure, typed_error
 from ..mcp.results import text_items, text_of
 from ..core.values import NONE, UNIT, Record, Variant, some
 from ..core.types import STRING, UNIT as UNIT_TYPE, MapT, RecordT, Type, type_name
-from .step import ToolCallInfo
+
+if TYPE_CHECKING:
+    from ..check.symbols import ToolRef
 
 
-def tool_arguments(info: ToolCallInfo, args: list) -> dict:
+def tool_arguments(info: ToolRef, args: list) -> dict:
     """The arguments object of a typed call: keyed by the declared parameter names, None left out."""
     arguments = {}
     for name, value in zip(info.params, args):
@@ -26,7 +28,7 @@ def tool_arguments(info: ToolCallInfo, args: list) -> dict:
     return arguments
 
 
-def typed_result(result: dict, info: ToolCallInfo) -> Any:
+def typed_result(result: dict, info: ToolRef) -> Any:
     """The Sage value of a typed call's successful result, or SageRaise with an `Mcp` error."""
     try:
         return typed_value(result, info.ret, info.label, info.remote)

@@ -6,10 +6,11 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from .step import ToolCallInfo
+from .step import current_context
 from .trace import Tracer
 
 if TYPE_CHECKING:
+    from ..check.symbols import ToolRef
     from ..settings import Settings
 
 
@@ -74,7 +75,7 @@ class World:
             start_thread(lambda: self.mcp().prestart(keys), "mcp-prestart")
 
     # ---------------------------------------------------------------- safety classes (SPEC §7, §8.6)
-    def tool_safety(self, info: ToolCallInfo) -> str:
+    def tool_safety(self, info: ToolRef) -> str:
         if info.builtin:
             from ..tools import SAFETY
             return SAFETY.get((info.tool, info.fn), "destructive")
@@ -120,7 +121,6 @@ class World:
 
 def _stop_point() -> None:
     """Called while an MCP request waits: a stopped agent or an ended test cancels the request."""
-    from ..runtime.agents import current_context
     ctx = current_context()
     if ctx is not None:
         ctx.check()

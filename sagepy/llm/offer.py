@@ -25,7 +25,7 @@ RemoteDescription = Callable[[str, str], "str | None"]
 
 class OfferedFunction:
     """One function the model may call, named `base_name` before the Offer makes names unique; `info` is
-    the call site the loop performs (a `ToolCallInfo` for a typed or built-in function); `handle`, `server`
+    the call site the loop performs (the checker's `ToolRef` of a typed or built-in function); `handle`, `server`
     and `listing` describe a tool of a dynamic connection instead. Compiled once per `divine` site and
     shared by its calls: never changed after construction."""
 

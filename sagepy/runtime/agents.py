@@ -20,18 +20,6 @@ MAILBOX_CAPACITY = 32
 CALL_DEPTH_LIMIT = 10_000
 
 
-_current = threading.local()
-
-
-def set_current_context(ctx: Any) -> None:
-    """Record the agent (or test) this thread runs, for layers that are not handed it."""
-    _current.ctx = ctx
-
-
-def current_context() -> Any:
-    return getattr(_current, "ctx", None)
-
-
 class YieldSignal(BaseException):
     """`yield(v)`: fixes the agent's result and ends the handler."""
 
@@ -98,9 +86,11 @@ class Mailbox:
 
 class Runtime:
     """State of one program run (or one test): output, agent numbering (the displayed `A#n` of SPEC §4.5;
-    paths are kept by the agents themselves), live agents, shutdown."""
+    paths are kept by the agents themselves), live agents, shutdown. `store` holds the `@persistent` fields
+    (a fresh in-memory one by default); `program_args` are what `args()` returns."""
 
-    def __init__(self, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None) -> None:
+    def __init__(self, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None,
+                 store: Any = None, program_args: list[str] | None = None) -> None:
         self.write_out = out or _stdout_line
         self.write_err = err or _stderr_line
         self.counters: dict[str, int] = {}
@@ -109,8 +99,11 @@ class Runtime:
         self.shutting_down = False
         self.effects: Any = None
         self.test_failure: Any = None   # the first assertion or mock-conversion failure of a test
-        from .persistence import StateStore
-        self.store: StateStore = StateStore(None)   # @persistent fields; run.py opens the project's store
+        if store is None:
+            from .persistence import StateStore
+            store = StateStore()
+        self.store = store
+        self.program_args = list(program_args or [])
         self.replay_horizon: dict[str, int] = {}   # a resumed run: agent path -> its last recorded step
 
     def next_number(self, name: str) -> int:

@@ -92,11 +92,9 @@ class DurableRun:
             self.store.unclaim_run(self.run.id, claim.was_queued)
             raise DurableExit(LEFT_EXIT, "")
 
-    def start(self, entry: str, runtime: Any, effects: Any) -> None:
-        """Take the lease (a new run is created holding it), announce the run on stderr, load the journal into
-        the effects chain and start the heartbeat."""
-        from ..effects.factory import enable_journal
-        from ..effects.journal import Journal
+    def start(self, entry: str, runtime: Any, journal: Any) -> None:
+        """Take the lease (a new run is created holding it), announce the run on stderr, give the run's records
+        to the journal of the effects chain (sagepy.effects.journal.Journal) and start the heartbeat."""
         store = self.store
         pid, host, now = os.getpid(), socket.gethostname(), time.time()
         token = secrets.token_hex(16)
@@ -132,9 +130,9 @@ class DurableRun:
             store.set_run_info(run_id, RunInfo(version=self.version, args=list(runtime.program_args), host=host))
             records = []
             _announce(f"run id: {run_id}")
-        self.journal = Journal(store, self.run.id, records, runtime)
-        runtime.replay_horizon = self.journal.horizon
-        enable_journal(effects, self.journal)
+        journal.begin(self.run.id, records)
+        self.journal = journal
+        runtime.replay_horizon = journal.horizon
         self._heart = threading.Thread(target=self._heartbeat, name="sage-lease", daemon=True)
         self._heart.start()
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..deepstack import start_thread
-from .agents import AgentInstance, MailboxClosed, Runtime, YieldSignal, set_current_context
+from ..effects.step import set_current_context
+from .agents import AgentInstance, MailboxClosed, Runtime, YieldSignal
 from ..core.errors import AgentCancelled, SageRaise, TestAbort
 from ..core.values import ErrorValue, Record, Variant
 

@@ -11,21 +11,23 @@ processes lose nothing. The store's failures become catchable Runtime errors wit
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..core import types as T
-from ..store.base import Busy, StepRecord, Store, TakenOver, Unavailable, Unreachable
 from ..core.errors import runtime_error
+
+if TYPE_CHECKING:
+    from ..store.base import StepRecord, Store
 
 _UNREADABLE = object()   # a stored value that no longer converts to the field's type
 
 
 class StateStore:
+    """`backend` None: process memory, created when a field is first used (a run that has no `@persistent`
+    field never imports the store)."""
+
     def __init__(self, backend: Store | None = None) -> None:
-        if backend is None:
-            from ..store.memory import MemoryStore
-            backend = MemoryStore()
-        self.backend = backend
+        self._backend = backend
         # Held around every write and its cache update, so that the cache ends as the store does; reentrant
         # because an `update` function may read fields (`get`) on the same thread.
         self.lock = threading.RLock()
@@ -77,14 +79,24 @@ class StateStore:
             self.cache[key] = applied[0]
             return applied[0]
 
+    @property
+    def backend(self) -> Store:
+        if self._backend is None:
+            from ..store.memory import MemoryStore
+            self._backend = MemoryStore()
+        return self._backend
+
     def get(self, agent: str, field: str) -> Any:
         with self.lock:
             return self.cache[(agent, field)]
 
     def close(self) -> None:
-        self.backend.close()
+        if self._backend is not None:
+            self._backend.close()
 
     def _call(self, method: Callable[..., Any], *args: Any) -> Any:
+        # loaded already: `method` belongs to a store
+        from ..store.base import Busy, StepRecord, TakenOver, Unavailable, Unreachable
         try:
             return method(*args)
         except Busy:

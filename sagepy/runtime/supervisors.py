@@ -10,7 +10,8 @@ import time
 from typing import Any
 
 from ..deepstack import start_thread
-from .agents import AgentInstance, set_current_context
+from ..effects.step import set_current_context
+from .agents import AgentInstance
 from ..core.errors import AgentCancelled, SageRaise
 from .lifecycle import spawn
 from ..core.values import ErrorValue

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..deepstack import start_thread
 from ..diagnostics import Diagnostic, display_path
-from ..runtime.agents import AgentInstance, set_current_context
+from ..effects.step import set_current_context
+from ..runtime.agents import AgentInstance
 from ..core.errors import AgentCancelled, SageRaise, TestAbort
 from ..core.values import ErrorValue
 
@@ -105,7 +106,7 @@ def _declared_names(program: Any, path: str) -> list[str]:
 
 def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False) -> TestResult:
     """Run one test to completion (or timeout); never raises."""
-    from .mocks import MockQueues
+    from ..effects.mocks import MockQueues
     output: list[str] = []
     lock = threading.Lock()
 

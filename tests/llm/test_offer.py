@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from sagepy.core import types as T
-from sagepy.effects.step import ToolCallInfo
+from sagepy.check.symbols import ToolRef
 from sagepy.llm.offer import NAME_LIMIT, Offer, OfferedFunction, unique_names
 
 
@@ -17,8 +17,8 @@ def test_names_are_sanitized_cut_and_made_unique_in_offer_order() -> None:
 
 def typed(tool: str, fn: str, params: list[tuple[str, T.Type]], doc: str | None = None,
           builtin: bool = False) -> OfferedFunction:
-    info = ToolCallInfo(tool, fn, fn, [p for p, _ in params], T.STRING, builtin, "model")
-    return OfferedFunction.typed(info, [t for _, t in params], doc)
+    info = ToolRef(tool, fn, fn, [p for p, _ in params], [t for _, t in params], T.STRING, builtin, doc)
+    return OfferedFunction.typed(info, info.param_types, doc)
 
 
 def test_definitions_of_typed_and_dynamic_functions() -> None:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from sagepy.core import types as T
-from sagepy.effects.step import ToolCallInfo
+from sagepy.check.symbols import ToolRef
 from sagepy.llm.offer import Offer, OfferedFunction
 from sagepy.llm.tool_loop import Callbacks, LoopSettings, run_tool_loop
 
@@ -18,7 +18,7 @@ class Cancelled(Exception):
 
 
 def offer() -> Offer:
-    info = ToolCallInfo("Fs", "exists", "exists", ["path"], T.BOOL, True, "model")
+    info = ToolRef("Fs", "exists", "exists", ["path"], [T.STRING], T.BOOL, True)
     return Offer([OfferedFunction.typed(info, [T.STRING], None)], [], lambda h: [], lambda t, r: None)
 
 

@@ -37,10 +37,10 @@ TIME_RESULT = RecordT(RecordInfo("TimeResult", [], [
 
 def call_typed(manager: McpManager, server: str, label: str, remote: str, arguments: dict, return_type):
     """A typed call as the effects layer makes it: the manager's wire result converted to the return type."""
-    from sagepy.effects.step import ToolCallInfo
+    from sagepy.check.symbols import ToolRef
     from sagepy.effects.wire import typed_result
     tool, fn = label.split(".", 1)
-    info = ToolCallInfo(tool, fn, remote, list(arguments), return_type, False)
+    info = ToolRef(tool, fn, remote, list(arguments), [], return_type, False)
     return typed_result(manager.call_typed(server, label, remote, arguments), info)
 
 

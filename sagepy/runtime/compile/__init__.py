@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..agents import current_context
+from ...effects.step import current_context
 from .calls import Calls
 from .exprs import Expressions
 from .frames import located
@@ -25,14 +25,16 @@ if TYPE_CHECKING:
 
 class Compiler(Items, Statements, Expressions, Calls, Messaging, TestCode):
     """Compiles a checked program. `host` starts agents (`spawn`) and keeps the test blocks; `externs` maps each
-    `extern fn` name to the Python function the link step found for it."""
+    `extern fn` name to the Python function the link step found for it; `builtins` and `constants` are the
+    native standard library (sagepy.builtins), of which the `io_builtins` read or change the world: each of
+    their calls is an `io` step of the calling agent's effects chain (SPEC §14)."""
 
-    def __init__(self, host: "Host", externs: dict[str, Callable[..., Any]]) -> None:
-        from ...builtins import load_builtins, load_constants
+    def __init__(self, host: "Host", externs: dict[str, Callable[..., Any]], builtins: dict[str, Callable[..., Any]],
+                 constants: dict[str, Any], io_builtins: dict[str, Callable[..., Any]]) -> None:
         self.host = host
         self.externs = externs
-        self.builtins = load_builtins()
-        self.constants = load_constants()
+        self.builtins = {**builtins, **{name: _io_step(name, fn) for name, fn in io_builtins.items()}}
+        self.constants = constants
         self.builtin_values: dict[str, Any] = {}
         self.compiled: dict[int, Any] = {}   # id(declaration) -> its runtime object
         self.root_scope: Any = None
@@ -45,6 +47,17 @@ class Compiler(Items, Statements, Expressions, Calls, Messaging, TestCode):
     def trace(self, ctx: Any, kind: str, data: dict) -> None:
         effects = ctx.runtime.effects if ctx is not None and ctx.runtime.effects is not None else self.host.effects
         effects.trace(ctx, kind, data)
+
+
+def _io_step(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The builtin `name` as the calling agent's `io` step, also when called as a value (`let f = read_file`)."""
+    def perform(*args: Any) -> Any:
+        ctx = current_context()
+        if ctx is None:   # called from Python outside any agent (an extern's own thread): no chain to go through
+            return fn(*args)
+        return ctx.runtime.effects.io(ctx, name, args)
+    perform.__name__ = name
+    return perform
 
 
 __all__ = ["Compiler", "CompiledAgent", "CompiledBody", "FnRecord", "located"]

@@ -206,15 +206,13 @@ class Calls:
 
     # ---------------------------------------------------------------- tools and persistent fields
     def tool_call(self, ref: ToolRef, node: Any) -> Code:
-        from ...effects import ToolCallInfo
         args = [self.expr(a) for a in node.args]
-        info = ToolCallInfo(ref.tool, ref.fn, ref.remote, ref.params, ref.ret, ref.builtin)
         file, span = self.file, node.span
 
         def call(frame: list) -> Any:
             values = [a(frame) for a in args]
             try:
-                return frame[0].runtime.effects.tool_call(frame[0], info, values)
+                return frame[0].runtime.effects.tool_call(frame[0], ref, values)
             except SageRaise as exc:
                 raise located(exc, file, span, frame[0])
         return call

@@ -147,23 +147,14 @@ class Messaging:
     def divine_with_tools(self, node: Any, prompt: Code) -> Code:
         """`divine(p, tools: [...], max_steps: n)` (SPEC §4.12): the offered functions are fixed here; a
         dynamic handle is evaluated with the call, like `max_steps`."""
-        from ...effects import ToolCallInfo
-        from ...llm.offer import OfferedFunction
-        offered: list = []
-        for entry in node.offered:
-            if isinstance(entry, ToolRef):
-                info = ToolCallInfo(entry.tool, entry.fn, entry.remote, entry.params, entry.ret, entry.builtin,
-                                    "model")
-                offered.append(OfferedFunction.typed(info, entry.param_types, entry.doc))
-            else:
-                offered.append(self.expr(entry))
+        offered = [entry if isinstance(entry, ToolRef) else self.expr(entry) for entry in node.offered]
         steps = self.expr(node.max_steps) if node.max_steps is not None else None
         target, infer = node.target, node.infer
         file, span = self.file, node.span
 
         def divine(frame: list) -> Any:
             p = prompt(frame)
-            entries = [entry if isinstance(entry, OfferedFunction) else entry(frame) for entry in offered]
+            entries = [entry if isinstance(entry, ToolRef) else entry(frame) for entry in offered]
             max_steps = steps(frame) if steps is not None else None
             ctx = frame[0]
             try:

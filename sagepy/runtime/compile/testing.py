@@ -38,7 +38,7 @@ class TestCode:
             value = self.expr(value_node)
 
         def run(frame: list) -> Any:
-            from ...testing.mocks import Failure
+            from ...effects.mocks import Failure
             v = value(frame)
             mocks = frame[0].runtime.effects.mocks
             mocks.push(key, Failure(v if type(v) is str else display(v)) if failure else v)
@@ -53,7 +53,7 @@ class TestCode:
 
         def run(frame: list) -> Any:
             from ...core.convert import to_json
-            from ...testing.mocks import ScriptedCalls
+            from ...effects.mocks import ScriptedCalls
             scripted = []
             for tool, fn, params, args in calls:
                 values = [a(frame) for a in args]

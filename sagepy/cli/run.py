@@ -1,4 +1,6 @@
-"""`sage run`: load, compile and run a program's entry agent; exit codes of SPEC §4.9."""
+"""`sage run`: load, compile and run a program's entry agent; exit codes of SPEC §4.9.
+
+A run without `[persistence]` imports nothing of the durable store (sagepy.store, runtime/durable)."""
 from __future__ import annotations
 
 import signal
@@ -9,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..deepstack import deep_recursion, start_thread
 from ..diagnostics import Diagnostic, format_diagnostics, format_location_block
+from ..runtime.agents import AgentInstance, Runtime
+from ..runtime.interpreter import Host
+from ..runtime.lifecycle import run_lifecycle
 from ..syntax import ast as A
-from .agents import AgentInstance, Runtime
-from .interpreter import Host
-from .lifecycle import run_lifecycle
-from ..core.values import UNIT
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -40,23 +41,44 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
 def _run_program(session: Session, entry_path: str, trace_file: str | None, trace_stderr: bool,
                  program_args: list[str], resume: str | None, journal: bool) -> int:
     from ..session import store_open_failure
-    from ..store.base import Busy, NewerFormat, Unavailable
-    from ..store.config import StoreConfigError
-    from .durable import NEEDS_PERSISTENCE
+    trace = session.trace_target(trace_file, trace_stderr)
     target = None
-    try:
-        target = session.settings.state_target()
-        durable = target is not None and (journal or resume is not None)
-        if resume is not None and not durable:
+    if session.settings.persistence.present or resume is not None:
+        from ..store.config import StoreConfigError
+        try:
+            target = session.settings.state_target()
+        except StoreConfigError as exc:
+            sys.stderr.write(store_open_failure(None, exc) + "\n")
+            return 1
+    if target is None:   # no [persistence]: `@persistent` fields live in process memory, nothing journals
+        if resume is not None:
+            from ..runtime.durable import NEEDS_PERSISTENCE
             sys.stderr.write(NEEDS_PERSISTENCE + "\n")
             return 1
-        stack = session.runtime_stack(trace=session.trace_target(trace_file, trace_stderr), persistent=True,
-                                      program_args=program_args)
+        stack = session.runtime_stack(trace=trace, program_args=program_args)
+        try:
+            return _run_stack(session, stack, entry_path, None)
+        finally:
+            stack.effects.close()
+            stack.runtime.store.close()
+    from ..store.base import Busy, NewerFormat, Unavailable
+    from ..store.config import StoreConfigError
+    durable = journal or resume is not None
+    try:
+        stack = session.runtime_stack(trace=trace, persistent=True, durable=durable, program_args=program_args)
     except (Unavailable, NewerFormat, StoreConfigError) as exc:   # SPEC §4.8, §14: refused before anything runs
         sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
     try:
-        return _run_stack(session, stack, entry_path, resume if durable else None, durable)
+        if not durable:
+            return _run_stack(session, stack, entry_path, None)
+        from ..runtime.durable import DurableExit, DurableRun
+        try:   # a finished run is refused before anything is loaded
+            run = DurableRun.prepare(stack.runtime.store.backend, resume)
+        except DurableExit as exc:
+            sys.stderr.write(exc.message + "\n")
+            return exc.code
+        return _run_stack(session, stack, entry_path, run)
     except (Busy, Unavailable) as exc:   # the run's record could not be read or written
         sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
@@ -65,36 +87,36 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
         stack.runtime.store.close()
 
 
-def _run_stack(session: Session, stack: Any, entry_path: str, resume: str | None, durable: bool) -> int:
-    from .durable import DurableExit, DurableRun
+def _run_stack(session: Session, stack: Any, entry_path: str, run: Any) -> int:
+    """Compile and run the entry agent on `stack`; `run`: the runtime.durable.DurableRun of a durable run."""
     runtime, effects, host = stack.runtime, stack.effects, stack.host
-    run = None
-    try:
-        if durable:   # a finished run is refused before anything is loaded
-            run = DurableRun.prepare(runtime.store.backend, resume)
-        program, diags = session.compile(entry_path, stack, prestart=True)
-        run_decl = None
-        for item in program.root.items:
-            if isinstance(item, A.RunDecl):
-                run_decl = item
-        compiler = getattr(program, "compiler", None)
-        if run_decl is None and not any(d.severity == "error" for d in diags):
-            diags.append(Diagnostic("E041", "the entry file has no `run` declaration", entry_path, None,
-                                    hint="end the file with `run Main;` naming the entry agent"))
-        target = compiler.entry_target(run_decl.name) if run_decl is not None and compiler is not None else None
-        if run is not None:   # a worker's run of a changed program is left before anything is reported
-            from ..workers.version import program_version, version_files
+    program, diags = session.compile(entry_path, stack, prestart=True)
+    run_decl = None
+    for item in program.root.items:
+        if isinstance(item, A.RunDecl):
+            run_decl = item
+    compiler = getattr(program, "compiler", None)
+    if run_decl is None and not any(d.severity == "error" for d in diags):
+        diags.append(Diagnostic("E041", "the entry file has no `run` declaration", entry_path, None,
+                                hint="end the file with `run Main;` naming the entry agent"))
+    target = compiler.entry_target(run_decl.name) if run_decl is not None and compiler is not None else None
+    if run is not None:
+        from ..runtime.durable import DurableExit
+        from ..workers.version import program_version, version_files
+        try:   # a worker's run of a changed program is left before anything is reported
             run.check_version(program_version(session.root, version_files(session, [m.path for m in program.modules])))
-        if any(d.severity == "error" for d in diags):
-            report_diagnostics(diags)
-            return 1
-        if run is not None:
-            from ..diagnostics import display_path
-            run.start(display_path(entry_path), runtime, effects)
-    except DurableExit as exc:
-        if exc.message:
+        except DurableExit as exc:
+            return exc.code
+    if any(d.severity == "error" for d in diags):
+        report_diagnostics(diags)
+        return 1
+    if run is not None:
+        from ..diagnostics import display_path
+        try:
+            run.start(display_path(entry_path), runtime, effects.journal)
+        except DurableExit as exc:
             sys.stderr.write(exc.message + "\n")
-        return exc.code
+            return exc.code
     started = time.monotonic()
     effects.trace(None, "run.start", {"entry": run_decl.name})
     code, ending = 1, "stopped"
@@ -110,7 +132,7 @@ def _run_stack(session: Session, stack: Any, entry_path: str, resume: str | None
 def _run_agent(host: Host, runtime: Runtime, agent: Any, journal: Any) -> tuple[int, str]:
     """Run the entry agent or supervisor: (exit code, how the run ended: `completed`, `failed`, `halted`,
     `paused` or `stopped` — a signal or a journal divergence, after which a durable run stays resumable)."""
-    from .supervisors import SupervisorPlan, start_supervisor
+    from ..runtime.supervisors import SupervisorPlan, start_supervisor
     finished = threading.Event()
     if isinstance(agent, SupervisorPlan):
         inst = start_supervisor(runtime, agent, None, number=0)
@@ -186,5 +208,3 @@ def report_unhandled(agent_name: str, error: Any) -> None:
     from ..render import write_diagnostics
     write_diagnostics(format_location_block(file, span, head) + "\n")
 
-
-__all__ = ["run_entry", "report_diagnostics", "UNIT"]
