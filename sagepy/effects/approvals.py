@@ -136,13 +136,13 @@ class People:
         step = Step(IO, "ask", [question], None, "read_only", ctx, person=Question(self.answerers))
         self.tracer.emit(ctx, "ask.request", {})
         if self.mocks is not None:
-            from ..testing.mocks import EMPTY, Failure
+            from .mocks import EMPTY, Failure
             mock = self.mocks.take("ask")
             if mock is EMPTY:
                 raise TestAbort(f"question asked but no mock ask left: {step.arguments[0]}")
             if isinstance(mock, Failure):
                 raise SageRaise(ErrorValue("Agent", mock.message))
-            from ..testing.mocks import convert_mock
+            from .mocks import convert_mock
             from ..core import types as T
             answer = convert_mock("ask", mock, T.STRING)
             by = "mock"
@@ -201,7 +201,7 @@ class ApprovalLayer:
         return decision
 
     def _mocked(self, request: ApprovalRequest) -> dict:
-        from ..testing.mocks import EMPTY, Failure
+        from .mocks import EMPTY, Failure
         mock = self.people.mocks.take("approve")
         if mock is EMPTY:
             raise TestAbort(f"approval requested for {request.label} but no mock approve left")
