@@ -169,9 +169,6 @@ def format_location_block(file: str | None, span: tuple | None, head: str,
     pad = " " * width
     out.append(f"{pad}--> {display_path(file)}:{line}:{col}")
     text = source_line(file, line)
-    if text is not None and os.path.basename(file or "") == "grove.toml":
-        from .secrecy import mask_passwords   # a quoted [persistence] url keeps its password to itself
-        text = mask_passwords(text)
     if text is not None:
         end = span[3] if span[2] == line else len(text) + 1
         start = min(col, len(text) + 1) - 1

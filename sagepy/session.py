@@ -2,9 +2,8 @@
 
 A session is built once from the project: grove.toml parsed into typed settings, the `SAGE_*` variables read
 once from a snapshot of the environment taken after `.env` is loaded (sagepy.settings), and the AST cache
-directory they select. It loads and checks programs, and `runtime_stack` is the one factory of the runtime
-stack (Runtime, effects, host, store) that `sage run`, `sage test` (and its pytest plugin) and `sage check`
-use alike.
+directory they select. It loads and checks programs, and `build_runtime` is the one factory of a Runtime
+with its effects chain and store, which `sage run`, `sage test` (and its pytest plugin) use alike.
 
 Importing this module is cheap: the runtime, the checker and the parser are imported when first needed.
 """
@@ -20,22 +19,9 @@ if TYPE_CHECKING:
     from .diagnostics import Diagnostic
     from .check.index import ProgramIndex
     from .loader import Program, Sources
-    from .runtime.agents import Runtime
     from .effects import Effects
-    from .runtime.interpreter import Host
+    from .runtime.agents import Runtime
     from .runtime.persistence import StateStore
-
-
-class RuntimeStack:
-    """What one program run (one test under `sage test`) executes on; the `@persistent` store is
-    `runtime.store`."""
-
-    __slots__ = ("runtime", "effects", "host")
-
-    def __init__(self, runtime: Runtime, effects: Effects, host: Host) -> None:
-        self.runtime = runtime
-        self.effects = effects
-        self.host = host
 
 
 class Session:
@@ -93,7 +79,8 @@ class Session:
         if len(tools) < 2:
             return []
         from .diagnostics import Diagnostic
-        from .mcp.config import AmbiguousBinding, _Locator
+        from .grove.keys import Locator
+        from .grove.servers import AmbiguousBinding
         from .syntax import ast as A
         found = []
         for module in program.modules:
@@ -105,7 +92,7 @@ class Session:
                 except AmbiguousBinding as exc:
                     first = next(key for key in tools if key.lower() == item.name.lower())
                     grove = self.settings.grove_path
-                    span = _Locator(grove).span(f"tools.{first}")
+                    span = Locator(grove).span(f"tools.{first}")
                     found.append(Diagnostic("E090", f"{os.path.basename(grove or 'grove.toml')}: {exc}", grove, span))
         return found
 
@@ -142,41 +129,41 @@ class Session:
         program.externs, link_errors = link_externs(program, self.settings)
         return program, diags + link_errors
 
-    def compile(self, path: str, stack: RuntimeStack, test_file: bool = False,
+    def compile(self, path: str, runtime: Runtime, test_file: bool = False,
                 prestart: bool = False) -> tuple[Program, list[Diagnostic]]:
-        """`analyze`, then compile the program onto `stack` when it has no error (the compiler reports
-        nothing: everything it could find, the checker already has)."""
+        """`analyze`, then compile the program for `runtime` when it has no error (the compiler reports
+        nothing: everything it could find, the checker already has); `program.compiler` holds the result."""
         from .builtins import load_builtins, load_constants, load_io_builtins
         from .runtime.compile import Compiler
-        program, diags = self.analyze(path, test_file, stack.effects if prestart else None)
+        program, diags = self.analyze(path, test_file, runtime.effects if prestart else None)
         if _has_errors(diags):
             return program, diags
-        compiler = Compiler(stack.host, program.externs, load_builtins(), load_constants(), load_io_builtins())
+        compiler = Compiler(runtime, program.externs, load_builtins(), load_constants(), load_io_builtins())
         compiler.compile_program(program)
         program.compiler = compiler
         return program, diags
 
-    # ---------------------------------------------------------------- the runtime stack
+    # ---------------------------------------------------------------- the runtime
 
     def trace_target(self, trace_file: str | None, trace_stderr: bool) -> tuple[str | None, bool]:
         """Where `sage run` writes trace events: the flags, else SAGE_TRACE_FILE / SAGE_TRACE."""
         return trace_file or self.overrides.trace_file, trace_stderr or self.overrides.trace
 
-    def runtime_stack(self, *, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None,
+    def build_runtime(self, *, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None,
                       trace: tuple[str | None, bool] = (None, False), persistent: bool = False,
                       durable: bool = False, mocks: Any = None, real_llm: bool = False,
-                      program_args: list[str] | None = None) -> RuntimeStack:
-        """The one place a Runtime, its effects chain (assembled here, once), its host and its store are built.
+                      program_args: list[str] | None = None) -> Runtime:
+        """The one place a Runtime, its effects chain (assembled here, once: `runtime.effects`) and its store
+        (`runtime.store`) are built.
 
         `persistent`: `@persistent` fields use the project's store (`sage run`; `open_store` says what it
         raises), else a fresh in-memory one; `durable`: the chain journals every step into that store
-        (`stack.effects.journal`, which `runtime.durable` starts);
+        (`runtime.effects.journal`, which `runtime.durable` starts);
         `mocks`: the test's mock queues (`sage test`), consulted before the real world; `program_args`: what
         `args()` returns (SPEC §6.1: what follows `--` on the `sage run` line, `[]` under `sage test`)."""
         from .builtins import load_io_builtins
         from .effects import build_effects
         from .runtime.agents import Runtime
-        from .runtime.interpreter import Host
         store = self.open_store() if persistent else None   # first: it is what can refuse to open
         runtime = Runtime(out=out, err=err, store=store, program_args=program_args)
         journal = None
@@ -184,10 +171,9 @@ class Session:
             from .effects.journal import Journal
             journal = Journal(runtime.store.backend, runtime)
         trace_path, trace_stderr = trace
-        effects = build_effects(runtime, self.settings, load_io_builtins(), trace_path=trace_path,
-                                trace_stderr=trace_stderr, mocks=mocks, real_llm=real_llm, journal=journal)
-        host = Host(runtime, effects)
-        return RuntimeStack(runtime, effects, host)
+        build_effects(runtime, self.settings, load_io_builtins(), trace_path=trace_path, trace_stderr=trace_stderr,
+                      mocks=mocks, real_llm=real_llm, journal=journal)
+        return runtime
 
     def open_store(self) -> StateStore:
         """The project's `@persistent` store: the SQLite file or PostgreSQL database of `[persistence]`

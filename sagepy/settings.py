@@ -10,8 +10,8 @@ join it with that feature), with their defaults. Values that can be wrong
 (`SAGE_HTTP_TIMEOUT=soon`) are kept as written and reported by the call that uses them, as before: a setting a
 program never uses never stops it.
 
-Building settings for a directory without grove.toml imports nothing beyond this module: the MCP tables are
-parsed (and sagepy.mcp.config imported) only when grove.toml exists.
+Building settings for a directory without grove.toml imports nothing beyond this module and sagepy.grove's
+sections: the MCP tables are parsed (and sagepy.grove.servers imported) only when grove.toml exists.
 """
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 if TYPE_CHECKING:
     from .approval_policy import ApprovalPolicy
     from .diagnostics import Diagnostic
+    from .grove import Grove
+    from .grove.servers import McpSettings, ServerConfig
     from .llm.config import LlmConfig
-    from .mcp.config import McpSettings, ServerConfig
     from .project import Project
 
 
@@ -115,53 +116,7 @@ class Overrides(Mapping[str, str]):
         return cache_root(self)
 
 
-# ---------------------------------------------------------------- grove.toml sections (SPEC §11)
-
-class ProjectSettings:
-    __slots__ = ("name", "version", "entry")
-
-    def __init__(self) -> None:
-        self.name: str | None = None
-        self.version = "0.1.0"
-        self.entry = "src/main.sg"
-
-
-class TestSettings:
-    __slots__ = ("timeout_ms",)
-
-    def __init__(self) -> None:
-        self.timeout_ms = 10_000
-
-
-class SupervisionSettings:
-    __slots__ = ("max_restarts", "within_seconds")
-
-    def __init__(self) -> None:
-        self.max_restarts = 5
-        self.within_seconds = 60
-
-
-class PersistenceSettings:
-    """`[persistence]`. Without the table `@persistent` fields live for one process (the store has always
-    been opt-in); with it the backend defaults to SQLite."""
-
-    __slots__ = ("backend", "path", "url", "schema", "present", "max_recoveries")
-
-    def __init__(self) -> None:
-        self.backend = "memory"
-        self.path = ".sage/state.db"
-        self.url: str | None = None     # PostgreSQL, `$` references unresolved (sagepy.store.config resolves)
-        self.schema = "sage"
-        self.present = False            # whether grove.toml has the table (SAGE_STATE_URL applies then)
-        self.max_recoveries = 5         # automatic resumes of one run by workers (SPEC §14.2)
-
-
-class ExternSettings:
-    __slots__ = ("modules",)
-
-    def __init__(self) -> None:
-        self.modules: list[str] = []
-
+# ---------------------------------------------------------------- grove.toml (SPEC §11)
 
 class ToolSettings:
     """The `[tools.<Name>]` tables: the keys as written (what the checker's E086/W084 rules look at), the
@@ -188,7 +143,7 @@ class ToolSettings:
         """The server tool block `name` binds to; raises AmbiguousBinding when two keys match (E090)."""
         if not self.servers:
             return None
-        from .mcp.config import bind_tool_block
+        from .grove.servers import bind_tool_block
         return bind_tool_block(name, self.servers)
 
     def server_key(self, name: str) -> str:
@@ -196,7 +151,7 @@ class ToolSettings:
         that the call fails with `no [tools.<name>] entry`."""
         key = self._keys.get(name)
         if key is None:
-            from .mcp.config import AmbiguousBinding
+            from .grove.servers import AmbiguousBinding
             try:
                 bound = self.bind(name)
             except AmbiguousBinding:
@@ -206,40 +161,38 @@ class ToolSettings:
 
 
 class Settings:
-    """Everything a command reads from grove.toml and the environment, parsed once."""
+    """Everything a command reads from grove.toml (sagepy.grove: its sections, as checked there) and the
+    environment, parsed once."""
 
-    def __init__(self, root: str, grove_path: str | None, overrides: Overrides) -> None:
+    def __init__(self, root: str, grove_path: str | None, overrides: Overrides, grove: Grove) -> None:
         self.root = root
         self.grove_path = grove_path
         self.overrides = overrides
-        self.project = ProjectSettings()
-        self.test = TestSettings()
-        self.supervision = SupervisionSettings()
-        self.persistence = PersistenceSettings()
-        self.extern = ExternSettings()
-        self.llm_section: Mapping[str, Any] = {}
-        self.tools = ToolSettings({}, {})
-        self.approvals: ApprovalPolicy | None = None   # `[approvals]` (SPEC §17.1), when grove.toml has it
-        self.toml_broken = False
-        self.diagnostics: list[Diagnostic] = []         # every E090/E093 of grove.toml
-        self.tool_diagnostics: list[Diagnostic] = []    # those of the MCP tables, for `sage tools`
+        self.project = grove.project
+        self.test = grove.test
+        self.supervision = grove.supervision
+        self.persistence = grove.persistence
+        self.extern = grove.extern
+        self.llm_section = grove.llm
+        self.tools = ToolSettings(grove.tool_tables, grove.servers)
+        self.approvals: ApprovalPolicy | None = grove.approvals   # `[approvals]` (SPEC §17.1), if any
+        self.toml_broken = grove.toml_broken
+        self.diagnostics: list[Diagnostic] = grove.diagnostics             # every E090/E093 of grove.toml
+        self.tool_diagnostics: list[Diagnostic] = grove.tool_diagnostics   # those of the MCP tables
         self._mcp: McpSettings | None = None
+        if grove.mcp is not None:
+            self.mcp = grove.mcp
         self._llm: LlmConfig | None = None
 
     @classmethod
     def from_project(cls, project: Project, overrides: Overrides) -> "Settings":
-        settings = cls(project.root, project.config_path, overrides)
-        if project.config_path is not None:
-            from .grove import read_grove
-            read_grove(project, settings)
+        from .grove import read_grove
+        settings = cls(project.root, project.config_path, overrides,
+                       read_grove(project, overrides.setting("SAGE_STATE_URL")))
         if project.dotenv_error is not None:
             settings.diagnostics = [project.dotenv_error] + settings.diagnostics
             settings.tool_diagnostics = [project.dotenv_error] + settings.tool_diagnostics
         return settings
-
-    def configure_tools(self, tables: Mapping[str, Any], servers: dict[str, ServerConfig]) -> None:
-        """The `[tools]` tables as written and the valid servers among them (sagepy.grove)."""
-        self.tools = ToolSettings(tables, servers)
 
     def entry_file(self) -> str:
         return os.path.join(self.root, self.project.entry)
@@ -248,7 +201,7 @@ class Settings:
     def mcp(self) -> McpSettings:
         """The `[mcp]` table (defaults without grove.toml), with SAGE_OAUTH_OPEN."""
         if self._mcp is None:
-            from .mcp.config import McpSettings
+            from .grove.servers import McpSettings
             self.mcp = McpSettings()
         return self._mcp
 
@@ -267,6 +220,8 @@ class Settings:
 
     def state_target(self) -> Any:
         """The project's durable store (a sagepy.store.config.StoreTarget), or None for process memory;
-        raises StoreConfigError for an unset `$` variable in its URL."""
+        raises StoreConfigError for an unset `$` variable in its URL or a bad SAGE_STATE_URL."""
+        if not self.persistence.present:   # a plain run imports nothing of the store
+            return None
         from .store.config import store_target
         return store_target(self)

@@ -1,5 +1,6 @@
-"""The shape of the code (issue 13, DESIGN.md): no import cycle inside sagepy, no module over 600 lines, and the
-pipeline's stages import only downstream of themselves (syntax -> check -> runtime -> effects).
+"""The shape of the code (issues 13 and 22, DESIGN.md): no import cycle inside sagepy, no module over 600 lines,
+and the packages in one order (`ORDER`): each imports only packages listed before it, so the package graph is a
+DAG with `core` at the bottom (docs/architecture.md draws it).
 
 Imports are read statically with `ast`, at module level and inside functions alike: an import deferred into a
 function for start-up speed still ties the two modules together. Imports under `if TYPE_CHECKING:` never run and
@@ -13,11 +14,29 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "sagepy"
 MAX_LINES = 600
 
-# stage -> stages it must not import (DESIGN.md: "each stage ... never reaches back")
-FORBIDDEN = {
-    "sagepy.syntax": ("sagepy.check", "sagepy.runtime", "sagepy.effects"),
-    "sagepy.check": ("sagepy.runtime", "sagepy.effects"),
-}
+# The packages of sagepy (a top-level module counts as a package of its own; `sagepy` is the package's own
+# __init__), lowest first. A package may import only packages of earlier tiers, never one of its own tier or a
+# later one. A new package goes in the lowest tier above everything it imports: a store backend inside `store`,
+# an effects layer inside `effects`; editor tools (formatter, language server), clients of `syntax` and
+# `check`, beside `cli`.
+ORDER: tuple[tuple[str, ...], ...] = (
+    ("core",),                                   # values, errors, types, Sage<->JSON conversion, JSON text
+    ("aio", "deepstack", "diagnostics", "errorcodes", "render", "resources", "sagepy", "secrecy", "testfiles",
+     "tls"),                                     # helpers that need nothing of sagepy but core
+    ("net", "progress"),                         # helpers on helpers (tls, render)
+    ("syntax",),                                 # source -> AST
+    ("fmt", "loader", "project"),                # the formatter; programs and their modules; the project
+    ("check",),                                  # the only resolver
+    ("grove", "link"),                           # grove.toml checked into typed data; extern functions found
+    ("builtins", "llm", "mcp", "store", "tools"),  # the world: each knows wire data and core only
+    ("settings",),                               # grove.toml and the SAGE_* variables of one command
+    ("effects",),                                # the boundary: steps, the chain of layers
+    ("runtime",),                                # compiled closures, agents
+    ("session",),                                # one command's wiring: builds and connects the above
+    ("lsp", "testing"),                          # the language server; sage test, the pytest plugin
+    ("cli",),                                    # the sage command
+    ("__main__",),
+)
 
 
 def module_name(path: Path) -> str:
@@ -171,38 +190,48 @@ def test_no_module_over_600_lines() -> None:
     assert not over, f"modules over {MAX_LINES} lines:\n{report}"
 
 
-def upstream_imports(graph: dict[str, dict[str, int]]) -> list[str]:
-    """Every import chain by which a stage reaches a stage it must not import, directly or through other modules
-    (one shortest chain per offending pair of modules)."""
-    def inside(module: str, package: str) -> bool:
-        return module == package or module.startswith(package + ".")
+def package_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
 
-    wrong = []
-    for stage, banned in FORBIDDEN.items():
-        for source in sorted(m for m in graph if inside(m, stage)):
-            came_from: dict[str, str] = {source: source}
-            frontier = [source]
-            while frontier:
-                next_frontier = []
-                for node in frontier:
-                    for target in sorted(graph[node]):
-                        if target in came_from:
-                            continue
-                        came_from[target] = node
-                        if any(inside(target, b) for b in banned):
-                            chain = [target]
-                            while chain[-1] != source:
-                                chain.append(came_from[chain[-1]])
-                            wrong.append("  " + " -> ".join(reversed(chain)))
-                        else:
-                            next_frontier.append(target)
-                frontier = next_frontier
+
+def package_edges(graph: dict[str, dict[str, int]]) -> dict[tuple[str, str], str]:
+    """(importing package, imported package) -> the first import making that edge, as `module (line n) -> module`."""
+    edges: dict[tuple[str, str], str] = {}
+    for source in sorted(graph):
+        for target, line in sorted(graph[source].items()):
+            pair = (package_of(source), package_of(target))
+            if pair[0] != pair[1]:
+                edges.setdefault(pair, f"{source} (line {line}) -> {target}")
+    return edges
+
+
+def against_the_order(graph: dict[str, dict[str, int]], order: tuple[tuple[str, ...], ...]) -> list[str]:
+    """Every package missing from `order`, and every import of a package that is not in an earlier tier."""
+    tier = {package: i for i, group in enumerate(order) for package in group}
+    packages = sorted({package_of(m) for m in graph})
+    wrong = [f"  package {p} is not in ORDER (put it in the lowest tier above what it imports)"
+             for p in packages if p not in tier]
+    for (a, b), where in package_edges(graph).items():
+        if a in tier and b in tier and tier[b] >= tier[a]:
+            wrong.append(f"  {a} may not import {b}: {where}")
     return wrong
 
 
-def test_stages_do_not_import_upstream() -> None:
-    wrong = upstream_imports(import_graph())
-    assert not wrong, "a pipeline stage imports a later one:\n" + "\n".join(wrong)
+def test_packages_import_only_packages_below_them() -> None:
+    wrong = against_the_order(import_graph(), ORDER)
+    assert not wrong, "imports against the package order (tests/test_architecture.py ORDER):\n" + "\n".join(wrong)
+
+
+def test_no_package_cycle() -> None:
+    packages: dict[str, dict[str, int]] = {}
+    graph = import_graph()
+    for module in graph:
+        packages.setdefault(package_of(module), {})
+    for a, b in package_edges(graph):
+        packages[a][b] = 1
+    cycles = [c for c in strongly_connected(packages) if len(c) > 1]
+    assert cycles == [], f"{len(cycles)} package cycle(s): {cycles}"
 
 
 def test_the_checks_see_what_they_guard(tmp_path: Path) -> None:
@@ -218,9 +247,13 @@ def test_the_checks_see_what_they_guard(tmp_path: Path) -> None:
     components = [c for c in strongly_connected(graph) if len(c) > 1]
     assert components == [["sagepy.a", "sagepy.b", "sagepy.c"]]
     assert a_cycle(graph, components[0]) == ["sagepy.a", "sagepy.b", "sagepy.c", "sagepy.a"]
-    layered = {"sagepy.syntax.parser": {"sagepy.diagnostics": 1}, "sagepy.diagnostics": {"sagepy.runtime.values": 1},
-               "sagepy.runtime.values": {}}
-    assert upstream_imports(layered) == ["  sagepy.syntax.parser -> sagepy.diagnostics -> sagepy.runtime.values"]
+    layered = {"sagepy.syntax.parser": {"sagepy.diagnostics": 1}, "sagepy.diagnostics": {},
+               "sagepy.runtime.agents": {"sagepy.syntax.parser": 3, "sagepy.syntax.ast": 4},
+               "sagepy.syntax.ast": {"sagepy.runtime.agents": 7}, "sagepy.extra": {}}
+    order = (("diagnostics",), ("syntax",), ("runtime",))
+    assert against_the_order(layered, order) == [
+        "  package extra is not in ORDER (put it in the lowest tier above what it imports)",
+        "  syntax may not import runtime: sagepy.syntax.ast (line 7) -> sagepy.runtime.agents"]
 
 
 def test_core_imports_nothing_else_of_sagepy() -> None:

@@ -17,7 +17,7 @@ DENIAL = re.compile(r"\b(?:rejects?|rejected|not (?:yet )?(?:built|read|accepted
 def accepted_keys() -> dict[str, set[str]]:
     """The validator's key tables: section name -> keys (`tools.<Name>` for an MCP server entry)."""
     from sagepy.grove import _SECTIONS
-    from sagepy.mcp.config import _MCP_KEYS, _SERVER_KEYS
+    from sagepy.grove.servers import _MCP_KEYS, _SERVER_KEYS
     tables = {section: set(keys) for section, keys in _SECTIONS.items()}
     tables["mcp"] = set(_MCP_KEYS)
     tables["tools.<Name>"] = set(_SERVER_KEYS)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import sagepy.grove
-import sagepy.mcp.config
+import sagepy.grove.servers
 import sagepy.project
 from sagepy.cli.main import main
 from sagepy.session import Session
@@ -39,8 +39,8 @@ def triage(tmp_path: Path, monkeypatch) -> Path:
 def parses(monkeypatch) -> Counter:
     """How often grove.toml is read (`load_config`) and its MCP tables parsed, by any sagepy module."""
     counts: Counter = Counter()
-    for module, name in ((sagepy.project, "load_config"), (sagepy.mcp.config, "parse_tools_config"),
-                         (sagepy.mcp.config, "parse_mcp_settings")):
+    for module, name in ((sagepy.project, "load_config"), (sagepy.grove.servers, "parse_tools_config"),
+                         (sagepy.grove.servers, "parse_mcp_settings")):
         original = getattr(module, name)
 
         def counting(*args, _original=original, _name=name, **kwargs):
@@ -121,8 +121,8 @@ def test_variables_changed_after_the_session_is_built_do_not_change_it(tmp_path:
 
 def test_checker_and_runtime_share_the_settings(triage: Path) -> None:
     session, _ = Session.open(None)
-    stack = session.runtime_stack()
-    assert stack.effects.settings is session.settings
+    runtime = session.build_runtime()
+    assert runtime.effects.settings is session.settings
     assert session.settings.tools.server_key("tracker") == "Tracker"
     assert "Tracker" in session.settings.tools and "tracker" not in session.settings.tools
 

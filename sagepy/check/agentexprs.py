@@ -10,9 +10,9 @@ from typing import Any
 
 from ..core import types as T
 from ..diagnostics import did_you_mean
-from .context import Body, Locals
+from .body import Body, Locals
 from .hints import field_hint
-from .types import ANY, NEVER, fits, is_open, merge, show
+from .typeops import ANY, NEVER, fits, is_open, merge, show
 
 ERROR_KINDS = ("Llm", "Agent", "Runtime", "Tool", "Mcp", "User", "Protocol", "Timeout")
 

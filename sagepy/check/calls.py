@@ -12,10 +12,10 @@ from typing import Any
 from ..core import types as T
 from ..diagnostics import did_you_mean
 from ..syntax import ast as A
-from .context import Body, Locals
+from .body import Body, Locals
 from .names import ASSERTIONS, BUILTIN, INTRINSICS, VariantRef
 from .symbols import FnSig, ToolInfo, ToolRef
-from .types import ANY, PersistedT, contains_hole, fits, instantiate, is_open, resolve, show, unify
+from .typeops import ANY, PersistedT, contains_hole, fits, instantiate, is_open, resolve, show, unify
 
 
 # builtins whose type parameter only the result mentions: the runtime passes them the type to produce

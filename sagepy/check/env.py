@@ -15,7 +15,7 @@ from ..diagnostics import did_you_mean
 from ..loader import reexports
 from ..syntax import ast as A
 from .symbols import AgentInfo, Entity, FieldInfo, FnSig, ToolInfo, remote_name
-from .types import ANY, MAP_KEYS, prim_named
+from .typeops import ANY, MAP_KEYS, prim_named
 
 ITEM_KINDS = {A.FnDecl: "fn", A.ConstDecl: "const", A.RecordDecl: "record", A.EnumDecl: "enum",
               A.AgentDecl: "agent", A.SupervisorDecl: "supervisor", A.ToolDecl: "tool",

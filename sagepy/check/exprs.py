@@ -11,9 +11,9 @@ from typing import Any
 
 from ..core import types as T
 from ..syntax import ast as A
-from .context import Body, Locals, Var
+from .body import Body, Locals, Var
 from .hints import field_hint
-from .types import (ANY, MAP_KEYS, NEVER, ORDERABLE, PersistedT, fits, instantiate, is_open, merge, prim_named,
+from .typeops import (ANY, MAP_KEYS, NEVER, ORDERABLE, PersistedT, fits, instantiate, is_open, merge, prim_named,
                     resolve, show, unify)
 
 _ARITH = ("+", "-", "*", "/", "%")

@@ -19,10 +19,10 @@ from bisect import bisect_right
 from typing import Any, Iterator
 
 from ..core import types as T
-from .context import Var
+from .body import Var
 from .env import ModuleScope
 from .symbols import AgentInfo, Entity, ToolInfo
-from .types import PersistedT
+from .typeops import PersistedT
 
 _TOKENS = re.compile(r'r#*"|"(?:\\.|[^"\\\n])*"?|//[^\n]*|/\*.*?\*/|[A-Za-z_][A-Za-z0-9_]*', re.S)
 

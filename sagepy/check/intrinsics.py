@@ -11,8 +11,8 @@ from typing import Any
 
 from ..core import types as T
 from ..syntax import ast as A
-from .context import Body, Locals
-from .types import ANY, ORDERABLE, fits, is_open, merge, prim_named, show
+from .body import Body, Locals
+from .typeops import ANY, ORDERABLE, fits, is_open, merge, prim_named, show
 
 _ARITY = {"print": 1, "print_err": 1, "str": 1, "len": 1, "sort": 1, "map_set": 3, "map_delete": 2,
           "assert": 1, "assert_true": 1, "assert_false": 1, "assert_empty": 1, "assert_not_empty": 1,

@@ -9,10 +9,10 @@ from typing import Any
 from ..core import types as T
 from ..diagnostics import did_you_mean
 from ..syntax import ast as A
-from .context import Body, Locals, Var
+from .body import Body, Locals, Var
 from .env import ModuleScope
 from .symbols import BUILTIN_TOOLS, AgentInfo
-from .types import NEVER, fits, is_open, prim_named, show
+from .typeops import NEVER, fits, is_open, prim_named, show
 
 _REMOTE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 _EFFECT_KEYS = {"model": T.STRING, "temperature": T.FLOAT, "max_tokens": T.INT}

@@ -11,9 +11,9 @@ from typing import Any
 
 from ..core import types as T
 from ..diagnostics import did_you_mean
-from .context import Body, Locals
+from .body import Body, Locals
 from .symbols import Entity
-from .types import ANY, erase_vars, instantiate, resolve, unify
+from .typeops import ANY, erase_vars, instantiate, resolve, unify
 
 # `Name.ref` / `Call.ref` of a prelude builtin, constant or intrinsic (the runtime finds it by name)
 BUILTIN = "builtin"

@@ -13,8 +13,8 @@ from typing import Any
 from ..core import types as T
 from ..diagnostics import did_you_mean
 from ..syntax import ast as A
-from .context import Body, Locals, Var
-from .types import ANY, NEVER, fits, is_open, merge, resolve, show, unify
+from .body import Body, Locals, Var
+from .typeops import ANY, NEVER, fits, is_open, merge, resolve, show, unify
 
 _LITERAL_TYPES = {bool: T.BOOL, int: T.INT, float: T.FLOAT, str: T.STRING}
 

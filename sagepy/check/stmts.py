@@ -16,8 +16,8 @@ from typing import Any
 from ..core import types as T
 from ..diagnostics import did_you_mean
 from ..syntax import ast as A
-from .context import Body, Locals, Loop, Var
-from .types import ANY, NEVER, fits, is_open, merge, prim_named, show
+from .body import Body, Locals, Loop, Var
+from .typeops import ANY, NEVER, fits, is_open, merge, prim_named, show
 
 MCP_MOCK_KEYS = ("connect", "list_tools", "call", "disconnect", "server_info")
 

@@ -15,9 +15,9 @@ from typing import Any
 from ..core import types as T
 from ..diagnostics import did_you_mean
 from ..syntax import ast as A
-from .context import Body, Locals
+from .body import Body, Locals
 from .symbols import ToolInfo, ToolRef
-from .types import fits, is_open, show
+from .typeops import fits, is_open, show
 
 OPTIONS = ("tools", "max_steps")
 

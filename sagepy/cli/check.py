@@ -44,7 +44,7 @@ def run_check(args: Any) -> int:
         entry_file, tests = None, [explicit]
     else:
         entry_file = entry if os.path.isfile(entry) else None
-        from ..discovery import test_files
+        from ..testfiles import test_files
         tests = [] if explicit else test_files(session.root, session.settings.grove_path is not None)
     if entry_file is None and not tests:
         sys.stderr.write(f"error: no entry file found (looked for {display_path(entry)})\n")

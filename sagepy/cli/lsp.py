@@ -11,7 +11,7 @@ MISSING = ("error: sage lsp needs pygls, which is not installed\n"
 
 def run_lsp(args: Any) -> int:
     try:
-        import pygls  # noqa: F401  (only to know whether the extra is installed)
+        import pygls  # noqa: F401  (only to know whether the extra is installed and loads)
     except ImportError:
         sys.stderr.write(MISSING)
         return 2

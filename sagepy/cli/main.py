@@ -54,6 +54,13 @@ def _check_arguments(check: argparse.ArgumentParser) -> None:
     check.add_argument("--format", choices=["text", "json", "github"], default="text", help="diagnostic output format")
 
 
+def _fmt_arguments(fmt: argparse.ArgumentParser) -> None:
+    fmt.add_argument("paths", nargs="*", metavar="PATH")
+    fmt.add_argument("--check", action="store_true", help="rewrite nothing; list the files that would change")
+    fmt.add_argument("--diff", action="store_true", help="rewrite nothing; print a diff of each file that would change")
+    fmt.add_argument("--stdin", action="store_true", help="format standard input to standard output")
+
+
 def _test_arguments(test: argparse.ArgumentParser) -> None:
     from .test import add_arguments
     add_arguments(test)
@@ -93,6 +100,8 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
             "file or a project directory (default: .).", _run_arguments),
     "check": ("check a program without running it", "Report every error in the program and its test files.",
               _check_arguments),
+    "fmt": ("format Sage source in the canonical layout",
+            "Rewrite .sg files (the project's, or PATHs) in the one canonical layout.", _fmt_arguments),
     "test": ("run the tests of *_test.sg files", "Discover and run `test` blocks in *_test.sg files.",
              _test_arguments),
     "tools": ("list, inspect, generate and verify MCP servers", "Work with the MCP servers configured in grove.toml.",
@@ -129,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run" and args.resume is not None and program_args:
             parser.error("--resume runs with the arguments the run recorded: it takes no `-- ARGS`")
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
-                   "worker": _worker, "new": _new, "explain": _explain, "lsp": _lsp}[args.command]
+                   "worker": _worker, "fmt": _fmt, "new": _new, "explain": _explain, "lsp": _lsp}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -226,6 +235,11 @@ def _run(args: argparse.Namespace) -> int:
     _progress()
     return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace,
                      program_args=args.program_args, resume=args.resume, journal=not args.no_journal)
+
+
+def _fmt(args: argparse.Namespace) -> int:
+    from .fmt import run_fmt
+    return run_fmt(args)
 
 
 def _check(args: argparse.Namespace) -> int:

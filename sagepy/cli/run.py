@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from ..deepstack import deep_recursion, start_thread
 from ..diagnostics import Diagnostic, format_diagnostics, format_location_block
 from ..runtime.agents import AgentInstance, Runtime
-from ..runtime.interpreter import Host
 from ..runtime.lifecycle import run_lifecycle
 from ..syntax import ast as A
 
@@ -43,54 +42,54 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
     from ..session import store_open_failure
     trace = session.trace_target(trace_file, trace_stderr)
     target = None
-    if session.settings.persistence.present or resume is not None:
+    if session.settings.persistence.present:
         from ..store.config import StoreConfigError
         try:
             target = session.settings.state_target()
-        except StoreConfigError as exc:
-            sys.stderr.write(store_open_failure(None, exc) + "\n")
+        except StoreConfigError as exc:   # an unset variable in the URL: nothing can be tried
+            sys.stderr.write(f"{exc}\n")
             return 1
     if target is None:   # no [persistence]: `@persistent` fields live in process memory, nothing journals
         if resume is not None:
             from ..runtime.durable import NEEDS_PERSISTENCE
             sys.stderr.write(NEEDS_PERSISTENCE + "\n")
             return 1
-        stack = session.runtime_stack(trace=trace, program_args=program_args)
+        runtime = session.build_runtime(trace=trace, program_args=program_args)
         try:
-            return _run_stack(session, stack, entry_path, None)
+            return _run_runtime(session, runtime, entry_path, None)
         finally:
-            stack.effects.close()
-            stack.runtime.store.close()
+            runtime.effects.close()
+            runtime.store.close()
+    from ..session import store_open_failure
     from ..store.base import Busy, NewerFormat, Unavailable
-    from ..store.config import StoreConfigError
     durable = journal or resume is not None
     try:
-        stack = session.runtime_stack(trace=trace, persistent=True, durable=durable, program_args=program_args)
+        runtime = session.build_runtime(trace=trace, persistent=True, durable=durable, program_args=program_args)
     except (Unavailable, NewerFormat, StoreConfigError) as exc:   # SPEC §4.8, §14: refused before anything runs
         sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
     try:
         if not durable:
-            return _run_stack(session, stack, entry_path, None)
+            return _run_runtime(session, runtime, entry_path, None)
         from ..runtime.durable import DurableExit, DurableRun
         try:   # a finished run is refused before anything is loaded
-            run = DurableRun.prepare(stack.runtime.store.backend, resume)
+            run = DurableRun.prepare(runtime.store.backend, resume)
         except DurableExit as exc:
             sys.stderr.write(exc.message + "\n")
             return exc.code
-        return _run_stack(session, stack, entry_path, run)
+        return _run_runtime(session, runtime, entry_path, run)
     except (Busy, Unavailable) as exc:   # the run's record could not be read or written
         sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
     finally:
-        stack.effects.close()
-        stack.runtime.store.close()
+        runtime.effects.close()
+        runtime.store.close()
 
 
-def _run_stack(session: Session, stack: Any, entry_path: str, run: Any) -> int:
-    """Compile and run the entry agent on `stack`; `run`: the runtime.durable.DurableRun of a durable run."""
-    runtime, effects, host = stack.runtime, stack.effects, stack.host
-    program, diags = session.compile(entry_path, stack, prestart=True)
+def _run_runtime(session: Session, runtime: Runtime, entry_path: str, run: Any) -> int:
+    """Compile and run the entry agent on `runtime`; `run`: the runtime.durable.DurableRun of a durable run."""
+    effects = runtime.effects
+    program, diags = session.compile(entry_path, runtime, prestart=True)
     run_decl = None
     for item in program.root.items:
         if isinstance(item, A.RunDecl):
@@ -121,7 +120,7 @@ def _run_stack(session: Session, stack: Any, entry_path: str, run: Any) -> int:
     effects.trace(None, "run.start", {"entry": run_decl.name})
     code, ending = 1, "stopped"
     try:
-        code, ending = _run_agent(host, runtime, target, run.journal if run is not None else None)
+        code, ending = _run_agent(runtime, target, run.journal if run is not None else None)
     finally:
         effects.trace(None, "run.end", {"exit_code": code, "duration_ms": int((time.monotonic() - started) * 1000)})
         if run is not None:
@@ -129,7 +128,7 @@ def _run_stack(session: Session, stack: Any, entry_path: str, run: Any) -> int:
     return code
 
 
-def _run_agent(host: Host, runtime: Runtime, agent: Any, journal: Any) -> tuple[int, str]:
+def _run_agent(runtime: Runtime, agent: Any, journal: Any) -> tuple[int, str]:
     """Run the entry agent or supervisor: (exit code, how the run ended: `completed`, `failed`, `halted`,
     `paused` or `stopped` — a signal or a journal divergence, after which a durable run stays resumable)."""
     from ..runtime.supervisors import SupervisorPlan, start_supervisor

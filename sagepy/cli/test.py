@@ -49,7 +49,7 @@ def run_test_command(args: Any) -> int:
 
 
 def _run(args: Any, session: Any, targets: list[tuple[str, str | None]]) -> int:
-    from ..discovery import test_files
+    from ..testfiles import test_files
     from ..testing.runner import TestResult, format_result, load_test_file, run_all
     from ..testing.selection import Selection, read_last_failed
     started = time.monotonic()

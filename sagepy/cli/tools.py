@@ -18,7 +18,7 @@ from .groups import open_group
 from .tools_target import declarations, log_dir, report, resolve_target
 
 if TYPE_CHECKING:
-    from ..mcp.config import ServerConfig
+    from ..grove.servers import ServerConfig
     from ..settings import Settings
 
 

@@ -100,10 +100,10 @@ def _pairs(pairs: list[str]) -> list[tuple[str, str]]:
 def _call(settings: Settings, config: Any, remote: str, given: dict, pairs: list[tuple[str, str]],
           logs: str | None) -> int:
     from ..mcp.failures import McpFailure
-    from ..mcp.manager import McpManager
+    from ..mcp.pool import ConnectionPool
     from ..mcp.results import dynamic_text, error_text
     from ..render import spinner
-    manager = McpManager(settings.root, {config.name: config}, settings.mcp, log_dir=logs)
+    manager = ConnectionPool(settings.root, {config.name: config}, settings.mcp, log_dir=logs)
     try:
         with spinner(f"calling {remote} on {config.name}…"):
             tools = manager.describe(config.name)["tools"]

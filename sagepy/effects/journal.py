@@ -70,6 +70,9 @@ class Journal:
         # MCP handles the program holds -> the live handle, or the arguments of a replayed mcp_connect that
         # has not connected again yet
         self.handles: dict[str, Any] = {}
+        self.groups: OutcomeGroups | None = None   # pending outcomes, from `begin` on
+        self.grouped = False
+        self.confirmed = time.monotonic()
 
     def begin(self, run_id: str, records: list[StepRecord]) -> None:
         """The run this journal records: its id and the records of its earlier executions (none for a new run)."""
@@ -138,6 +141,8 @@ class Journal:
 
     def close(self) -> None:
         """The end of this execution: commit what is pending (unless the lease was lost) and stop the timer."""
+        if self.groups is None:
+            return
         try:
             if self.kind != "taken over":
                 self.flush()

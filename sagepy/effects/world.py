@@ -47,9 +47,9 @@ class World:
             return self._mcp
         with self._lock:
             if self._mcp is None:
-                from ..mcp.manager import McpManager
+                from ..mcp.pool import ConnectionPool
                 settings = self.settings
-                self._mcp = McpManager(settings.root, settings.tools.servers, settings.mcp, elicitation=self._elicit,
+                self._mcp = ConnectionPool(settings.root, settings.tools.servers, settings.mcp, elicitation=self._elicit,
                                        sampling=self._sample, checkpoint=_stop_point, trace=self._mcp_event)
             return self._mcp
 

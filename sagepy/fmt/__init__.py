@@ -7,11 +7,14 @@ in order, or `UnsafeFormat` is raised instead. A file with syntax errors raises 
 """
 from __future__ import annotations
 
+import gc
+
 from ..diagnostics import Diagnostic
 from ..syntax.cache import parse_file_cached
 from ..syntax.trivia import scan_comments
 from .doc import render
 from .items import ItemPrinter
+from .layout import UnsafeFormat
 from .same import same_ast
 
 
@@ -23,10 +26,6 @@ class SyntaxErrors(Exception):
         self.diagnostics = diagnostics
 
 
-class UnsafeFormat(Exception):
-    """The formatted text would not mean the same program (a formatter bug): nothing is written."""
-
-
 def format_source(text: str, path: str = "<stdin>") -> str:
     """`text` (the content of `path`, which names it in diagnostics) in canonical layout. Runs on a
     large-stack thread: the printer recurses as deep as the program nests (up to 1,000 levels)."""
@@ -35,6 +34,18 @@ def format_source(text: str, path: str = "<stdin>") -> str:
 
 
 def _format(text: str, path: str) -> str:
+    """The cyclic garbage collector is paused meanwhile, as during a parse (syntax/parser.py): the document
+    and the two ASTs all stay alive until the end, so a collection would scan them and free nothing."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _format_text(text, path)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _format_text(text: str, path: str) -> str:
     items, diagnostics = parse_file_cached(path, text)
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors:

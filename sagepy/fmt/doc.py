@@ -22,7 +22,7 @@ BREAK = ("break",)        # no output; breaks the enclosing groups (a trailing l
 
 
 def group(doc: Doc) -> tuple:
-    return ("group", doc, _has_hard(doc))
+    return ("group", doc, has_hard(doc))
 
 
 def indent(doc: Doc) -> tuple:
@@ -47,7 +47,7 @@ def join(sep: Doc, docs: list) -> list:
     return out
 
 
-def _has_hard(doc: Doc) -> bool:
+def has_hard(doc: Doc) -> bool:
     stack = [doc]
     while stack:
         d = stack.pop()
@@ -73,10 +73,54 @@ def _has_hard(doc: Doc) -> bool:
 _FLAT, _BROKEN = 0, 1
 
 
-def _fits(doc: Doc, rest: list, width: int) -> bool:
-    """Whether `doc` laid out flat, then what follows it up to the next possible newline, takes at most
+def _flat_width(group: tuple, memo: dict) -> tuple[int, bool]:
+    """The width of a group laid out flat, and whether a newline (inside a multi-line string) ends the
+    measure there. Computed once per group: nested groups reuse their own."""
+    key = id(group)
+    found = memo.get(key)
+    if found is not None:
+        return found
+    width = 0
+    result = None
+    stack: list = [group[1]]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, str):
+            newline = d.find("\n")
+            if newline >= 0:
+                result = (width + newline, True)
+                break
+            width += len(d)
+        elif isinstance(d, list):
+            stack.extend(reversed(d))
+        else:
+            tag = d[0]
+            if tag == "line":
+                width += 1
+            elif tag == "group":
+                inner, ended = _flat_width(d, memo)
+                if ended:
+                    result = (width + inner, True)
+                    break
+                width += inner
+            elif tag == "indent":
+                stack.append(d[1])
+            elif tag == "ifbreak":
+                stack.append(d[2])
+    if result is None:
+        result = (width, False)
+    memo[key] = result
+    return result
+
+
+def _fits(group: tuple, rest: list, width: int, memo: dict) -> bool:
+    """Whether `group` laid out flat, then what follows it up to the next possible newline, takes at most
     `width` columns."""
-    stack: list = [(_FLAT, doc)]
+    flat, ended = _flat_width(group, memo)
+    width -= flat
+    if ended or width < 0:
+        return width >= 0
+    stack: list = []
     rest_index = len(rest)
     while width >= 0:
         if not stack:
@@ -106,8 +150,14 @@ def _fits(doc: Doc, rest: list, width: int) -> bool:
             return True
         elif tag == "group":
             if d[2]:
-                return False if mode == _FLAT else True
-            stack.append((mode, d[1]))
+                return mode == _BROKEN
+            if mode == _FLAT:
+                inner, ended = _flat_width(d, memo)
+                width -= inner
+                if ended:
+                    return width >= 0
+            else:
+                stack.append((mode, d[1]))
         elif tag == "indent":
             stack.append((mode, d[1]))
         elif tag == "ifbreak":
@@ -120,6 +170,7 @@ def render(doc: Doc) -> str:
     column = 0
     pending_indent: int | None = None   # a newline was written; its indentation waits for text
     suffixes: list[str] = []
+    widths: dict = {}
     stack: list = [(0, _BROKEN, doc)]
 
     def newline(level: int) -> None:
@@ -164,7 +215,7 @@ def render(doc: Doc) -> str:
                 stack.append((level, _BROKEN, d[1]))
             else:
                 start = column if pending_indent is None else len(INDENT) * pending_indent
-                fits = _fits(d[1], stack, WIDTH - start)
+                fits = _fits(d, stack, WIDTH - start, widths)
                 stack.append((level, _FLAT if fits else _BROKEN, d[1]))
         elif tag == "indent":
             stack.append((level + 1, mode, d[1]))

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 
 from ..syntax import ast as A
-from .doc import Doc
-from .layout import Element, Layout, end_line_of, start_of
+from .doc import LINE, Doc, group, has_hard, indent
+from .layout import Element, Layout, end_line_of, printer_of, start_of
 
 NS, STMT, TAIL, ARM, LEFT = "ns", "stmt", "tail", "arm", "left"
 _LEFTMOST = (STMT, TAIL, ARM, LEFT)
@@ -24,6 +24,7 @@ _NON_ASSOCIATIVE = frozenset({"==", "!=", "<", ">", "<=", ">="})
 _POSTFIX = 10
 _UNARY = 9
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?)?")
+_COMMENT = re.compile(r"/\*[\s\S]*?\*/|//[^\n]*")
 _TYPE_NAMES = {"list": "List", "option": "Option", "oracle": "Oracle", "map": "Map", "result": "Result"}
 
 
@@ -80,7 +81,7 @@ class ExprPrinter(Layout):
             paren = kind is A.RecordLit
         if paren:
             return ["(", self.expr(node, 0, None), ")"]
-        return getattr(self, "e_" + kind.__name__)(node, ctx)
+        return printer_of(self, "e_", node)(node, ctx)
 
     def elements(self, nodes: list, build=None) -> list[Element]:
         build = build or (lambda n: self.expr(n))
@@ -98,8 +99,7 @@ class ExprPrinter(Layout):
             return "true" if value else "false"
         if isinstance(value, str):
             return self.source(node.span)
-        digits = _NUMBER.search(self.source(node.span))
-        return ("-" if value < 0 else "") + digits.group()
+        return ("-" if value < 0 else "") + self._digits(node.span)
 
     def e_Template(self, node: A.Template, ctx: str | None) -> Doc:
         return self.source(node.span)
@@ -114,11 +114,19 @@ class ExprPrinter(Layout):
         return "self"
 
     def e_Binary(self, node: A.Binary, ctx: str | None) -> Doc:
+        """A chain of one level's operators (`a ++ b ++ c`) on one line, else broken before each operator."""
         op_level = _BINARY_LEVEL[node.op]
-        left_min = op_level + 1 if node.op in _NON_ASSOCIATIVE else op_level
-        left = self.expr(node.left, left_min, _leftmost(ctx))
-        right = self.expr(node.right, op_level + 1, _spine(ctx))
-        return [left, f" {node.op} ", right]
+        chain = [node]
+        while (node.op not in _NON_ASSOCIATIVE and type(chain[-1].left) is A.Binary
+               and _BINARY_LEVEL[chain[-1].left.op] == op_level):
+            chain.append(chain[-1].left)
+        first = chain[-1]
+        left_min = op_level + 1 if first.op in _NON_ASSOCIATIVE else op_level
+        head = self.expr(first.left, left_min, _leftmost(ctx))
+        operands = [(link.op, self.expr(link.right, op_level + 1, _spine(ctx))) for link in reversed(chain)]
+        if has_hard(head) or any(has_hard(d) for _, d in operands):   # a block inside: operators stay put
+            return [head, [[" ", op, " ", d] for op, d in operands]]
+        return group([head, indent([[LINE, op, " ", d] for op, d in operands])])
 
     def e_Unary(self, node: A.Unary, ctx: str | None) -> Doc:
         return [node.op, self.expr(node.operand, _UNARY, _spine(ctx))]
@@ -152,9 +160,16 @@ class ExprPrinter(Layout):
         return [callee, self.delimited("(", self.elements(node.args), ")", self.closing(node.span))]
 
     def e_CatchExpr(self, node: A.CatchExpr, ctx: str | None) -> Doc:
+        if node.binder is None and self._prefix_catch(node):   # `catch e { … }`, kept as the author wrote it
+            return ["catch ", self.expr(node.expr, 2, NS), " ", self.block(node.fallback)]
         left = self.expr(node.expr, 1, _leftmost(ctx))
         binder = f"catch({node.binder}) " if node.binder is not None else "catch "
         return [left, " ", binder, self.block(node.fallback)]
+
+    def _prefix_catch(self, node: A.CatchExpr) -> bool:
+        span, inner = node.span, node.expr.span
+        return (span is not None and inner is not None and (span[0], span[1]) != (inner[0], inner[1])
+                and self.source(span).startswith("catch"))
 
     def e_Closure(self, node: A.Closure, ctx: str | None) -> Doc:
         params = ", ".join(p.name + (": " + self.type(p.type) if p.type is not None else "")
@@ -249,6 +264,10 @@ class ExprPrinter(Layout):
     def e_TraceExpr(self, node: A.TraceExpr, ctx: str | None) -> Doc:
         return self._call_like("trace", [node.value], node.span)
 
+    def _digits(self, span: tuple) -> str:
+        """A number literal's digits as written (a `-` before it may be apart, with comments between)."""
+        return _NUMBER.search(_COMMENT.sub(" ", self.source(span))).group()
+
     # ---- types and patterns (short: always on one line)
 
     def turbofish(self, targs: list | None) -> str:
@@ -282,8 +301,7 @@ class ExprPrinter(Layout):
                 return "true" if p.value else "false"
             if isinstance(p.value, str):
                 return self.source(p.span)
-            return ("-" if p.value < 0 or self.source(p.span).startswith("-") else "") + \
-                _NUMBER.search(self.source(p.span)).group()
+            return ("-" if p.value < 0 or self.source(p.span).startswith("-") else "") + self._digits(p.span)
         if kind is A.PatTuple:
             return "(" + ", ".join(self.pattern(x) for x in p.items) + ")"
         if kind is A.PatOr:

@@ -7,11 +7,15 @@ import re
 
 from ..syntax import ast as A
 from .doc import HARD, Doc
-from .layout import Element, end_line_of, start_of
+from .layout import Element, end_line_of, printer_of, start_of
 from .statements import StatementPrinter
 
-_TEST_QUOTE = re.compile(r"\btest\s*([\"'])")
 _EXPLICIT_RESTART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\s*\{\s*restart\b")
+
+
+def _quote_of(text: str, name: str) -> str:
+    """The quote a test's name was written with (the AST keeps the name only)."""
+    return min((text.find(q + name + q), q) for q in ('"', "'") if text.find(q + name + q) >= 0)[1]
 
 
 def _item_kind(item: A.Node) -> str:
@@ -33,7 +37,7 @@ class ItemPrinter(StatementPrinter):
 
     def item(self, node: A.Node) -> Doc:
         pub = "pub " if getattr(node, "pub", False) else ""
-        return [pub, getattr(self, "i_" + type(node).__name__)(node)]
+        return [pub, printer_of(self, "i_", node)(node)]
 
     def members(self, span: tuple | None, entries: list) -> Doc:
         """A braced body of members; entries are (span, build)."""
@@ -158,7 +162,7 @@ class ItemPrinter(StatementPrinter):
         return [f"handler {node.name} handles {node.effect} ", self.members(node.span, entries)]
 
     def i_TestDecl(self, node: A.TestDecl) -> Doc:
-        quote = _TEST_QUOTE.search(self.source(node.span)).group(1)
+        quote = _quote_of(self.source(node.span), node.name)
         annotation = [f"@{node.annotation}", HARD] if node.annotation else []
         return [annotation, f"test {quote}{node.name}{quote} ", self.block(node.body)]
 

@@ -16,6 +16,19 @@ from .doc import BREAK, HARD, LINE, SOFT, Doc, group, if_break, indent, line_suf
 Pos = tuple  # (line, col)
 
 
+class UnsafeFormat(Exception):
+    """The formatted text would not mean the same program, or a construct has no layout (a formatter bug):
+    nothing is written."""
+
+
+def printer_of(printer: object, prefix: str, node: object) -> Callable:
+    """The method that prints `node` (`e_Call`, `s_LetStmt`, `i_FnDecl`)."""
+    method = getattr(printer, prefix + type(node).__name__, None)
+    if method is None:
+        raise UnsafeFormat(f"no layout for {type(node).__name__}")
+    return method
+
+
 class Element(NamedTuple):
     """One element of a sequence: where it starts and ends in the source, and how to build its document
     (lazily, so that the comments before it are taken first). `kind` serves the blank-line rules."""
@@ -74,16 +87,20 @@ class Layout:
         self.next_comment = len(self.comments)
         return taken
 
-    def trailing(self, line: int | None, limit: Pos | None) -> list:
-        """The comments that follow code on source line `line` (before `limit`), as line suffixes."""
+    def trailing(self, line: int | None, limit: Pos | None, any_line: bool = False) -> list:
+        """The comments that follow code on source line `line` (any line with `any_line`) before `limit`, as
+        line suffixes."""
         out: list = []
         comments = self.comments
-        while (line is not None and self.next_comment < len(comments)
-               and comments[self.next_comment].line == line and not comments[self.next_comment].own_line
+        while (self.next_comment < len(comments) and not comments[self.next_comment].own_line
+               and (any_line or (line is not None and comments[self.next_comment].line == line))
                and (limit is None or comments[self.next_comment].pos < limit)):
-            out.append(line_suffix(" " + comments[self.next_comment].text))
+            comment = comments[self.next_comment]
+            out.append(line_suffix(" " + comment.text))
             out.append(BREAK)
             self.next_comment += 1
+            if comment.is_line_comment:   # it runs to the end of the line: what follows goes below
+                break
         return out
 
     # ---- sequences
@@ -153,7 +170,9 @@ class Layout:
         """`{`, the elements one per line indented, `}`; `{}` when there is nothing inside."""
         first = elements[0].start if elements else None
         end = (span[2], span[3] - 1) if span else None
-        head = self.trailing(span[0] if span else None, first or end)
+        # a comment after code before the first element follows the `{` (the head above it may have been
+        # broken over lines, so its source line says nothing)
+        head = self.trailing(None, first or end, any_line=True) if span else []
         body = self.lines(elements, end, blank_rule)
         if not body:
             return ["{", head, HARD, "}"] if head else "{}"

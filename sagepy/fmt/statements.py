@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..syntax import ast as A
 from .doc import Doc
 from .exprs import NS, STMT, TAIL, ExprPrinter
-from .layout import Element, end_line_of, start_of
+from .layout import Element, end_line_of, printer_of, start_of
 
 
 class StatementPrinter(ExprPrinter):
@@ -18,7 +18,7 @@ class StatementPrinter(ExprPrinter):
         return self.braced(block.span, elements)
 
     def stmt(self, node: A.Node) -> Doc:
-        return getattr(self, "s_" + type(node).__name__)(node)
+        return printer_of(self, "s_", node)(node)
 
     def target(self, t: A.Node) -> str:
         if isinstance(t, A.TargetTuple):

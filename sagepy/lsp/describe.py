@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..check.index import Symbol
-from ..check.types import show
+from ..check.typeops import show
 from ..resources import grammar_file, stdlib_dir
 
 # the checker intrinsics have no declaration in stdlib/ (no single signature describes them)

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..core import types as T
 from ..check.index import Occurrence, PERSISTED_METHODS, Symbol, locals_of
-from ..check.types import PersistedT, show
+from ..check.typeops import PersistedT, show
 from ..syntax import ast as A
 from .describe import INTRINSICS, builtin_signature, documentation, fn_signature, reserved_words, signature
 from .workspace import Analysis, Workspace

@@ -76,7 +76,7 @@ class Project:
         self.good: dict[str, Analysis] = {}    # per entry, its last analysis that has an index
 
     def entries(self, open_paths: list[str]) -> list[str]:
-        from ..discovery import test_files
+        from ..testfiles import test_files
         found = []
         entry = self.session.entry_file()
         if os.path.isfile(entry):

@@ -27,7 +27,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..diagnostics import display_path
 from ..net import failure_reason, url_for_display
-from .config import ServerConfig
+from ..grove.servers import ServerConfig
 from .elicitation import DECLINE, ElicitationAnswer, ElicitationRefused, ElicitationRequest, answer_from
 from .failures import McpFailure
 from .stdio import ChildProcess, StartedServer

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from ..core.json_text import parse_json
-from .config import ServerConfig, parse_server
+from ..grove.servers import ServerConfig, parse_server
 from .failures import McpFailure
 from .safety import safety_of
 

@@ -1,7 +1,7 @@
 """What `sage tools inspect|generate|verify` and `sage check --verify-tools` learn from live servers
 (SPEC §10.2-§10.4): who the server is, the negotiated protocol, its capabilities and its full tool list.
 
-Servers are described through one `McpManager`, so connections get the same transports, timeouts, logs and
+Servers are described through one `ConnectionPool`, so connections get the same transports, timeouts, logs and
 shutdown as in a program run; all of them are started together, so that slow servers start in parallel.
 This module also builds the configuration of an ad-hoc server (`--stdio "CMD ARGS"`, `--http URL`) and
 renders the inspect report.
@@ -15,7 +15,7 @@ import shlex
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from .config import McpSettings, ServerConfig, parse_server
+from ..grove.servers import McpSettings, ServerConfig, parse_server
 from .failures import McpFailure
 
 _LABEL = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -84,11 +84,11 @@ def with_extras(config: ServerConfig, env: dict[str, str], headers: dict[str, st
 
 def describe_servers(root: str, servers: Mapping[str, ServerConfig], settings: McpSettings | None, *,
                      catalogue: bool = False, log_dir: str | None = None) -> dict[str, dict | McpFailure]:
-    """Connect to every server (all started at once), describe it (`McpManager.describe`, with prompts and
+    """Connect to every server (all started at once), describe it (`ConnectionPool.describe`, with prompts and
     resources when `catalogue`) and disconnect. Each entry is the description or the McpFailure that
     prevented it. Server logs go to `log_dir` (default: the project's `.sage/logs`)."""
-    from .manager import McpManager
-    manager = McpManager(root, dict(servers), settings, log_dir=log_dir)
+    from .pool import ConnectionPool
+    manager = ConnectionPool(root, dict(servers), settings, log_dir=log_dir)
     results: dict[str, dict | McpFailure] = {}
     try:
         manager.prestart(list(servers))

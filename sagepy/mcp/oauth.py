@@ -38,7 +38,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 from pydantic import AnyUrl, ValidationError
 
 from ..secrecy import open_private_log, private_directory
-from .config import ServerConfig
+from ..grove.servers import ServerConfig
 from .failures import McpFailure
 
 # A cached access token this close to its expiry counts as expired, so it is refreshed before use rather

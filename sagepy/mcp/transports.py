@@ -12,7 +12,8 @@ from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanag
 from typing import Any, AsyncIterator, Callable
 
 from ..secrecy import mask_url, masked_command_line, open_private_log
-from .config import McpSettings, ServerConfig, resolve_args, resolve_env
+from ..grove.servers import McpSettings, ServerConfig
+from .references import resolve_args, resolve_env
 from .failures import McpFailure
 from .stdio import ChildProcess, StartedServer, stdio_transport
 

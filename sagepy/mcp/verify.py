@@ -22,7 +22,9 @@ from ..diagnostics import Diagnostic, did_you_mean
 from ..syntax import ast as A
 from ..core.types import (BOOL, FLOAT, INT, STRING, UNIT, EnumT, ListT, MapT, OptionT, Prim, RecordT, ResultT,
                      TupleT, Type, type_name)
-from .config import AmbiguousBinding, ServerConfig, _Locator, reference_places, referenced_names
+from ..grove.keys import Locator
+from ..grove.servers import AmbiguousBinding, ServerConfig
+from .references import reference_places, referenced_names
 from .failures import McpFailure
 from .inspect import describe_servers, json_type_text, resolve_ref, schema_defs
 
@@ -38,7 +40,7 @@ def unset_variable_diagnostics(config: ServerConfig, grove_path: str | None) -> 
     """E091 for every `$` reference of `args`/`env`/`headers` (and a `token_env` / `client_id_env`) naming an
     unset variable. The message is the connection error it would cause (§8.2)."""
     env = os.environ
-    locator = _Locator(grove_path)
+    locator = Locator(grove_path)
     table = f"tools.{config.name}"
     found = []
     for key, where, value in reference_places(config):
@@ -59,7 +61,7 @@ def unset_variable_diagnostics(config: ServerConfig, grove_path: str | None) -> 
 
 def safety_diagnostics(config: ServerConfig, offered: list[str], grove_path: str | None) -> list[Diagnostic]:
     """E092 for every `[tools.X.safety]` entry naming a tool the server does not list."""
-    locator = _Locator(grove_path)
+    locator = Locator(grove_path)
     table = f"tools.{config.name}"
     found = []
     for remote in config.safety:

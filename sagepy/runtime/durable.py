@@ -157,7 +157,7 @@ class DurableRun:
         store = self.store
         journal = self.journal
         if journal is not None and journal.kind in ("taken over", "unreachable"):
-            journal.groups.close()   # the run is another process's now, or the database is out of reach
+            journal.close()   # the run is another process's now, or the database is out of reach
             return
         try:
             if journal is not None:

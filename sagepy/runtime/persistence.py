@@ -95,8 +95,7 @@ class StateStore:
             self._backend.close()
 
     def _call(self, method: Callable[..., Any], *args: Any) -> Any:
-        # loaded already: `method` belongs to a store
-        from ..store.base import Busy, StepRecord, TakenOver, Unavailable, Unreachable
+        from ..store.base import Busy, StepRecord, TakenOver, Unavailable, Unreachable   # loaded already
         try:
             return method(*args)
         except Busy:

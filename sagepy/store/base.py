@@ -32,7 +32,7 @@ class RunRecord:
     status: str              # running | completed | failed | halted
     exit_code: int | None
     entry: str               # entry file, as given on the command line / resolved from grove.toml
-    lease_pid: int | None = None
+    lease_pid: int | None = None           # the lease's owner; once released (no heartbeat), the last owner
     lease_host: str | None = None
     lease_heartbeat: float | None = None   # unix seconds of the last heartbeat
     lease_token: str | None = None         # the owner's random token: what fences its writes
@@ -103,7 +103,8 @@ class Store(Protocol):
     def list_runs(self) -> list[RunRecord]:
         """Newest first."""
     def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
-        """Sets the status and exit code and releases the lease."""
+        """Sets the status and exit code and releases the lease (its heartbeat and token; the last owner's
+        pid and host stay, for `sage runs` and for a deposed owner's message)."""
     def prune_runs(self, keep: int) -> list[str]:
         """Deletes ended runs (completed, failed, cancelled) beyond the newest `keep` ended ones, with their steps;
         returns their ids, newest first."""

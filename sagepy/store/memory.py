@@ -76,7 +76,7 @@ class MemoryStore:
             run = self._runs.get(run_id)
             if run is not None:
                 run.status, run.exit_code = status, exit_code
-                run.lease_pid = run.lease_host = run.lease_heartbeat = run.lease_token = None
+                run.lease_heartbeat = run.lease_token = None
 
     def prune_runs(self, keep: int) -> list[str]:
         with self._lock:
@@ -134,7 +134,7 @@ class MemoryStore:
                       is_stale: Callable[[RunRecord], bool]) -> RunRecord | None:
         with self._lock:
             run = self._runs[run_id]
-            if run.lease_pid is not None and not is_stale(_read(run)):
+            if run.lease_heartbeat is not None and not is_stale(_read(run)):
                 return _read(run)
             run.lease_pid, run.lease_host, run.lease_heartbeat, run.lease_token = pid, host, time.time(), token
             return None
@@ -149,7 +149,7 @@ class MemoryStore:
         with self._lock:
             run = self._runs.get(run_id)
             if run is not None:
-                run.lease_pid = run.lease_host = run.lease_heartbeat = run.lease_token = None
+                run.lease_heartbeat = run.lease_token = None
 
     def close(self) -> None:
         pass

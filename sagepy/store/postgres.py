@@ -22,7 +22,9 @@ recognises its own.
 A lost connection is retried for up to 30 s (a restarting server, a failover), each write as a whole
 transaction again: the writes are upserts, and an `update` that carries a journal record first looks for
 that record, so a transaction whose COMMIT went through before the connection broke is not applied twice.
-After 30 s: Unreachable. A lock held for 30 s (`lock_timeout`) is Busy.
+After 30 s: Unreachable. A lock held for 30 s (`lock_timeout`) is Busy. A session left idle inside a
+transaction for 10 s (its process stopped) is ended by the server, so a stopped owner never keeps the locks
+that a takeover waits for; when it runs again, its transaction is retried and fenced off.
 """
 from __future__ import annotations
 
@@ -48,6 +50,9 @@ _RUN_COLUMNS = ("id, started_at, status, exit_code, entry, lease_pid, lease_host
                 "extract(epoch FROM now() - lease_heartbeat)::float8")
 _STEP_COLUMNS = "path, number, kind, target, args_hash, safety, status, outcome"
 _NEWEST_FIRST = 'ORDER BY started_at DESC, id COLLATE "C" DESC'
+_UPDATE_STEP = ("DO UPDATE SET kind = excluded.kind, target = excluded.target, args_hash = excluded.args_hash, "
+                "safety = excluded.safety, status = excluded.status, outcome = excluded.outcome, "
+                "token = excluded.token")
 
 
 def _schema_statements(s: str) -> list[str]:
@@ -108,7 +113,9 @@ class PostgresStore(PostgresQueue, PostgresPauses):
         try:
             conn = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
                                    application_name="sagepy")
-            conn.execute("SET lock_timeout = '30s'")
+            # A process stopped inside a transaction (SIGSTOP, a frozen VM) must not hold its row locks until it
+            # runs again: the server ends such a session after 10 s, which lets another process take its run over.
+            conn.execute("SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '10s'")
         except psycopg.Error as exc:
             raise Unreachable(self._masked(first_line(exc))) from None
         self._conn = conn
@@ -307,7 +314,7 @@ class PostgresStore(PostgresQueue, PostgresPauses):
 
     def _set_lease_free(self, run_id: str, assignments: str, values: tuple) -> None:
         def work(conn: Any) -> None:
-            conn.execute(f"UPDATE {self._s}.runs SET lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL, "
+            conn.execute(f"UPDATE {self._s}.runs SET lease_heartbeat = NULL, "
                          f"lease_token = NULL{assignments} WHERE project = %s AND id = %s",
                          (*values, self.project, run_id))
         self._write(work, fence=run_id)
@@ -335,10 +342,15 @@ class PostgresStore(PostgresQueue, PostgresPauses):
         return [StepRecord(*row[:7], outcome=parse_json(row[7])) for row in rows]
 
     def record_step(self, run_id: str, step: StepRecord) -> None:
-        self._write(lambda conn: self._put_step(conn, run_id, step), journal=1, fence=run_id)
+        # an outcome need not wait for the disk (lost only with the server itself: performed again, or halted
+        # on when destructive); a `started` record is an intent, and a field write commits in set_field
+        durable = step.status == STARTED
+        if self._fast(run_id) and self._fenced(run_id, [step], durable, replace=True):
+            return
+        self._write(lambda conn: self._put_step(conn, run_id, step), journal=1, fence=run_id, durable=durable)
 
     def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
-        if not steps:
+        if not steps or (self._fast(run_id) and self._fenced(run_id, steps, False, replace=True)):
             return
 
         def work(conn: Any) -> None:
@@ -347,6 +359,10 @@ class PostgresStore(PostgresQueue, PostgresPauses):
         self._write(work, journal=len(steps), fence=run_id, durable=False)
 
     def record_intent(self, run_id: str, step: StepRecord) -> bool:
+        if self._fast(run_id) and self._fenced(run_id, [step], True, replace=False):
+            return True
+        # a record is there already, or the lease is lost: the slow path tells which, in a transaction
+
         def work(conn: Any) -> bool:
             cursor = conn.execute(f"INSERT INTO {self._s}.steps (project, run_id, {_STEP_COLUMNS}, token) "
                                   "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
@@ -361,6 +377,49 @@ class PostgresStore(PostgresQueue, PostgresPauses):
             return owner is not None and owner[0] is not None and owner[0] == self._tokens.get(run_id)
         return self._write(work, journal=1, fence=run_id)
 
+    def _fast(self, run_id: str) -> bool:
+        """Whether a journal write may take the one-round-trip path: a run this store holds the lease of, and
+        no crash hooks (they must run between a write's statements and its COMMIT)."""
+        return run_id in self._tokens and not crash.active()
+
+    def _fenced(self, run_id: str, steps: list[StepRecord], durable: bool, replace: bool) -> bool:
+        """Insert (or, `replace`, upsert) the records in one transaction sent as one pipeline — BEGIN, the
+        commit level, each record's INSERT conditional on the lease (whose row it locks FOR SHARE), COMMIT —
+        so that a step's record costs one round trip to the server. False when not every record was written
+        (the lease was lost, or an intent found a record there); nothing then needs undoing, since a lost
+        lease writes nothing and the caller's slow path sorts out which it was."""
+        s = self._s
+        query = (f"INSERT INTO {s}.steps (project, run_id, {_STEP_COLUMNS}, token) SELECT %s, %s, %s, %s::integer, "
+                 f"%s, %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM {s}.runs WHERE project = %s AND id = %s "
+                 "AND lease_token = %s FOR SHARE) ON CONFLICT (project, run_id, path, number) "
+                 + (_UPDATE_STEP if replace else "DO NOTHING"))
+        token = self._tokens[run_id]
+        if len(steps) > 1 and replace:   # a group: one statement over arrays, not one per record
+            latest = {(step.path, step.number): step for step in steps}   # a key twice: its last record
+            columns = list(zip(*(self._step_row(run_id, step)[2:10] for step in latest.values())))
+            query = (f"INSERT INTO {s}.steps (project, run_id, {_STEP_COLUMNS}, token) SELECT %s, %s, u.* , %s "
+                     "FROM unnest(%s::text[], %s::integer[], %s::text[], %s::text[], %s::text[], %s::text[], "
+                     f"%s::text[], %s::text[]) AS u WHERE EXISTS (SELECT 1 FROM {s}.runs WHERE project = %s "
+                     "AND id = %s AND lease_token = %s FOR SHARE) ON CONFLICT (project, run_id, path, number) "
+                     + _UPDATE_STEP)
+            rows = [(self.project, run_id, token, *(list(c) for c in columns), self.project, run_id, token)]
+            expected = len(latest)
+        else:
+            rows = [(*self._step_row(run_id, step), self.project, run_id, token) for step in steps]
+            expected = len(rows)
+
+        def work(conn: Any) -> int:
+            cursors = []
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                conn.execute("SET LOCAL synchronous_commit = " + ("on" if durable else "off"))
+                for row in rows:
+                    cursors.append(conn.execute(query, row))
+                conn.execute("COMMIT")
+            return sum(cursor.rowcount for cursor in cursors)   # known once the pipeline has synced
+        # an upsert writes every row unless the lease is lost (the slow path then raises TakenOver)
+        return self._call(work, False) == expected
+
     def delete_step(self, run_id: str, path: str, number: int) -> None:
         self._write(lambda conn: conn.execute(f"DELETE FROM {self._s}.steps WHERE project = %s AND run_id = %s "
                                               "AND path = %s AND number = %s", (self.project, run_id, path, number)))
@@ -369,9 +428,7 @@ class PostgresStore(PostgresQueue, PostgresPauses):
     def _upsert_step(self) -> str:
         return (f"INSERT INTO {self._s}.steps (project, run_id, {_STEP_COLUMNS}, token) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (project, run_id, path, number) "
-                "DO UPDATE SET kind = excluded.kind, target = excluded.target, args_hash = excluded.args_hash, "
-                "safety = excluded.safety, status = excluded.status, outcome = excluded.outcome, "
-                "token = excluded.token")
+                + _UPDATE_STEP)
 
     def _put_step(self, conn: Any, run_id: str | None, step: StepRecord) -> None:
         conn.execute(self._upsert_step, self._step_row(run_id, step))
@@ -392,7 +449,7 @@ class PostgresStore(PostgresQueue, PostgresPauses):
             run = RunRecord(*rows[0])
             if run.lease_token == token:   # this call's own first try, before the connection was lost
                 return None
-            if run.lease_pid is not None and not is_stale(run):
+            if run.lease_heartbeat is not None and not is_stale(run):
                 return run
             conn.execute(f"UPDATE {self._s}.runs SET lease_pid = %s, lease_host = %s, lease_heartbeat = now(), "
                          "lease_token = %s WHERE project = %s AND id = %s", (pid, host, token, self.project, run_id))

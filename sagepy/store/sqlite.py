@@ -251,7 +251,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
 
     def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
         with self._write(fence=run_id):
-            self._db.execute("UPDATE runs SET status = ?, exit_code = ?, lease_pid = NULL, lease_host = NULL, "
+            self._db.execute("UPDATE runs SET status = ?, exit_code = ?, "
                              "lease_heartbeat = NULL, lease_token = NULL WHERE id = ?", (status, exit_code, run_id))
         self._tokens.pop(run_id, None)
 
@@ -314,7 +314,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
             if not rows:
                 raise KeyError(run_id)
             run = _run(rows[0])
-            if run.lease_pid is not None and not is_stale(run):
+            if run.lease_heartbeat is not None and not is_stale(run):
                 return run
             self._db.execute("UPDATE runs SET lease_pid = ?, lease_host = ?, lease_heartbeat = ?, lease_token = ? "
                              "WHERE id = ?", (pid, host, time.time(), token, run_id))
@@ -327,7 +327,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
 
     def release_lease(self, run_id: str) -> None:
         with self._write(fence=run_id):
-            self._db.execute("UPDATE runs SET lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL, "
+            self._db.execute("UPDATE runs SET lease_heartbeat = NULL, "
                              "lease_token = NULL WHERE id = ?", (run_id,))
         self._tokens.pop(run_id, None)
 

@@ -10,7 +10,7 @@ from lark.visitors import Transformer_NonRecursive
 from lark.exceptions import UnexpectedInput, VisitError
 
 from . import ast as A
-from .context import INT_MAX, ParseContext, int_literal
+from .parse_state import INT_MAX, ParseContext, int_literal
 from .describe import describe_unexpected
 from .grammar import lark_parser, terminal_patterns
 from .lexical import decode_string, lexical_errors

@@ -14,7 +14,7 @@ from typing import Iterator
 from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from .context import ParseContext, token_span
+from .parse_state import ParseContext, token_span
 from .grammar import lark_parser, terminal_patterns
 
 _TOKEN_NAMES = {"IDENT": "identifier", "INT": "integer", "FLOAT": "float", "STRING": "string",

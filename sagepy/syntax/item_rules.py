@@ -6,7 +6,7 @@ from lark import Token, v_args
 
 from . import ast as A
 from .builder_base import BuilderBase
-from .context import INT_MAX, int_literal, meta_span, token_span
+from .parse_state import INT_MAX, int_literal, meta_span, token_span
 
 
 def _lifecycle_handler(kind: str):

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from lark import Token
 
 from . import ast as A
-from .context import ParseContext, token_span
+from .parse_state import ParseContext, token_span
 from .grammar import lark_parser
 
 # A template interpolation's text and the line and column it starts at -> its expression, or None after an error

@@ -15,7 +15,7 @@ import gc
 from lark.exceptions import UnexpectedInput, VisitError
 
 from ..diagnostics import Diagnostic
-from .context import ParseContext
+from .parse_state import ParseContext
 from .expression_rules import ExpressionRules
 from .grammar import lark_parser
 from .item_rules import ItemRules

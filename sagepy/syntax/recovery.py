@@ -14,7 +14,7 @@ from lark import Token
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 
 from ..diagnostics import Diagnostic
-from .context import INT_MAX, ParseContext, int_literal, token_span
+from .parse_state import INT_MAX, ParseContext, int_literal, token_span
 from .describe import report_syntax_error
 from .grammar import lark_parser
 

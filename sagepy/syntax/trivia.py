@@ -1,13 +1,19 @@
 """Comments as trivia (SPEC §1.1, §19.1): what the grammar skips like whitespace, kept for `sage fmt`.
 
-The grammar ignores `//` and `/* */` comments, so the AST holds none; this scan finds them with the lexer's own
-terminal patterns (`lexical.py`'s scanner, the one that reports invalid characters: a `//` inside a string is
-not a comment). Each comment carries its position, so that a client can attach it to the node it precedes or
-follows. Parsing and the AST cache are untouched: only a caller that wants the trivia pays for the scan.
+The grammar ignores `//` and `/* */` comments, so the AST holds none; this scan finds them with the grammar's
+own terminal patterns, STRING first (a `//` inside a string is not a comment), read from grammar/sage.lark
+rather than from the built parser, so that a file whose AST comes from the cache still needs no Lark. Each
+comment carries its position, so that a client can attach it to the node it precedes or follows. Parsing and
+the AST cache are untouched: only a caller that wants the trivia pays for the scan.
 """
 from __future__ import annotations
 
-from .lexical import skipped_token_scanner
+import functools
+import re
+
+from .. import resources
+
+_SCANNED = ("STRING", "LINE_COMMENT", "BLOCK_COMMENT")
 
 
 class Comment:
@@ -41,7 +47,7 @@ def scan_comments(text: str) -> list[Comment]:
     if "/" not in text:
         return found
     line, line_start, scanned = 1, 0, 0
-    for match in skipped_token_scanner().finditer(text):
+    for match in _scanner().finditer(text):
         kind = match.lastgroup
         if kind not in ("LINE_COMMENT", "BLOCK_COMMENT"):
             continue
@@ -53,3 +59,15 @@ def scan_comments(text: str) -> list[Comment]:
         own_line = text[line_start:pos].strip() == ""
         found.append(Comment(value, line, pos - line_start + 1, line + value.count("\n"), own_line))
     return found
+
+
+@functools.lru_cache(maxsize=None)
+def _scanner() -> re.Pattern:
+    """STRING, LINE_COMMENT and BLOCK_COMMENT as the grammar writes them (`NAME: /regex/ | /regex/`)."""
+    grammar = resources.grammar_file().read_text(encoding="utf-8")
+    groups = []
+    for name in _SCANNED:
+        definition = re.search(rf"^{name}(?:\.\d+)?:\s*(.+)$", grammar, re.M).group(1)
+        alternatives = re.findall(r"/((?:[^/\\]|\\.)*)/", definition)
+        groups.append(f"(?P<{name}>(?:{'|'.join(alternatives)}))")
+    return re.compile("|".join(groups))

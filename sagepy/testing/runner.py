@@ -1,6 +1,6 @@
 """`sage test` (SPEC §9): discovery, selection, concurrent execution with timeouts, results and summary.
 
-Each test runs on its own runtime stack from the command's session: its own Runtime (agent numbering, captured
+Each test runs on its own runtime from the command's session: its own Runtime (agent numbering, captured
 output), its own effects (mock queues, MCP connections opened by its first unmocked call and closed when it
 ends) and its own in-memory persistence store.
 """
@@ -83,10 +83,10 @@ _TEST_DECLARATION = re.compile(r'^[ \t]*test[ \t]+"((?:[^"\\\n]|\\.)*)"', re.MUL
 
 
 def load_test_file(path: str, session: Session) -> LoadedFile:
-    stack = session.runtime_stack()
-    program, diags = session.compile(path, stack, test_file=True)
+    program, diags = session.compile(path, session.build_runtime(), test_file=True)
+    compiled = program.compiler.tests if hasattr(program, "compiler") else []
     cases = [TestCase(path, decl.name, body, decl.annotation == "serial", session)
-             for decl, body, env in stack.host.tests if os.path.abspath(env.path) == os.path.abspath(path)]
+             for decl, body, env in compiled if os.path.abspath(env.path) == os.path.abspath(path)]
     declared = [case.name for case in cases]
     if any(d.severity == "error" for d in diags):
         declared = _declared_names(program, path)
@@ -114,8 +114,8 @@ def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False) -> TestRes
         with lock:
             output.extend(text.split("\n"))
 
-    stack = case.session.runtime_stack(out=capture, err=capture, mocks=MockQueues(), real_llm=real_llm)
-    runtime, effects = stack.runtime, stack.effects
+    runtime = case.session.build_runtime(out=capture, err=capture, mocks=MockQueues(), real_llm=real_llm)
+    effects = runtime.effects
     ctx = AgentInstance(runtime, None, 0, None)
     outcome: dict[str, Any] = {}
     done = threading.Event()

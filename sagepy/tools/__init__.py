@@ -12,11 +12,10 @@ import math
 import os
 import threading
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Mapping
 
 from ..core.errors import AgentCancelled, SageRaise
 from ..core.values import ErrorValue
-from ..settings import Overrides
 
 
 # Safety classes from SPEC §7's table (used by trace events, tool listings and durable resume).
@@ -55,12 +54,12 @@ _MODULES = {"Http": "http", "Fs": "fs", "Shell": "shell", "Database": "database"
 
 # The variables (SAGE_FS_ROOT, SAGE_HTTP_TIMEOUT, …) of the session whose program makes the current call; the
 # tool modules read them with `setting` while the call runs in this thread.
-_OVERRIDES: ContextVar[Overrides] = ContextVar("sagepy_tool_overrides")
+_OVERRIDES: ContextVar[Mapping[str, str]] = ContextVar("sagepy_tool_overrides")
 
 
 def setting(name: str) -> str | None:
     """The value of SAGE_* variable `name` for the running call (None when unset or empty)."""
-    return _OVERRIDES.get().setting(name)
+    return _OVERRIDES.get().get(name) or None
 
 
 def tool_error(where: str, reason: str) -> SageRaise:
@@ -104,7 +103,7 @@ def seconds_text(seconds: float) -> str:
 
 
 def call_builtin_tool(tool: str, fn: str, args: list, *, cancel: threading.Event | None = None,
-                      overrides: Overrides | None = None) -> Any:
+                      overrides: Mapping[str, str] | None = None) -> Any:
     """Run `tool.fn(*args)` and return its Sage value.
 
     `overrides` are the session's variables; without them (a call from outside a session) the environment
@@ -129,7 +128,7 @@ def call_builtin_tool(tool: str, fn: str, args: list, *, cancel: threading.Event
     if cancel is not None and cancel.is_set():
         raise AgentCancelled()
     module = importlib.import_module(f"{__name__}.{_MODULES[tool]}")
-    token = _OVERRIDES.set(overrides if overrides is not None else Overrides(os.environ))
+    token = _OVERRIDES.set(overrides if overrides is not None else os.environ)
     try:
         return module.FUNCTIONS[fn](*args, cancel=cancel)
     finally:

@@ -52,17 +52,20 @@ env = {{ {ledger_var} = "${ledger_var}" }}
 """
 
 
-def make_project(parent: Path, program: str, name: str | None = None, state_url: str | None = None) -> Path:
+def make_project(parent: Path, program: str, name: str | None = None, state_url: str | None = None,
+                 project_name: str | None = None) -> Path:
     """A fresh project running `programs/<program>.sg`, in parent/<name or program>; its store is
-    .sage/state.db, or the PostgreSQL database of `state_url`."""
+    .sage/state.db, or the PostgreSQL database of `state_url` (`project_name`: its `[project] name`, for
+    two checkouts of one project)."""
     root = parent / (name or program)
     (root / "src").mkdir(parents=True)
     shutil.copy(PROGRAMS / f"{program}.sg", root / "src" / "main.sg")
     shutil.copy(PROGRAMS / "counter.sg", root / "src" / "counter.sg")
-    project_name = program
     persistence = 'backend = "sqlite"'
-    if state_url is not None:
-        project_name = f"{program}-{parent.name}-{name or program}"
+    if state_url is None:
+        project_name = project_name or program
+    else:
+        project_name = project_name or f"{program}-{parent.name}-{name or program}"
         persistence = f'backend = "postgres"\nurl = {json.dumps(state_url)}'
     (root / "grove.toml").write_text(GROVE.format(name=project_name, persistence=persistence,
                                                   python=json.dumps(sys.executable), server=json.dumps(str(SERVER)),

@@ -33,7 +33,7 @@ def sage(*args: str, cwd: Path, env: dict | None = None, timeout: int = 60) -> s
 
 def run_row(root: Path, run_id: str) -> tuple:
     with sqlite3.connect(root / ".sage" / "state.db") as db:
-        return db.execute("SELECT status, exit_code, lease_pid FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return db.execute("SELECT status, exit_code, lease_token FROM runs WHERE id = ?", (run_id,)).fetchone()
 
 
 HELLO = """
@@ -178,7 +178,9 @@ def test_a_killed_run_is_taken_over_at_once_on_the_same_host(tmp_path: Path) -> 
     proc.wait()
     proc.stdout.close()
     proc.stderr.close()
-    assert run_row(root, run_id)[2] == proc.pid
+    with sqlite3.connect(root / ".sage" / "state.db") as db:
+        assert db.execute("SELECT lease_pid FROM runs WHERE id = ?", (run_id,)).fetchone() == (proc.pid,)
+    assert run_row(root, run_id)[2] is not None   # its token: the lease is held
     started = time.monotonic()
     r = sage("run", "--resume", "last", cwd=root)
     assert (r.returncode, r.stdout, r.stderr) == (0, "after\n", f"resuming run {run_id}\n")

@@ -123,7 +123,7 @@ def test_a_destructive_step_with_an_unknown_outcome_halts_with_exit_3(tmp_path: 
                             f"'sage runs resolve {run_id} Main:3 --ok JSON | --failed MESSAGE | --not-run' and "
                             f"resume\n")
         with sqlite3.connect(root / ".sage" / "state.db") as db:
-            assert db.execute("SELECT status, exit_code, lease_pid FROM runs").fetchall() == [("halted", 3, None)]
+            assert db.execute("SELECT status, exit_code, lease_token FROM runs").fetchall() == [("halted", 3, None)]
     assert not (root / "ledger.txt").exists()
     with sqlite3.connect(root / ".sage" / "state.db") as db:   # `--ok null`: as if it had appended
         db.execute("UPDATE steps SET status = 'done', outcome = 'null' WHERE path = 'Main' AND number = 3")

@@ -46,3 +46,9 @@ def test_internal_error_evidence() -> None:
               "1 | / raises E206 (no internal error: ValueError: x).\n")
     assert internal_evidence("", quoted, None) is None   # the input's own text, quoted by a diagnostic
     assert internal_evidence("", "", "Traceback (most recent call last):\nRecursionError\n") is not None
+
+
+def test_a_refused_format_is_a_finding() -> None:
+    from tests.fuzz.worker import _unsafe_format
+    assert _unsafe_format("error: internal error: formatting would change main.sg\n") is not None
+    assert _unsafe_format("error[E005]: unexpected `(`\n 3 | // internal error: formatting would change\n") is None

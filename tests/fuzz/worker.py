@@ -1,5 +1,5 @@
-"""A fuzz worker process: runs each input through sagepy's public command (`sage check`, then `sage run` or
-`sage test`) in this process and reports what happened.
+"""A fuzz worker process: runs each input through sagepy's public command (`sage check` and `sage fmt --check`,
+then `sage run` or `sage test`) in this process and reports what happened.
 
 The parent (tests/fuzz/pool.py) starts it with two pipe descriptors: it reads requests from the first and
 writes pickled messages to the second. The process's own stdin is /dev/null (a program that reads stdin
@@ -111,6 +111,13 @@ def internal_evidence(stdout: str, stderr: str, escaped: str | None) -> str | No
     return None
 
 
+def _unsafe_format(stderr: str) -> str | None:
+    for line in stderr.splitlines():
+        if line.startswith("error: internal error: formatting would change") and not _QUOTED_SOURCE.match(line):
+            return line.strip()
+    return None
+
+
 def run_input(workdir: str, name: str, source: bytes, run: bool, send: Any) -> dict:
     entry = os.path.join(workdir, name)
     shutil.rmtree(workdir, ignore_errors=True)
@@ -123,6 +130,13 @@ def run_input(workdir: str, name: str, source: bytes, run: bool, send: Any) -> d
     check_s = time.perf_counter() - started
     result = {"outcome": "ok", "detail": "", "check_s": check_s, "run_s": 0.0, "phase": "check"}
     evidence = internal_evidence(out, err, escaped)
+    if evidence is not None:
+        result.update(outcome="internal", detail=evidence)
+        return result
+    # `sage fmt` of every input, also one that does not check: formatting never crashes, and it refuses
+    # (as an internal error) rather than write text that would parse to another program
+    code_fmt, out, err, escaped = _command(["fmt", "--check", entry])
+    evidence = internal_evidence(out, err, escaped) or _unsafe_format(err)
     if evidence is not None:
         result.update(outcome="internal", detail=evidence)
         return result

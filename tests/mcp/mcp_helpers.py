@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from sagepy.mcp.config import McpSettings, parse_tools_config
-from sagepy.mcp.manager import McpManager
+from sagepy.grove.servers import McpSettings, parse_tools_config
+from sagepy.mcp.pool import ConnectionPool
 from sagepy.core.types import BOOL, INT, STRING, OptionT, RecordInfo, RecordT
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,7 +35,7 @@ TIME_RESULT = RecordT(RecordInfo("TimeResult", [], [
     ("timezone", STRING), ("datetime", STRING), ("day_of_week", STRING), ("is_dst", BOOL)]))
 
 
-def call_typed(manager: McpManager, server: str, label: str, remote: str, arguments: dict, return_type):
+def call_typed(manager: ConnectionPool, server: str, label: str, remote: str, arguments: dict, return_type):
     """A typed call as the effects layer makes it: the manager's wire result converted to the return type."""
     from sagepy.check.symbols import ToolRef
     from sagepy.effects.wire import typed_result
@@ -70,9 +70,9 @@ class Managers:
 
     def __init__(self, root: str) -> None:
         self.root = root
-        self.made: list[McpManager] = []
+        self.made: list[ConnectionPool] = []
 
-    def __call__(self, tools: dict | None = None, mcp: dict | None = None, **hooks) -> McpManager:
+    def __call__(self, tools: dict | None = None, mcp: dict | None = None, **hooks) -> ConnectionPool:
         config = {"tools": tools or {}}
         if mcp is not None:
             config["mcp"] = mcp
@@ -80,7 +80,7 @@ class Managers:
         assert diagnostics == [], [d.message for d in diagnostics]
         # a command's session reads SAGE_OAUTH_OPEN once; a manager made here reads it when it is made
         settings = McpSettings(**(mcp or {}), oauth_open=os.environ.get("SAGE_OAUTH_OPEN"))
-        manager = McpManager(self.root, servers, settings, **hooks)
+        manager = ConnectionPool(self.root, servers, settings, **hooks)
         self.made.append(manager)
         return manager
 

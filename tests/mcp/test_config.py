@@ -6,8 +6,8 @@ import pytest
 
 from sagepy.core.json_text import compact_json
 from sagepy.effects.wire import typed_value
-from sagepy.mcp.config import (AmbiguousBinding, bind_tool_block, parse_mcp_settings, parse_tools_config,
-                               resolve_args, resolve_env, unset_references)
+from sagepy.grove.servers import AmbiguousBinding, bind_tool_block, parse_mcp_settings, parse_tools_config
+from sagepy.mcp.references import resolve_args, resolve_env, unset_references
 from sagepy.mcp.failures import McpFailure
 from sagepy.mcp.results import dynamic_text, error_text
 from sagepy.mcp.safety import safety_of
@@ -210,7 +210,7 @@ def test_unit_accepts_anything_and_error_texts():
 def test_grove_toml_example_is_valid_and_complete():
     import os
     import tomllib
-    from sagepy.mcp.config import _SERVER_KEYS
+    from sagepy.grove.servers import _SERVER_KEYS
     path = os.path.join(os.path.dirname(__file__), "..", "..", "grove.toml.example")
     with open(path, "rb") as fh:
         data = tomllib.load(fh)

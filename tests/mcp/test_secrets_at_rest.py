@@ -10,7 +10,7 @@ import stat
 import pytest
 
 from mcp_helpers import call_typed, start_http_suite, suite_server
-from sagepy.mcp.config import parse_tools_config
+from sagepy.grove.servers import parse_tools_config
 from sagepy.mcp.dynamic import parse_connect_config
 from sagepy.mcp.failures import McpFailure
 from sagepy.secrecy import looks_like_token, mask_urls

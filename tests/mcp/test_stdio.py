@@ -166,8 +166,8 @@ def test_a_long_line_written_in_many_pieces_arrives_whole(tmp_path):
 
 STARTS_BEFORE_THE_SDK = """\
 import importlib.abc, os, sys, time
-from sagepy.mcp.config import McpSettings, parse_tools_config
-from sagepy.mcp.manager import McpManager
+from sagepy.grove.servers import McpSettings, parse_tools_config
+from sagepy.mcp.pool import ConnectionPool
 
 root, suite, marker = sys.argv[1:4]
 
@@ -191,7 +191,7 @@ server = ("import runpy, sys; open(sys.argv[1], 'w').close(); sys.argv = sys.arg
           "runpy.run_path(sys.argv[0], run_name='__main__')")
 config = {"tools": {"Suite": {"command": sys.executable, "args": ["-c", server, marker, suite]}}}
 servers, _ = parse_tools_config(config, None)
-manager = McpManager(root, servers, McpSettings())
+manager = ConnectionPool(root, servers, McpSettings())
 try:
     print(manager.call_typed("Suite", "Suite.echo", "echo", {"text": "hi"})["content"][0]["text"])
 finally:

@@ -11,7 +11,6 @@ from sagepy.builtins import load_builtins, load_constants, load_io_builtins
 from sagepy.effects.step import set_current_context
 from sagepy.runtime.agents import AgentInstance, Runtime, YieldSignal
 from sagepy.runtime.compile import Compiler
-from sagepy.runtime.interpreter import Host
 from sagepy.session import Session
 from sagepy.syntax import ast as A
 
@@ -41,7 +40,7 @@ def walk(node):
 def run_start(program, externs: dict) -> list[str]:
     out: list[str] = []
     runtime = Runtime(out=out.append, err=out.append)
-    compiler = Compiler(Host(runtime, None), externs, load_builtins(), load_constants(), load_io_builtins())
+    compiler = Compiler(runtime, externs, load_builtins(), load_constants(), load_io_builtins())
     compiler.compile_program(program)
     agent = compiler.entry_target("Main")
     inst = AgentInstance(runtime, agent, 0, None)

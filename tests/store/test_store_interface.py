@@ -150,8 +150,8 @@ def test_runs_are_listed_newest_first_and_ended(store) -> None:
     assert store.get_run("nope") is None
     store.end_run("20260101-000002-cccc", base.COMPLETED, 0)
     ended = store.get_run("20260101-000002-cccc")
-    assert (ended.status, ended.exit_code, ended.lease_pid, ended.lease_host, ended.lease_heartbeat) == (
-        base.COMPLETED, 0, None, None, None)
+    assert (ended.status, ended.exit_code, ended.lease_heartbeat, ended.lease_token) == (base.COMPLETED, 0, None, None)
+    assert (ended.lease_pid, ended.lease_host) == (7, "h")   # the last owner
 
 
 def test_steps_are_ordered_by_path_then_number_and_replaced_by_their_outcome(store) -> None:
@@ -205,7 +205,7 @@ def test_a_lease_is_taken_when_free_or_stale_and_refused_when_fresh(store) -> No
     assert seen[0].lease_pid == 100
     assert (store.get_run("r1").lease_pid, store.get_run("r1").lease_host) == (200, "host-b")
     store.release_lease("r1")
-    assert store.get_run("r1").lease_pid is None
+    assert store.get_run("r1").lease_heartbeat is None and store.get_run("r1").lease_pid == 200
     assert store.acquire_lease("r1", 300, "host-c", "token-c", never_stale) is None
     with pytest.raises(KeyError):
         store.acquire_lease("missing", 1, "h", "t", never_stale)

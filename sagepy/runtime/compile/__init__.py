@@ -20,18 +20,21 @@ from .stmts import Statements
 from .testing import TestCode
 
 if TYPE_CHECKING:
-    from ..interpreter import Host
+    from ..agents import Runtime
 
 
 class Compiler(Items, Statements, Expressions, Calls, Messaging, TestCode):
-    """Compiles a checked program. `host` starts agents (`spawn`) and keeps the test blocks; `externs` maps each
+    """Compiles a checked program for `runtime` (the run's, or the test file's: a summon outside any agent
+    starts its agent there) and keeps the program's test blocks in `tests`; `externs` maps each
     `extern fn` name to the Python function the link step found for it; `builtins` and `constants` are the
     native standard library (sagepy.builtins), of which the `io_builtins` read or change the world: each of
     their calls is an `io` step of the calling agent's effects chain (SPEC §14)."""
 
-    def __init__(self, host: "Host", externs: dict[str, Callable[..., Any]], builtins: dict[str, Callable[..., Any]],
-                 constants: dict[str, Any], io_builtins: dict[str, Callable[..., Any]]) -> None:
-        self.host = host
+    def __init__(self, runtime: Runtime, externs: dict[str, Callable[..., Any]],
+                 builtins: dict[str, Callable[..., Any]], constants: dict[str, Any],
+                 io_builtins: dict[str, Callable[..., Any]]) -> None:
+        self.runtime = runtime
+        self.tests: list = []   # (declaration, compiled body, namespace) of each test block; namespace.path: its file
         self.externs = externs
         self.builtins = {**builtins, **{name: _io_step(name, fn) for name, fn in io_builtins.items()}}
         self.constants = constants
@@ -45,7 +48,7 @@ class Compiler(Items, Statements, Expressions, Calls, Messaging, TestCode):
         self.current_context = current_context
 
     def trace(self, ctx: Any, kind: str, data: dict) -> None:
-        effects = ctx.runtime.effects if ctx is not None and ctx.runtime.effects is not None else self.host.effects
+        effects = ctx.runtime.effects if ctx is not None and ctx.runtime.effects is not None else self.runtime.effects
         effects.trace(ctx, kind, data)
 
 

@@ -101,7 +101,7 @@ class Items:
             from ..supervisors import compile_supervisor
             compile_supervisor(self, item, self.compiled[id(item)])
         elif kind is A.TestDecl:
-            self.host.add_test(item, self.compile_body(item, 0, None), self.scope)
+            self.tests.append((item, self.compile_body(item, 0, None), self.scope))
 
     def runtime_item(self, entity: Any) -> Any:
         """The runtime object of a checker entity (fn, const, agent, supervisor)."""

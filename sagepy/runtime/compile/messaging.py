@@ -29,12 +29,12 @@ class Messaging:
     def e_SummonExpr(self, node: Any) -> Code:
         agent = self.compiled[id(node.ref.decl)]
         given = [(fname, self.expr(value)) for fname, value, _ in node.fields]
-        host = self.host
+        runtime = self.runtime
 
         def summon(frame: list) -> AgentInstance:
             fields = {n: code(frame) for n, code in given}
             parent = frame[0]
-            return spawn(agent, fields, parent, parent.runtime if parent is not None else host.runtime)
+            return spawn(agent, fields, parent, parent.runtime if parent is not None else runtime)
         return summon
 
     def e_AwaitExpr(self, node: Any) -> Code:

@@ -28,7 +28,7 @@ from ..secrecy import private_directory
 from .. import aio as loop
 from ..progress import waiting
 from ..core.errors import SageRaise
-from .config import McpSettings, ServerConfig
+from ..grove.servers import McpSettings, ServerConfig
 from .dynamic import handle_id, listing_object, log_name, parse_arguments, parse_connect_config
 from .failures import McpFailure, dynamic_error, typed_error
 from .results import dynamic_text, error_text
@@ -80,7 +80,7 @@ class _Slot:
         self.warned = False
 
 
-class McpManager:
+class ConnectionPool:
     """All MCP connections of one program run (or one test)."""
 
     def __init__(self, project_root: str, servers: dict[str, ServerConfig], settings: McpSettings | None, *,
@@ -107,7 +107,7 @@ class McpManager:
     def _run(self, coro: Any) -> Any:
         if loop.in_loop_thread():
             coro.close()
-            raise RuntimeError("McpManager methods cannot be called from the event-loop thread")
+            raise RuntimeError("ConnectionPool methods cannot be called from the event-loop thread")
         if not self._started and not self._closed:
             self._start()
         return loop.run(coro, self.checkpoint, _POLL_S)
