@@ -70,6 +70,32 @@ def waiting(label: str, elapsed: bool = False) -> Iterator[None]:
                 _erase()
 
 
+def report(key: int | None, label: str) -> int | None:
+    """Show `label` on the status line at once, as a new entry (`key` None) or in place of entry `key`'s;
+    returns the entry's key for the next report and for `done`. Nothing (None) when progress is off."""
+    if _terminal is None:
+        return None
+    with _lock:
+        if key is None or key not in _waits:
+            key = next(_ids)
+            started = time.monotonic() - SHOW_AFTER_S
+        else:
+            started = _waits[key][1]
+        _waits[key] = (label, started, False)
+        _start_drawer()
+        _wake.notify()
+    return key
+
+
+def done(key: int | None) -> None:
+    """Take entry `key` of `report` off the status line."""
+    if key is None:
+        return
+    with _lock:
+        if _waits.pop(key, None) is not None and not _waits:
+            _erase()
+
+
 def note(text: str) -> None:
     """A line of its own on stderr (above the status line), only when progress is on."""
     if _terminal is None:

@@ -4,8 +4,9 @@ The tests talk to two Node reference servers (@modelcontextprotocol/server-every
 locked in tests/mcp/node/package-lock.json. `pip install -e '.[test]'` cannot bring them, so the first test
 that needs them runs `npm ci` into tests/mcp/node/node_modules (git-ignored), once per session, under a file
 lock so that two pytest processes never install over each other. A module that uses them says so with
-`pytestmark = pytest.mark.usefixtures("node_servers")`. Without npm, or when the install fails, those tests
-fail (never skip) with the reason.
+`pytestmark = pytest.mark.usefixtures("node_servers")`. The MCP conformance suite, locked in
+tests/conformance/node/, is installed the same way by `node_packages`. Without npm, or when the install fails,
+those tests fail (never skip) with the reason.
 
 `pg_cluster` is a throwaway PostgreSQL server on 127.0.0.1 for the whole session (tests/pgcluster.py: the
 binaries of the `pgserver` package of the test extra, else the machine's; run as an unprivileged user when
@@ -22,17 +23,16 @@ from pathlib import Path
 import pytest
 
 NODE_DIR = Path(__file__).resolve().parent / "mcp" / "node"
-NODE_MODULES = NODE_DIR / "node_modules"
 
 
-def _installed() -> bool:
+def _installed(node_dir: Path = NODE_DIR) -> bool:
     """Whether node_modules holds every package of the lockfile at its locked version."""
-    packages = json.loads((NODE_DIR / "package-lock.json").read_text(encoding="utf-8"))["packages"]
+    packages = json.loads((node_dir / "package-lock.json").read_text(encoding="utf-8"))["packages"]
     for where, locked in packages.items():
         if not where:  # the project itself
             continue
         try:
-            found = json.loads((NODE_DIR / where / "package.json").read_text(encoding="utf-8"))
+            found = json.loads((node_dir / where / "package.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return False
         if found.get("version") != locked.get("version"):
@@ -40,36 +40,47 @@ def _installed() -> bool:
     return True
 
 
-def _install() -> None:
+def _install(node_dir: Path) -> None:
     npm = shutil.which("npm")
     if npm is None:
-        pytest.fail("npm is not on PATH: the MCP tests need Node.js 18 or newer with npm, to install the servers "
-                    f"locked in {NODE_DIR / 'package-lock.json'}", pytrace=False)
+        pytest.fail("npm is not on PATH: the MCP tests need Node.js 18 or newer with npm, to install the packages "
+                    f"locked in {node_dir / 'package-lock.json'}", pytrace=False)
     try:
-        result = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR,
+        result = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=node_dir,
                                 capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"`npm ci` in {NODE_DIR} did not finish within 15 minutes", pytrace=False)
+        pytest.fail(f"`npm ci` in {node_dir} did not finish within 15 minutes", pytrace=False)
     if result.returncode != 0:
         output = (result.stderr or result.stdout).strip().splitlines()[-20:]
-        pytest.fail(f"`npm ci` in {NODE_DIR} failed (exit {result.returncode}):\n" + "\n".join(output),
+        pytest.fail(f"`npm ci` in {node_dir} failed (exit {result.returncode}):\n" + "\n".join(output),
                     pytrace=False)
+
+
+def node_packages(node_dir: Path) -> Path:
+    """`node_dir`/node_modules, installed with `npm ci` from its lockfile unless it is already."""
+    import fcntl  # POSIX only: imported here so that the rest of the suite still loads elsewhere
+
+    with open(node_dir / ".install.lock", "w") as lock:
+        # Checked under the lock too: another process may be halfway through its install.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _installed(node_dir):
+            _install(node_dir)
+            if not _installed(node_dir):
+                pytest.fail(f"`npm ci` in {node_dir} left node_modules different from package-lock.json",
+                            pytrace=False)
+    return node_dir / "node_modules"
 
 
 @pytest.fixture(scope="session")
 def node_servers() -> Path:
     """tests/mcp/node/node_modules with the locked Node servers in it (their commands are in `.bin/`)."""
-    import fcntl  # POSIX only: imported here so that the rest of the suite still loads elsewhere
+    return node_packages(NODE_DIR)
 
-    with open(NODE_DIR / ".install.lock", "w") as lock:
-        # Checked under the lock too: another process may be halfway through its install.
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _installed():
-            _install()
-            if not _installed():
-                pytest.fail(f"`npm ci` in {NODE_DIR} left node_modules different from package-lock.json",
-                            pytrace=False)
-    return NODE_MODULES
+
+@pytest.fixture(scope="session")
+def conformance_suite() -> Path:
+    """The `conformance` command of the pinned MCP conformance suite (tests/conformance/node)."""
+    return node_packages(NODE_DIR.parent.parent / "conformance" / "node") / ".bin" / "conformance"
 
 
 @pytest.fixture(scope="session")

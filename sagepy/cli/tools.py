@@ -41,8 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    description="Connect to every [tools.X] server and report whether it works.")
     from .tools_call import add_arguments as add_call_arguments
     from .tools_import import add_arguments as add_import_arguments
+    from .tools_read import add_arguments as add_read_arguments
     add_call_arguments(sub)
     add_import_arguments(sub)
+    add_read_arguments(sub)
 
 
 def _add_target(parser: argparse.ArgumentParser) -> None:
@@ -54,12 +56,13 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
 
 
 def run_tools_command(args: argparse.Namespace) -> int:
-    opened = open_group(args, "tools", ("list", "inspect", "generate", "verify", "call", "import", "add"))
+    opened = open_group(args, "tools", ("list", "inspect", "generate", "verify", "call", "import", "add", "read",
+                                        "prompt"))
     if isinstance(opened, int):
         return opened
     command, session = opened
     handler = {"list": _list, "inspect": _inspect, "generate": _generate, "verify": _verify,
-               "call": _call, "import": _import, "add": _add}[command]
+               "call": _call, "import": _import, "add": _add, "read": _read, "prompt": _prompt}[command]
     return handler(args, session.settings)
 
 
@@ -151,6 +154,16 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
 def _call(args: argparse.Namespace, settings: Settings) -> int:
     from .tools_call import run_call
     return run_call(args, settings)
+
+
+def _read(args: argparse.Namespace, settings: Settings) -> int:
+    from .tools_read import run_read
+    return run_read(args, settings)
+
+
+def _prompt(args: argparse.Namespace, settings: Settings) -> int:
+    from .tools_read import run_prompt
+    return run_prompt(args, settings)
 
 
 def _import(args: argparse.Namespace, settings: Settings) -> int:

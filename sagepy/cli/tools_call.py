@@ -99,11 +99,14 @@ def _pairs(pairs: list[str]) -> list[tuple[str, str]]:
 
 def _call(settings: Settings, config: Any, remote: str, given: dict, pairs: list[tuple[str, str]],
           logs: str | None) -> int:
+    from ..mcp.elicitation import TerminalElicitation
     from ..mcp.failures import McpFailure
     from ..mcp.pool import ConnectionPool
     from ..mcp.results import dynamic_text, error_text
     from ..render import spinner
-    manager = ConnectionPool(settings.root, {config.name: config}, settings.mcp, log_dir=logs)
+    # A server's questions during the call are answered as `sage run` answers them (§8.7).
+    manager = ConnectionPool(settings.root, {config.name: config}, settings.mcp, log_dir=logs,
+                             elicitation=TerminalElicitation())
     try:
         with spinner(f"calling {remote} on {config.name}…"):
             tools = manager.describe(config.name)["tools"]

@@ -29,7 +29,9 @@ IO_SAFETY = {"now_ms": "read_only", "now_s": "read_only", "env": "read_only", "e
              "write_file": "idempotent", "delete_file": "idempotent", "make_dir": "idempotent",
              "append_file": "destructive", "ask": "read_only"}
 _MCP_SAFETY = {"mcp_connect": "read_only", "mcp_list_tools": "read_only", "mcp_tools": "read_only",
-               "mcp_server_info": "read_only", "mcp_disconnect": "idempotent"}
+               "mcp_server_info": "read_only", "mcp_disconnect": "idempotent", "mcp_resources": "read_only",
+               "mcp_resource_templates": "read_only", "mcp_read_resource": "read_only", "mcp_prompts": "read_only",
+               "mcp_get_prompt": "read_only"}
 
 
 class Effects:

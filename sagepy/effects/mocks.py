@@ -3,7 +3,9 @@ and the layer of the effects chain that answers from them before any real call. 
 raises without touching anything below; an empty queue lets the step go on (except for model turns, E054).
 
 Queue keys: "llm" (divine and infer share one queue), "T.f" for tool functions (Sage names), "mcp.connect",
-"mcp.list_tools", "mcp.server_info", "mcp.call", "mcp.disconnect", and "elicit". A mock is either a value or a
+"mcp.list_tools", "mcp.server_info", "mcp.call", "mcp.disconnect", the keys of the resource and prompt builtins
+("mcp.resources", "mcp.resource_templates", "mcp.read_resource", "mcp.prompts", "mcp.get_prompt"), and
+"elicit". A mock is either a value or a
 failure (`-> fail("m")`); the LLM queue also holds scripted model turns that call tools (`ScriptedCalls`).
 Values are converted to the mocked call's return type when they are taken.
 """
@@ -83,7 +85,12 @@ def convert_mock(label: str, value: Any, target: T.Type) -> Any:
 
 
 _MCP_KEYS = {"mcp_connect": "mcp.connect", "mcp_list_tools": "mcp.list_tools", "mcp_tools": "mcp.list_tools",
-             "mcp_server_info": "mcp.server_info", "mcp_call": "mcp.call", "mcp_disconnect": "mcp.disconnect"}
+             "mcp_server_info": "mcp.server_info", "mcp_call": "mcp.call", "mcp_disconnect": "mcp.disconnect",
+             "mcp_resources": "mcp.resources", "mcp_resource_templates": "mcp.resource_templates",
+             "mcp_read_resource": "mcp.read_resource", "mcp_prompts": "mcp.prompts", "mcp_get_prompt": "mcp.get_prompt"}
+# The builtins of §8.11 whose value is a list of prelude records.
+_RECORD_LISTS = {"mcp_resources": "McpResource", "mcp_resource_templates": "McpResourceTemplate",
+                 "mcp_prompts": "McpPrompt"}
 
 
 class MockLayer:
@@ -146,8 +153,10 @@ class MockLayer:
             return next(step)
         if isinstance(mock, Failure):
             message = mock.message
-            if name == "mcp_call":
-                message = f"mcp_call '{step.arguments[1]}' failed: MCP tool error: {mock.message}"
+            if name in ("mcp_call", "mcp_read_resource", "mcp_get_prompt"):
+                message = f"{name} '{step.arguments[1]}' failed: MCP tool error: {mock.message}"
+            elif name in _RECORD_LISTS:
+                message = f"{name} failed: MCP tool error: {mock.message}"
             raise SageRaise(ErrorValue("Mcp", message, display_text=message))
         if name == "mcp_connect":
             value = convert_mock(key, mock, T.STRING)
@@ -155,9 +164,9 @@ class MockLayer:
             return value
         if name == "mcp_disconnect":
             return UNIT
-        if name == "mcp_server_info":
+        if name == "mcp_server_info" or name in _RECORD_LISTS:
             from ..check.prelude import load_prelude   # loaded already: the test file was checked
-            return convert_mock(key, mock, T.RecordT(load_prelude().records["McpServerInfo"]))
+            return convert_mock(key, mock, load_prelude().fns[name].ret)
         if name == "mcp_tools":
             from ..core.json_text import parse_json
             text = convert_mock(key, mock, T.STRING)

@@ -98,8 +98,12 @@ class RealLayer:
         if name == "mcp_disconnect":
             manager.disconnect(*step.arguments)
             return UNIT
+        if name in ("mcp_resources", "mcp_resource_templates", "mcp_prompts"):
+            listing = getattr(manager, name[4:])(*step.arguments)
+            return getattr(self._wire or self._load_wire(), name[4:] + "_records")(listing)
         method = {"mcp_connect": manager.connect, "mcp_list_tools": manager.list_tools,
-                  "mcp_call": manager.call}[name]
+                  "mcp_call": manager.call, "mcp_read_resource": manager.read_resource,
+                  "mcp_get_prompt": manager.get_prompt}[name]
         return method(*step.arguments)
 
     def _io(self, step: Step) -> Any:

@@ -100,6 +100,37 @@ def tool_records(listing: Any) -> list[Record]:
     return records
 
 
+def _text(item: dict, key: str) -> str:
+    value = item.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def resources_records(listing: list[dict]) -> list[Record]:
+    """`mcp_resources` from the resource objects of the listing (wire spelling; absent fields `""`)."""
+    return [Record("McpResource", {"uri": _text(item, "uri"), "name": _text(item, "name"),
+                                   "description": _text(item, "description"),
+                                   "mime_type": _text(item, "mimeType")}) for item in listing]
+
+
+def resource_templates_records(listing: list[dict]) -> list[Record]:
+    """`mcp_resource_templates` from the template objects of the listing."""
+    return [Record("McpResourceTemplate", {"uri_template": _text(item, "uriTemplate"), "name": _text(item, "name"),
+                                           "description": _text(item, "description"),
+                                           "mime_type": _text(item, "mimeType")}) for item in listing]
+
+
+def prompts_records(listing: list[dict]) -> list[Record]:
+    """`mcp_prompts` from the prompt objects of the listing: argument names, and the required ones."""
+    records = []
+    for item in listing:
+        arguments = [a for a in item.get("arguments") or [] if isinstance(a, dict) and isinstance(a.get("name"), str)]
+        records.append(Record("McpPrompt", {
+            "name": _text(item, "name"), "description": _text(item, "description"),
+            "arguments": [a["name"] for a in arguments],
+            "required": [a["name"] for a in arguments if a.get("required") is True]}))
+    return records
+
+
 def server_info_record(info: dict) -> Record:
     """`mcp_server_info` from the server's `name` and `version`."""
     return Record("McpServerInfo", {"name": info["name"], "version": info["version"]})

@@ -21,7 +21,9 @@ TRANSPORTS = ("stdio", "http", "inprocess")
 AUTH_MODES = ("none", "bearer", "oauth")
 PROTOCOLS = ("auto", "legacy", "2026-07-28")
 SAFETY_CLASSES = ("read_only", "idempotent", "destructive")
-ELICITATION_MODES = ("prompt", "decline", "auto")
+ELICITATION_MODES = ("prompt", "decline", "defaults", "auto")
+GRANTS = ("authorization_code", "client_credentials")
+SIGNING_ALGORITHMS = ("ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA")
 
 
 class ServerConfig:
@@ -31,7 +33,8 @@ class ServerConfig:
         "name", "transport", "command", "args", "env", "inherit_env", "cwd", "url", "headers", "auth",
         "token_env", "client_id_env", "authorization_url", "token_url", "scopes", "redirect_port", "module",
         "object", "timeout_ms", "connect_timeout_ms", "max_result_bytes", "protocol", "trust_annotations",
-        "safety", "elicitation", "sampling", "table",
+        "safety", "elicitation", "sampling", "table", "grant", "client_secret_env", "private_key_file",
+        "signing_algorithm", "client_metadata_url",
     )
 
     def __init__(self, name: str, table: str) -> None:
@@ -52,6 +55,11 @@ class ServerConfig:
         self.authorization_url: str | None = None
         self.token_url: str | None = None
         self.scopes: list[str] = []
+        self.grant = "authorization_code"
+        self.client_secret_env: str | None = None
+        self.private_key_file: str | None = None
+        self.signing_algorithm = "ES256"
+        self.client_metadata_url: str | None = None
         self.redirect_port = 0
         self.module: str | None = None
         self.object = "server"
@@ -103,6 +111,11 @@ _SERVER_KEYS: dict[str, tuple[Any, str]] = {
     "authorization_url": (string, "a string"),
     "token_url": (string, "a string"),
     "scopes": (string_list, "an array of strings"),
+    "grant": (one_of(GRANTS), 'one of "authorization_code", "client_credentials"'),
+    "client_secret_env": (string, "a string"),
+    "private_key_file": (string, "a string"),
+    "signing_algorithm": (one_of(SIGNING_ALGORITHMS), "a JWS algorithm such as \"ES256\" or \"RS256\""),
+    "client_metadata_url": (string, "a string"),
     "redirect_port": (port, "an integer from 0 to 65535"),
     "module": (string, "a string"),
     "object": (string, "a string"),
@@ -112,14 +125,14 @@ _SERVER_KEYS: dict[str, tuple[Any, str]] = {
     "protocol": (one_of(PROTOCOLS), 'one of "auto", "legacy", "2026-07-28"'),
     "trust_annotations": (boolean, "true or false"),
     "safety": (table_of(SAFETY_CLASSES), 'a table of "read_only", "idempotent" or "destructive"'),
-    "elicitation": (one_of(ELICITATION_MODES), 'one of "prompt", "decline", "auto"'),
+    "elicitation": (one_of(ELICITATION_MODES), 'one of "prompt", "decline", "defaults", "auto"'),
     "sampling": (boolean, "true or false"),
 }
 
 _MCP_KEYS: dict[str, tuple[Any, str]] = {
     "client_name": (string, "a string"),
     "client_version": (string, "a string"),
-    "elicitation": (one_of(ELICITATION_MODES), 'one of "prompt", "decline", "auto"'),
+    "elicitation": (one_of(ELICITATION_MODES), 'one of "prompt", "decline", "defaults", "auto"'),
 }
 
 
@@ -144,6 +157,8 @@ def _finish(config: ServerConfig, data: Mapping[str, Any], table: str, report: A
     if config.auth == "bearer" and config.token_env is None:
         report(f'[{table}] with auth = "bearer" needs `token_env`', "auth", None)
         return False
+    if not _oauth_keys_fit(config, data, table, report):
+        return False
     if config.token_env is not None and looks_like_token(config.token_env):
         # Neither the message nor the place points at the value: the diagnostic would quote its line.
         config.token_env = None
@@ -154,6 +169,28 @@ def _finish(config: ServerConfig, data: Mapping[str, Any], table: str, report: A
     where = _nul_byte_key(config)
     if where is not None:
         report(f"[{table}] {where} contains a NUL byte, which cannot be passed to a process", where, None)
+        return False
+    return True
+
+
+_OAUTH_ONLY = ("grant", "client_secret_env", "private_key_file", "client_metadata_url")
+
+
+def _oauth_keys_fit(config: ServerConfig, data: Mapping[str, Any], table: str, report: Any) -> bool:
+    """The OAuth keys of unattended runs (§8.2): only with `auth = "oauth"`; the client-credentials grant
+    needs `client_id_env` and exactly one of `client_secret_env` and `private_key_file`."""
+    stray = next((key for key in _OAUTH_ONLY if key in data), None)
+    if stray is not None and config.auth != "oauth":
+        report(f'[{table}] {stray} needs auth = "oauth"', stray, None)
+        return False
+    if config.grant != "client_credentials":
+        return True
+    if config.client_id_env is None:
+        report(f'[{table}] with grant = "client_credentials" needs `client_id_env`', "grant", None)
+        return False
+    if (config.client_secret_env is None) == (config.private_key_file is None):
+        report(f'[{table}] with grant = "client_credentials" needs exactly one of `client_secret_env` and '
+               "`private_key_file`", "grant", None)
         return False
     return True
 

@@ -30,6 +30,7 @@ from ..net import failure_reason, url_for_display
 from ..grove.servers import ServerConfig
 from .elicitation import DECLINE, ElicitationAnswer, ElicitationRefused, ElicitationRequest, answer_from
 from .failures import McpFailure
+from .notices import CallProgress, log_writer
 from .stdio import ChildProcess, StartedServer
 from .transports import HttpStatus, file_size, open_http, open_inprocess, open_stdio
 
@@ -226,6 +227,8 @@ class Connection:
             # Without `sampling = true` the capability is not advertised and the SDK refuses the request.
             sampling_callback=self._on_sampling if config.sampling and self.hooks.sampling else None,
             message_handler=self._on_message,
+            logging_callback=log_writer(self.log_path),
+            log_level="info",   # the 2026-07-28 era sends log messages only to requests that ask for them
             cache=None,  # tool lists are cached here, per connection, until list_changed (§8.8)
         )
         await stack.enter_async_context(client)
@@ -317,7 +320,7 @@ class Connection:
             return types.ErrorData(code=types.INTERNAL_ERROR,
                                    message=error.display() if error is not None else str(exc))
         finally:
-            self.hooks.trace("mcp.elicit", {"server": self.label, "mode": mode, "action": action})
+            self.hooks.trace("mcp.elicit", {"server": self.label, "mode": mode, "action": action, "policy": setting})
 
     async def _on_sampling(self, context: Any, params: Any) -> Any:
         messages = [{"role": m.role, "content": _sampling_text(m.content)} for m in params.messages]
@@ -401,11 +404,17 @@ class Connection:
             found[key] = [item.model_dump(by_alias=True, mode="json", exclude_none=True) for item in items]
         return found
 
-    async def call(self, remote: str, arguments: dict) -> dict:
-        """Call a tool; the result in MCP wire form, checked against `max_result_bytes`."""
+    async def call(self, remote: str, arguments: dict, label: str | None = None) -> dict:
+        """Call a tool; the result in MCP wire form, checked against `max_result_bytes`. `label` names the
+        call in its progress (`Tool.fn` of a typed call; the remote name by default)."""
         if self._tools is None:   # the SDK checks results against the listed output schemas: list first
             await self.tools()
-        result = await self._bounded(lambda: self.client.call_tool(remote, arguments), "tools/call", remote=remote)
+        progress = CallProgress(self.label, label or remote, self.hooks.trace)
+        try:
+            result = await self._bounded(lambda: self.client.call_tool(remote, arguments, progress_callback=progress),
+                                         "tools/call", remote=remote)
+        finally:
+            progress.close()
         data = _small_text_result(result, self.config.max_result_bytes)
         if data is not None:
             return data

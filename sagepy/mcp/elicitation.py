@@ -2,7 +2,7 @@
 
 The manager hands every request to one synchronous resolver `resolver(server_name, request) -> answer`
 supplied by the runtime: under `sage run` a `TerminalElicitation`, under `sage test` the `mock elicit`
-queue. The request carries the server's effective mode setting (`prompt`/`decline`/`auto`) so that the
+queue. The request carries the server's effective mode setting (`prompt`/`decline`/`defaults`/`auto`) so that the
 terminal resolver can honour it while a test resolver answers from mocks whatever the setting says.
 A resolver may raise `ElicitationRefused` to answer the server with an error (a `fail("m")` mock).
 
@@ -83,6 +83,19 @@ def answer_from(value: Any) -> ElicitationAnswer:
     return ElicitationAnswer("accept", value)
 
 
+def defaults_answer(request: ElicitationRequest) -> ElicitationAnswer:
+    """`elicitation = "defaults"` (SEP-1034), for runs with nobody to ask: accept a form whose required
+    properties all have a `default`, with exactly the properties that have one; decline anything else."""
+    if request.mode != "form":
+        return DECLINE
+    schema = request.schema if isinstance(request.schema, dict) else {}
+    properties = {name: prop for name, prop in (schema.get("properties") or {}).items() if isinstance(prop, dict)}
+    if any("default" not in properties.get(name, {}) for name in schema.get("required") or []):
+        return DECLINE
+    return ElicitationAnswer("accept", {name: prop["default"] for name, prop in properties.items()
+                                        if "default" in prop})
+
+
 # ---------------------------------------------------------------- the terminal form
 
 FORM_LOCK = threading.Lock()  # one form or approval prompt at a time across all agents (§8.7, §17.3)
@@ -118,6 +131,8 @@ class TerminalElicitation:
         self.interactive = interactive
 
     def __call__(self, server: str, request: ElicitationRequest) -> ElicitationAnswer:
+        if request.setting == "defaults":
+            return defaults_answer(request)
         if not self._should_prompt(request.setting):
             return DECLINE
         with FORM_LOCK, paused():   # no status line drawn over the questions (sagepy.progress)

@@ -54,6 +54,15 @@ _GRANT_TYPES = ["authorization_code", "refresh_token"]
 _background: set[asyncio.Task] = set()
 
 
+def secret_method(metadata: Any) -> str:
+    """How a confidential client sends its secret: `client_secret_basic`, unless the authorisation server's
+    metadata lists `client_secret_post` and not basic (§8.2)."""
+    supported = getattr(metadata, "token_endpoint_auth_methods_supported", None) or []
+    if "client_secret_post" in supported and "client_secret_basic" not in supported:
+        return "client_secret_post"
+    return "client_secret_basic"
+
+
 def token_path(root: str, name: str) -> str:
     return os.path.join(root, ".sage", "oauth", _FILE_NAME.sub("_", name) + ".json")
 
@@ -216,7 +225,7 @@ class SageOAuthProvider(OAuthClientProvider):
     def __init__(self, config: ServerConfig, storage: TokenFile, metadata: OAuthClientMetadata, status: Any,
                  pause: Callable[[], AbstractContextManager], log_path: str, opener: str | None) -> None:
         super().__init__(config.url or "", metadata, storage, redirect_handler=self._open_url,
-                         callback_handler=self._await_code)
+                         callback_handler=self._await_code, client_metadata_url=config.client_metadata_url)
         self.config = config
         self.file = storage
         self.status = status
@@ -290,6 +299,9 @@ class SageOAuthProvider(OAuthClientProvider):
         return super()._get_token_endpoint()
 
     async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
+        client = self.context.client_info
+        if client is not None and client.client_secret and client is self.file.fixed_client:
+            client.token_endpoint_auth_method = secret_method(self.context.oauth_metadata)
         request = await super()._exchange_token_authorization_code(auth_code, code_verifier)
         self.file.token_endpoint = str(request.url)
         return request
@@ -376,11 +388,23 @@ def oauth_provider(config: ServerConfig, root: str, log_path: str, status: Any,
         if client_id is None:
             raise McpFailure("auth error", f"{config.table} client_id_env refers to unset environment variable "
                                            f"'{config.client_id_env}'")
-        fixed_client = OAuthClientInformationFull(client_id=client_id, redirect_uris=[AnyUrl(redirect)],
-                                                  token_endpoint_auth_method="none", grant_types=_GRANT_TYPES)
+        secret = None
+        if config.client_secret_env:   # a pre-registered confidential client
+            secret = os.environ.get(config.client_secret_env)
+            if secret is None:
+                raise McpFailure("auth error", f"{config.table} client_secret_env refers to unset environment "
+                                               f"variable '{config.client_secret_env}'")
+        fixed_client = OAuthClientInformationFull(client_id=client_id, client_secret=secret,
+                                                  redirect_uris=[AnyUrl(redirect)],
+                                                  token_endpoint_auth_method="client_secret_basic" if secret
+                                                  else "none", grant_types=_GRANT_TYPES)
     metadata = OAuthClientMetadata(redirect_uris=[AnyUrl(redirect)], client_name=client_name,
                                    grant_types=_GRANT_TYPES, response_types=["code"],
                                    token_endpoint_auth_method="none",
                                    scope=" ".join(config.scopes) or None)
     storage = TokenFile(token_path(root, config.name), config.url or "", fixed_client)
-    return SageOAuthProvider(config, storage, metadata, status, pause, log_path, opener)
+    try:
+        return SageOAuthProvider(config, storage, metadata, status, pause, log_path, opener)
+    except ValueError:   # the SDK's check of client_metadata_url
+        raise McpFailure("config error", f"{config.table} client_metadata_url must be an https URL with a path, "
+                                         f"got '{config.client_metadata_url}'") from None

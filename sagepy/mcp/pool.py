@@ -29,6 +29,7 @@ from .. import aio as loop
 from ..progress import waiting
 from ..core.errors import SageRaise
 from ..grove.servers import McpSettings, ServerConfig
+from .catalogue import Catalogue
 from .dynamic import handle_id, listing_object, log_name, parse_arguments, parse_connect_config
 from .failures import McpFailure, dynamic_error, typed_error
 from .results import dynamic_text, error_text
@@ -80,8 +81,8 @@ class _Slot:
         self.warned = False
 
 
-class ConnectionPool:
-    """All MCP connections of one program run (or one test)."""
+class ConnectionPool(Catalogue):
+    """All MCP connections of one program run (or one test); resources and prompts in the Catalogue mixin."""
 
     def __init__(self, project_root: str, servers: dict[str, ServerConfig], settings: McpSettings | None, *,
                  elicitation: Callable | None = None, sampling: Callable | None = None,
@@ -238,7 +239,7 @@ class ConnectionPool:
             block = label.split(".", 1)[0]
             raise McpFailure("tool not found", f"no [tools.{block}] entry in grove.toml")
         conn = self._live(slot) or await self._connection(slot)
-        return await conn.call(remote, arguments)
+        return await conn.call(remote, arguments, label)
 
     def safety(self, server: str, remote: str) -> str:
         """The safety class of a configured server's tool; `destructive` when it cannot be listed (the
@@ -287,7 +288,7 @@ class ConnectionPool:
     def call_tool(self, server: str, remote: str, arguments: dict) -> dict:
         """One call to a configured server's tool for `sage tools call`: the result in MCP wire form.
         Raises McpFailure when the call fails (a result with `isError` is returned)."""
-        return self._run(self._call_typed(server, server, remote, arguments))
+        return self._run(self._call_typed(server, remote, remote, arguments))
 
     # ------------------------------------------------------------ dynamic builtins
 

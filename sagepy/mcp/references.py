@@ -82,10 +82,24 @@ def unset_references(config: ServerConfig, environ: Mapping[str, str] | None = N
             problems.append(failure.message)
     if config.auth == "bearer" and config.token_env and config.token_env not in env:
         problems.append(f"[tools.{config.name}] token_env refers to unset environment variable '{config.token_env}'")
-    if config.auth == "oauth" and config.client_id_env and config.client_id_env not in env:
-        problems.append(f"[tools.{config.name}] client_id_env refers to unset environment variable "
-                        f"'{config.client_id_env}'")
+    for key in ("client_id_env", "client_secret_env"):
+        name = getattr(config, key)
+        if config.auth == "oauth" and name and name not in env:
+            problems.append(f"[tools.{config.name}] {key} refers to unset environment variable '{name}'")
+    key_file = private_key_reference(config)
+    if key_file is not None and key_file not in env:
+        problems.append(f"[tools.{config.name}.private_key_file] {key_file} refers to unset environment variable "
+                        f"'{key_file}'")
     return problems
+
+
+_KEY_REFERENCE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))\Z")
+
+
+def private_key_reference(config: ServerConfig) -> str | None:
+    """The variable `private_key_file` names when it is a `$NAME`/`${NAME}` reference to the PEM text."""
+    match = _KEY_REFERENCE.match(config.private_key_file or "")
+    return (match.group(1) or match.group(2)) if match else None
 
 
 def reference_places(config: ServerConfig) -> list[tuple[str, str, str]]:

@@ -213,7 +213,10 @@ def open_http(config: ServerConfig, root: str, log_path: str, status: HttpStatus
     the connection's timers while a person logs in."""
     headers = http_headers(config)
     auth = None
-    if config.auth == "oauth":
+    if config.auth == "oauth" and config.grant == "client_credentials":
+        from .oauth_unattended import client_credentials_provider
+        auth = client_credentials_provider(config, root, status)
+    elif config.auth == "oauth":
         from .oauth import oauth_provider
         auth = oauth_provider(config, root, log_path, status, pause, settings.client_name, settings.oauth_open)
     with open_private_log(log_path) as log:

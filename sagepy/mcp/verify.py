@@ -24,7 +24,7 @@ from ..core.types import (BOOL, FLOAT, INT, STRING, UNIT, EnumT, ListT, MapT, Op
                      TupleT, Type, type_name)
 from ..grove.keys import Locator
 from ..grove.servers import AmbiguousBinding, ServerConfig
-from .references import reference_places, referenced_names
+from .references import private_key_reference, reference_places, referenced_names
 from .failures import McpFailure
 from .inspect import describe_servers, json_type_text, resolve_ref, schema_defs
 
@@ -50,7 +50,13 @@ def unset_variable_diagnostics(config: ServerConfig, grove_path: str | None) -> 
                     "E091", f"MCP config error: {where} refers to unset environment variable '{name}'",
                     grove_path, locator.span(table, key),
                     hint=f"set {name} in the environment or in .env"))
-    for auth, key in (("bearer", "token_env"), ("oauth", "client_id_env")):
+    key_file = private_key_reference(config)
+    if key_file is not None and key_file not in env:
+        found.append(Diagnostic(
+            "E091", f"MCP config error: [{table}.private_key_file] {key_file} refers to unset environment "
+                    f"variable '{key_file}'", grove_path, locator.span(table, "private_key_file"),
+            hint=f"set {key_file} in the environment or in .env"))
+    for auth, key in (("bearer", "token_env"), ("oauth", "client_id_env"), ("oauth", "client_secret_env")):
         name = getattr(config, key)
         if config.auth == auth and name and name not in env:
             found.append(Diagnostic(

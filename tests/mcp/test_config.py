@@ -249,3 +249,80 @@ def test_unset_references_in_args_are_e091_at_the_args_key(tmp_path, monkeypatch
         ("E091", "MCP config error: [tools.X] args[0] refers to unset environment variable 'SAGE_CFG_TEST_ROOT'", 3),
         ("E091", "MCP config error: [tools.X.headers] H refers to unset environment variable 'SAGE_CFG_TEST_ROOT'", 4),
     ]
+
+
+def test_unattended_oauth_keys(tmp_path):
+    text = ('[tools.A]\nurl = "http://x/mcp"\ngrant = "client_credentials"\n\n'
+            '[tools.B]\nurl = "http://x/mcp"\nauth = "oauth"\ngrant = "client_credentials"\n'
+            'client_secret_env = "S"\n\n'
+            '[tools.C]\nurl = "http://x/mcp"\nauth = "oauth"\ngrant = "client_credentials"\nclient_id_env = "I"\n\n'
+            '[tools.D]\nurl = "http://x/mcp"\nauth = "oauth"\ngrant = "client_credentials"\nclient_id_env = "I"\n'
+            'client_secret_env = "S"\nprivate_key_file = "k.pem"\n\n'
+            '[tools.E]\nurl = "http://x/mcp"\nauth = "oauth"\ngrant = "client_credentials"\nclient_id_env = "I"\n'
+            'private_key_file = "$KEY"\nsigning_algorithm = "RS256"\n\n'
+            '[tools.F]\nurl = "http://x/mcp"\nauth = "bearer"\ntoken_env = "T"\nclient_metadata_url = "https://a/b"\n\n'
+            '[tools.G]\nurl = "http://x/mcp"\nauth = "oauth"\ngrant = "password"\n\n'
+            '[tools.H]\nurl = "http://x/mcp"\nauth = "oauth"\nclient_id_env = "I"\nclient_secret_env = "S"\n'
+            'elicitation = "defaults"\n')
+    servers, _, diagnostics = _parse(tmp_path, text)
+    assert sorted(servers) == ["E", "H"]
+    assert servers["E"].private_key_file == "$KEY" and servers["E"].signing_algorithm == "RS256"
+    assert servers["H"].grant == "authorization_code" and servers["H"].elicitation == "defaults"
+    assert sorted(d.message for d in diagnostics) == [
+        'grove.toml: [tools.A] grant needs auth = "oauth"',
+        'grove.toml: [tools.B] with grant = "client_credentials" needs `client_id_env`',
+        'grove.toml: [tools.C] with grant = "client_credentials" needs exactly one of `client_secret_env` and '
+        '`private_key_file`',
+        'grove.toml: [tools.D] with grant = "client_credentials" needs exactly one of `client_secret_env` and '
+        '`private_key_file`',
+        'grove.toml: [tools.F] client_metadata_url needs auth = "oauth"',
+        'grove.toml: [tools.G] grant must be one of "authorization_code", "client_credentials", found "password"',
+    ]
+    assert all(d.code == "E090" for d in diagnostics)
+
+
+def test_elicitation_defaults_answer():
+    from sagepy.mcp.elicitation import ElicitationRequest, TerminalElicitation
+
+    def answer(schema, mode="form"):
+        request = ElicitationRequest("S", mode, "m", schema, "https://x" if mode == "url" else None, "defaults")
+        return TerminalElicitation(interactive=True)("S", request)
+    schema = {"type": "object", "properties": {"name": {"type": "string", "default": "Ann"},
+                                               "age": {"type": "integer", "default": 30},
+                                               "note": {"type": "string"}}, "required": ["name"]}
+    accepted = answer(schema)
+    assert accepted.action == "accept" and accepted.content == {"name": "Ann", "age": 30}
+    assert answer({**schema, "required": ["name", "note"]}).action == "decline"
+    assert answer({"type": "object", "properties": {}}).content == {}
+    assert answer(None, mode="url").action == "decline"
+
+
+def test_private_key_references(tmp_path, monkeypatch):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from sagepy.grove.servers import parse_server
+    from sagepy.mcp.oauth_unattended import private_key
+
+    def config(path, algorithm="ES256"):
+        table = {"url": "http://x/mcp", "auth": "oauth", "grant": "client_credentials", "client_id_env": "I",
+                 "private_key_file": path, "signing_algorithm": algorithm}
+        return parse_server("R", table, "tools.R", lambda *a: pytest.fail(str(a)))
+    pem = ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    (tmp_path / "key.pem").write_text(pem)
+    assert private_key(config("key.pem"), str(tmp_path)) == pem
+    monkeypatch.setenv("R_KEY", pem)
+    assert private_key(config("${R_KEY}"), str(tmp_path)) == pem
+    monkeypatch.delenv("R_KEY")
+    with pytest.raises(McpFailure) as caught:
+        private_key(config("$R_KEY"), str(tmp_path))
+    assert caught.value.display() == \
+        "MCP config error: [tools.R.private_key_file] R_KEY refers to unset environment variable 'R_KEY'"
+    with pytest.raises(McpFailure) as caught:
+        private_key(config("key.pem", "RS256"), str(tmp_path))
+    assert caught.value.display() == ("MCP auth error: [tools.R] private_key_file: key.pem does not hold a RS256 "
+                                      "private key in PEM form (InvalidKeyError)")
+    assert pem.splitlines()[1] not in caught.value.display()
+    with pytest.raises(McpFailure) as caught:
+        private_key(config("missing.pem"), str(tmp_path))
+    assert caught.value.display() == "MCP auth error: [tools.R] private_key_file missing.pem: No such file or directory"

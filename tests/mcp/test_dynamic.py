@@ -131,7 +131,7 @@ def test_elicitation_answers(dyn, handle):
     server, request = dyn.resolver.requests[-1]
     assert server == request.server and request.mode == "form" and request.message == "Proceed?"
     assert request.schema["required"] == ["ok"] and request.setting == "auto"
-    assert ("mcp.elicit", {"server": server, "mode": "form", "action": "cancel"}) in dyn.events
+    assert ("mcp.elicit", {"server": server, "mode": "form", "action": "cancel", "policy": "auto"}) in dyn.events
 
 
 def test_elicitation_error_answer(dyn, handle):

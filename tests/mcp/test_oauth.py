@@ -240,3 +240,49 @@ def test_authorisation_server_verifies_the_pkce_challenge(stack):
         refused = exchange(code(), "x" * 43)
         assert (refused.status_code, refused.json()["error"]) == (400, "invalid_grant")
         assert exchange(code(), verifier).status_code == 200
+
+
+# ---------------------------------------------------------------- client credentials (no person)
+
+def machine(stack, **keys) -> dict:
+    return docs(stack, grant="client_credentials", client_id_env="MACHINE_ID", client_secret_env="MACHINE_SECRET",
+                **keys)
+
+
+def test_client_credentials_renew_before_expiry(stack, managers, monkeypatch):
+    """Nothing is opened or asked; a token about to expire is renewed before the request, never refused."""
+    monkeypatch.setenv("MACHINE_ID", "sage-machine")
+    monkeypatch.setenv("MACHINE_SECRET", "machine-secret")
+    monkeypatch.delenv("SAGE_OAUTH_OPEN", raising=False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO())
+    control(stack, access_lifetime=6)   # renewed in the second half of its life
+    try:
+        manager = managers(machine(stack))
+        before = stats(stack)
+        assert call_typed(manager, "Docs", "Docs.whoami", "whoami", {}, STRING) == "sage-machine"
+        first = stats(stack)
+        assert first["token_client_credentials"] == before["token_client_credentials"] + 1
+        time.sleep(max(0.0, cached(managers.root)["expires_at"] - 3 - time.time()) + 0.2)
+        assert echo(manager, "later") == "later"
+    finally:
+        control(stack, access_lifetime=3600)
+    after = stats(stack)
+    assert after["token_client_credentials"] == first["token_client_credentials"] + 1
+    assert after["refused"] == first["refused"]
+    assert after["authorize"] == before["authorize"] and after["register"] == before["register"]
+    assert cached(managers.root)["expires_at"] > time.time()
+
+
+def test_client_credentials_failures(stack, managers, monkeypatch):
+    monkeypatch.setenv("MACHINE_ID", "sage-machine")
+    monkeypatch.setenv("MACHINE_SECRET", "wrong-secret")
+    with pytest.raises(SageRaise) as caught:
+        echo(managers(machine(stack)), "x")
+    message = caught.value.error.display()
+    assert message.startswith("MCP auth error: client-credentials token request for 'Docs' failed: ")
+    assert "wrong-secret" not in message
+    monkeypatch.delenv("MACHINE_SECRET")
+    with pytest.raises(SageRaise) as caught:
+        echo(managers(machine(stack)), "x")
+    assert caught.value.error.display() == \
+        "MCP auth error: [tools.Docs] client_secret_env refers to unset environment variable 'MACHINE_SECRET'"

@@ -20,7 +20,8 @@ from .frames import Code, direct_call1, located
 # Builtins compiled here rather than taken from the registry: they write output, read the clock or stdin, talk
 # to the MCP manager through the agent's effects, or rebind the variable they are given.
 MCP_BUILTINS = ("mcp_connect", "mcp_list_tools", "mcp_tools", "mcp_server_info", "mcp_connection", "mcp_call",
-                "mcp_disconnect")
+                "mcp_disconnect", "mcp_resources", "mcp_resource_templates", "mcp_read_resource", "mcp_prompts",
+                "mcp_get_prompt")
 CONTEXT_BUILTINS = ("print", "print_err", "map_set", "map_delete", "sleep_ms", "now_ms", "now_s", "read_line",
                     "read_all", "ask", "args", *MCP_BUILTINS)
 

@@ -10,7 +10,8 @@ registers clients dynamically (RFC 7591), knows one pre-registered client `sage-
 authorisation-code flow with PKCE S256 (the verifier is checked against the challenge), approves every
 authorisation request at once by redirecting to the client's loopback callback (any port, RFC 8252
 §7.3), and refreshes access tokens (rotating the refresh token). `/alt/authorize` and `/alt/token` are the
-same endpoints under other paths, to test endpoint overrides. `GET /_stats` returns counters and what the
+same endpoints under other paths, to test endpoint overrides. A confidential machine client
+`sage-machine` (secret `machine-secret`, sent with HTTP Basic) gets tokens with the client-credentials grant. `GET /_stats` returns counters and what the
 last requests carried; `POST /_control` sets `access_lifetime` (seconds) and `reject` (the MCP server then
 refuses every token).
 
@@ -40,6 +41,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 PREREGISTERED = "sage-preregistered"
+MACHINE, MACHINE_SECRET = "sage-machine", "machine-secret"
 
 
 class State:
@@ -51,7 +53,8 @@ class State:
         self.access_lifetime = 3600
         self.reject = False
         self.stats: dict[str, object] = {"register": 0, "authorize": 0, "authorize_alt": 0, "token_code": 0,
-                                         "token_refresh": 0, "token_alt": 0, "pkce_failures": 0}
+                                         "token_refresh": 0, "token_alt": 0, "pkce_failures": 0,
+                                         "token_client_credentials": 0, "refused": 0}
 
 
 STATE = State()
@@ -79,9 +82,9 @@ def make_auth_app(issuer: str) -> Starlette:
             "token_endpoint": f"{issuer}/token",
             "registration_endpoint": f"{issuer}/register",
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
             "code_challenge_methods_supported": ["S256"],
-            "token_endpoint_auth_methods_supported": ["none"],
+            "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
             "authorization_response_iss_parameter_supported": True,
         })
 
@@ -156,6 +159,14 @@ def make_auth_app(issuer: str) -> Starlette:
             if record is None or record["client_id"] != form.get("client_id"):
                 return _error(400, "invalid_grant", "unknown refresh token")
             return JSONResponse(issue(record["client_id"], record["scope"], record["resource"]))
+        if grant == "client_credentials":
+            expected = "Basic " + base64.b64encode(f"{MACHINE}:{MACHINE_SECRET}".encode()).decode()
+            if request.headers.get("authorization") != expected:
+                return _error(401, "invalid_client", "unknown client or wrong secret")
+            STATE.stats["token_client_credentials"] += 1
+            answer = issue(MACHINE, form.get("scope"), form.get("resource"))
+            del answer["refresh_token"]
+            return JSONResponse(answer)
         return _error(400, "unsupported_grant_type", str(grant))
 
     async def stats(request: Request) -> Response:
@@ -183,6 +194,7 @@ class Verifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         record = STATE.access.get(token)
         if record is None or STATE.reject or record["expires_at"] < time.time():
+            STATE.stats["refused"] += 1
             return None
         return AccessToken(token=token, client_id=record["client_id"], scopes=(record["scope"] or "").split(),
                            expires_at=int(record["expires_at"]), resource=record["resource"])
