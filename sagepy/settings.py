@@ -41,7 +41,8 @@ class Variable:
 VARIABLES: tuple[Variable, ...] = (
     Variable("SAGE_API_KEY", None, "LLM bearer token; `mock` selects the offline mock answers (§4.10)"),
     Variable("SAGE_LLM_URL", "https://api.openai.com/v1", "base URL of an OpenAI-compatible API"),
-    Variable("SAGE_MODEL", "gpt-4o-mini", "default model"),
+    Variable("SAGE_MODEL", "gpt-4o-mini", "default model (none for the anthropic provider)"),
+    Variable("SAGE_LLM_PROVIDER", "openai", "the model API: openai or anthropic (overrides [llm] provider)"),
     Variable("SAGE_INFER_RETRIES", "3", "attempts for typed `divine` (overrides [llm] infer_retries)"),
     Variable("SAGE_MAX_TOOL_STEPS", "10",
              "model answers with tool calls allowed in one `divine` (overrides [llm] max_tool_steps)"),

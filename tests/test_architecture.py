@@ -29,7 +29,7 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("check",),                                  # the only resolver
     ("grove", "link"),                           # grove.toml checked into typed data; extern functions found
     ("builtins", "llm", "mcp", "store", "tools"),  # the world: each knows wire data and core only
-    ("settings",),                               # grove.toml and the SAGE_* variables of one command
+    ("settings", "workers"),                     # one command's grove.toml and SAGE_* variables; queued runs
     ("effects",),                                # the boundary: steps, the chain of layers
     ("runtime",),                                # compiled closures, agents
     ("session",),                                # one command's wiring: builds and connects the above

@@ -55,7 +55,7 @@ def guide_blocks() -> list[Block]:
 
 def _environment(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SAGE_", "OPENAI_")) and k not in ("NO_COLOR", "FORCE_COLOR")}
+           if not k.startswith(("SAGE_", "OPENAI_", "ANTHROPIC_")) and k not in ("NO_COLOR", "FORCE_COLOR")}
     # `python3` in the guide's grove.toml must be this interpreter, the one with sagepy's dependencies. A wrapper
     # that executes it, not a symlink: a symlinked interpreter outside a venv's bin/ finds no pyvenv.cfg and
     # runs without the venv's packages.

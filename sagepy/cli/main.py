@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run" and args.resume is not None and program_args:
             parser.error("--resume runs with the arguments the run recorded: it takes no `-- ARGS`")
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
-                   "worker": _worker, "fmt": _fmt, "new": _new, "explain": _explain, "lsp": _lsp}[args.command]
+                   "fmt": _fmt, "worker": _worker, "new": _new, "explain": _explain, "lsp": _lsp}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1

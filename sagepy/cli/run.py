@@ -42,12 +42,12 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
     from ..session import store_open_failure
     trace = session.trace_target(trace_file, trace_stderr)
     target = None
-    if session.settings.persistence.present:
+    if session.settings.persistence.present or resume is not None:
         from ..store.config import StoreConfigError
         try:
             target = session.settings.state_target()
-        except StoreConfigError as exc:   # an unset variable in the URL: nothing can be tried
-            sys.stderr.write(f"{exc}\n")
+        except StoreConfigError as exc:
+            sys.stderr.write(store_open_failure(None, exc) + "\n")
             return 1
     if target is None:   # no [persistence]: `@persistent` fields live in process memory, nothing journals
         if resume is not None:
@@ -60,8 +60,8 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
         finally:
             runtime.effects.close()
             runtime.store.close()
-    from ..session import store_open_failure
     from ..store.base import Busy, NewerFormat, Unavailable
+    from ..store.config import StoreConfigError
     durable = journal or resume is not None
     try:
         runtime = session.build_runtime(trace=trace, persistent=True, durable=durable, program_args=program_args)

@@ -3,8 +3,9 @@ each model turn one `llm` step and each call the model asks for one step built a
 would be (`Effects.tool_step`, `Effects.mcp_call_step`), so every layer of the chain sees both alike.
 
 A model turn's step has the conversation so far and the offered tool names as its arguments
-(`{"messages": […], "tools": […]}`), no `ret` (its outcome is the model's answer, `choices[0].message`, as JSON
-data, which needs no conversion), and a `ModelTurn` as its detail.
+(`{"messages": […], "tools": […]}`, in the provider-neutral form of sagepy.llm.provider, so a run journaled
+with one provider resumes with another), no `ret` (its outcome is the model's answer, a neutral assistant
+message, as JSON data, which needs no conversion), and a `ModelTurn` as its detail.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..check.symbols import ToolRef
 from ..core.json_text import compact_json
 from ..llm.client import opening_messages
 from ..llm.offer import Offer, OfferedFunction
+from ..llm.providers import provider_for
 from ..llm.tool_loop import Callbacks, LoopSettings, ModelTurn, run_tool_loop
 from .step import LLM, Step, set_current_context
 
@@ -28,7 +30,8 @@ def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer
     static = [OfferedFunction.typed(entry, entry.param_types, entry.doc) for entry in offered
               if isinstance(entry, ToolRef)]
     handles = [entry for entry in offered if isinstance(entry, str)]
-    offer = Offer(static, handles, lambda handle: _list_handle(effects, handle), effects.world.remote_description)
+    offer = Offer(static, handles, lambda handle: _list_handle(effects, handle), effects.world.remote_description,
+                  provider_for(config).dialect)
     settings = LoopSettings(max_steps if max_steps is not None else config.max_tool_steps,
                             config.max_tool_result_chars, config.infer_retries)
     target_name = "infer" if infer else "divine"

@@ -79,7 +79,8 @@ class LlmSection(dict):
 _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
     "project": {"name": (string, "a string"), "version": (string, "a string"), "entry": (string, "a string")},
     "test": {"timeout_ms": (positive_int, "a positive integer")},
-    "llm": {"url": (string, "a string"), "model": (string, "a string"), "api_key_env": (string, "a string"),
+    "llm": {"provider": (one_of(("openai", "anthropic")), 'one of "openai", "anthropic"'),
+            "url": (string, "a string"), "model": (string, "a string"), "api_key_env": (string, "a string"),
             "temperature": (number, "a number"), "max_tokens": (positive_int, "a positive integer"),
             "timeout_ms": (positive_int, "a positive integer"), "retries": (non_negative_int, "an integer ≥ 0"),
             "infer_retries": (positive_int, "a positive integer"),

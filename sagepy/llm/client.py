@@ -1,9 +1,11 @@
-"""`divine`/`infer` and MCP sampling against an OpenAI-compatible chat-completions API (SPEC §4.10).
+"""`divine`/`infer` and MCP sampling against the configured model API (SPEC §4.10, §4.13).
 
 A call resolves its model (the effect handler's override, else the configuration), then answers offline when
 the model is `echo` or the key is `mock`, fails with the no-model message when nothing is configured, and
-otherwise sends requests through `ChatTransport`. Typed calls ask for JSON matching the target type's
-schema, read the reply leniently, convert it (§5) and, on a failure, ask again quoting the error.
+otherwise sends requests through `ChatTransport`, in the API of the provider (sagepy.llm.provider: OpenAI
+chat completions or the Anthropic Messages API), from one provider-neutral conversation. Typed calls ask for
+JSON matching the target type's schema, read the reply leniently, convert it (§5) and, on a failure, ask
+again quoting the error.
 
 Every call is traced as `llm.request` followed by `llm.response` or `llm.error`. The key appears in no
 trace event and no error message: the transport redacts it from everything a server sends back.
@@ -22,10 +24,12 @@ from ..core.values import ErrorValue
 from .config import ECHO_MODEL, LlmConfig
 from .offline import OfflineError, echo_answer, mock_answer
 from .parse import extract_json
+from .providers import provider_for
 from .transport import ChatTransport, TransportError
 
 NO_MODEL = ("no model configured; set SAGE_API_KEY (and SAGE_LLM_URL for a non-OpenAI endpoint) or [llm] in "
             "grove.toml; use model \"echo\" to run offline")
+NO_PROVIDER_MODEL = "no model configured for provider {}; set SAGE_MODEL or [llm] model"
 REPLY_LIMIT = 200
 """How much of the last raw reply the structured-parse failure quotes."""
 
@@ -69,14 +73,11 @@ class _Tally:
         self.prompt_tokens: int | None = None
         self.completion_tokens: int | None = None
 
-    def add_usage(self, data: Any) -> None:
-        usage = data.get("usage") if isinstance(data, dict) else None
-        if not isinstance(usage, dict):
-            return
-        for field in ("prompt_tokens", "completion_tokens"):
-            count = usage.get(field)
-            if isinstance(count, int) and not isinstance(count, bool):
-                setattr(self, field, (getattr(self, field) or 0) + count)
+    def add_usage(self, prompt: int | None, completion: int | None) -> None:
+        if prompt is not None:
+            self.prompt_tokens = (self.prompt_tokens or 0) + prompt
+        if completion is not None:
+            self.completion_tokens = (self.completion_tokens or 0) + completion
 
     def event(self, chars: int, mocked: bool) -> dict:
         data: dict[str, Any] = {"duration_ms": int((time.monotonic() - self.started) * 1000), "chars": chars,
@@ -88,48 +89,14 @@ class _Tally:
         return data
 
 
-def _content(data: Any) -> str:
-    """`choices[0].message.content`, `""` when absent; servers that answer with content parts get their
-    text parts joined."""
-    try:
-        content = data["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        return ""
-    return _text_of(content)
-
-
-def _message(data: Any) -> dict:
-    """`choices[0].message` of a turn with tools: the content as text (None when absent) and the tool calls
-    as the server sent them."""
-    try:
-        message = data["choices"][0]["message"]
-    except (KeyError, IndexError, TypeError):
-        message = None
-    if not isinstance(message, dict):
-        return {"role": "assistant", "content": ""}
-    answer: dict[str, Any] = {"role": "assistant",
-                              "content": None if message.get("content") is None else _text_of(message["content"])}
-    if message.get("tool_calls"):
-        answer["tool_calls"] = message["tool_calls"]
-    return answer
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(part["text"] for part in content
-                       if isinstance(part, dict) and isinstance(part.get("text"), str))
-    return ""
-
-
 class LlmClient:
     """The real LLM layer of `Effects`. Safe to share between agent threads."""
 
     def __init__(self, config: LlmConfig, trace: Trace | None = None) -> None:
         self.config = config
         self._trace = trace
-        self._transport = ChatTransport(config)
+        self._provider = provider_for(config)
+        self._transport = ChatTransport(config, self._provider)
 
     # ---------------------------------------------------------------- public API
     def divine(self, prompt: str, target: T.Type, *, infer: bool = False, model: str | None = None,
@@ -148,11 +115,11 @@ class LlmClient:
                 value = offline(prompt, target)
                 return value, len(value) if isinstance(value, str) else 0, True
             self._check_ready(model)
-            body = self._body(model, [{"role": "user", "content": prompt}], temperature, max_tokens)
+            messages = [{"role": "user", "content": prompt}]
             if typed:
-                value, reply = self._typed(body, target, tally)
+                value, reply = self._typed(model, messages, temperature, max_tokens, target, tally)
                 return value, len(reply), False
-            reply = self._complete(body, None, tally)
+            reply = self._complete(self._body(model, messages, temperature, max_tokens), None, tally)
             return reply, len(reply), False
 
         return self._traced({"model": model, "prompt_chars": len(prompt), "typed": typed}, answer)
@@ -160,8 +127,9 @@ class LlmClient:
     def turn(self, messages: list[dict], tools: Callable[[], list[dict]], target: T.Type, *, step: int,
              model: str | None = None, temperature: float | None = None, max_tokens: int | None = None) -> dict:
         """One model turn of `divine(p, tools: [...])` (SPEC §4.12): one request carrying the conversation,
-        the tools (`tools()`, called only when the request goes out) and `"tool_choice": "auto"`, and for a
-        typed `divine` its `response_format`. Returns the answer (`choices[0].message`). The `echo` model and
+        the tools (`tools()`, in the provider's dialect, called only when the request goes out) with automatic
+        tool choice, and for a typed `divine` its `response_format` where the provider has one. Returns the
+        answer as a neutral assistant message (sagepy.llm.provider). The `echo` model and
         the `mock` key never call tools: they answer as a plain `divine` would."""
         model = model or self.config.model
         typed = target != T.STRING
@@ -173,10 +141,9 @@ class LlmClient:
                 text = value if isinstance(value, str) else compact_json(to_json(value))
                 return {"role": "assistant", "content": text}, len(text), True
             self._check_ready(model)
-            body = self._body(model, messages, temperature, max_tokens)
-            body["tools"] = tools()
-            body["tool_choice"] = "auto"
-            reply = _message(self._request(body, _response_format(target)[1] if typed else None, tally))
+            body = self._body(model, messages, temperature, max_tokens, tools())
+            response_format = _response_format(target)[1] if typed and self._provider.response_format else None
+            reply = self._provider.answer(self._request(body, response_format, tally))
             return reply, len(reply["content"] or ""), False
 
         # the conversation grows with each turn: measured only for a trace that shows it
@@ -216,7 +183,7 @@ class LlmClient:
                 more: Callable[[Any], dict] | None = None) -> Any:
         """Run `answer` (returning value, reply length, mocked) between `llm.request` and `llm.response`
         (with `more(value)` added), or `llm.error` when it raises."""
-        self._emit("llm.request", request)
+        self._emit("llm.request", dict(request, provider=self._provider.name))
         tally = _Tally()
         try:
             value, chars, mocked = answer(tally)
@@ -245,32 +212,34 @@ class LlmClient:
                 raise _llm_error(str(exc)) from None
         return run
 
-    def _check_ready(self, model: str) -> None:
+    def _check_ready(self, model: str | None) -> None:
+        if model is None:   # a provider without a default model
+            raise _llm_error(NO_PROVIDER_MODEL.format(self.config.provider))
         if not (self.config.configured or model == ECHO_MODEL):
             raise _llm_error(NO_MODEL)
         if self.config.error is not None:
             raise _llm_error(self.config.error)
 
     def _body(self, model: str, messages: list[dict], temperature: float | None,
-              max_tokens: int | None) -> dict:
-        body: dict[str, Any] = {"model": model, "messages": messages}
-        temperature = temperature if temperature is not None else self.config.temperature
-        if temperature is not None:
-            body["temperature"] = temperature
-        max_tokens = max_tokens if max_tokens is not None else self.config.max_tokens
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
-        return body
+              max_tokens: int | None, tools: list[dict] | None = None) -> dict:
+        """The provider's request body for a neutral conversation; the configuration fills in what the
+        handler did not set."""
+        return self._provider.body(model, messages,
+                                   temperature if temperature is not None else self.config.temperature,
+                                   max_tokens if max_tokens is not None else self.config.max_tokens, tools)
 
-    def _typed(self, body: dict, target: T.Type, tally: _Tally) -> tuple[Any, str]:
+    def _typed(self, model: str, messages: list[dict], temperature: float | None, max_tokens: int | None,
+               target: T.Type, tally: _Tally) -> tuple[Any, str]:
         """(value, last raw reply) for a typed call, asking again after each unusable reply."""
         schema, response_format = _response_format(target)
-        messages = [{"role": "system", "content": _typed_instructions(schema)}] + body["messages"]
+        if not self._provider.response_format:
+            response_format = None
+        messages = [{"role": "system", "content": _typed_instructions(schema)}] + messages
         attempts = max(1, self.config.infer_retries)
         reply = ""
         error = ""
         for _ in range(attempts):
-            reply = self._complete(dict(body, messages=messages), response_format, tally)
+            reply = self._complete(self._body(model, messages, temperature, max_tokens), response_format, tally)
             try:
                 return from_json(extract_json(reply), target), reply
             except (ValueError, ConversionError) as exc:
@@ -283,7 +252,7 @@ class LlmClient:
 
     def _complete(self, body: dict, response_format: dict | None, tally: _Tally) -> str:
         """Send one request (with the transport's retries) and return the reply text."""
-        return _content(self._request(body, response_format, tally))
+        return self._provider.text(self._request(body, response_format, tally))
 
     def _request(self, body: dict, response_format: dict | None, tally: _Tally) -> Any:
         """Send one request (with the transport's retries, and once more without `response_format` when the
@@ -314,7 +283,7 @@ class LlmClient:
             tally.attempts += exc.attempts
             raise
         tally.attempts += answer.attempts
-        tally.add_usage(answer.data)
+        tally.add_usage(*self._provider.usage(answer.data))
         return answer
 
     def _emit(self, kind: str, data: dict) -> None:

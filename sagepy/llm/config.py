@@ -3,8 +3,10 @@
 Precedence, highest first: the per-call overrides of an effect handler (given to `LlmClient.divine`, not
 resolved here), the environment, grove.toml's `[llm]` section, the defaults. The key is read from the
 variable that `[llm] api_key_env` names; grove.toml never holds the key itself. The variables most users
-already have for OpenAI's own clients serve as fallbacks (SPEC §12): `OPENAI_API_KEY` when that variable is
-unset, `OPENAI_BASE_URL` when neither `SAGE_LLM_URL` nor `[llm] url` is set.
+already have for the provider's own clients serve as fallbacks (SPEC §12, §4.13): for `openai`,
+`OPENAI_API_KEY` when that variable is unset and `OPENAI_BASE_URL` when neither `SAGE_LLM_URL` nor `[llm] url`
+is set; for `anthropic`, `ANTHROPIC_API_KEY`. The provider (`SAGE_LLM_PROVIDER`, `[llm] provider`) also
+chooses the default URL and model: `anthropic` has no default model.
 
 Resolving never fails: a malformed value (`SAGE_TEMPERATURE=hot`) is kept as `error` and raised as an Llm
 error by the first call that needs the network, so that a program that never calls `divine`, or that runs
@@ -19,6 +21,14 @@ DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_KEY_ENV = "SAGE_API_KEY"
 FALLBACK_KEY_ENV = "OPENAI_API_KEY"
 FALLBACK_URL_ENV = "OPENAI_BASE_URL"
+OPENAI = "openai"
+ANTHROPIC = "anthropic"
+PROVIDERS = (OPENAI, ANTHROPIC)
+PROVIDER_ENV = "SAGE_LLM_PROVIDER"
+ANTHROPIC_URL = "https://api.anthropic.com/v1"
+ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
+ANTHROPIC_MAX_TOKENS = 4096
+"""`max_tokens` is required by the Messages API: sent when no handler, variable or `[llm]` key sets it."""
 DEFAULT_TIMEOUT_MS = 120_000
 DEFAULT_RETRIES = 2
 DEFAULT_INFER_RETRIES = 3
@@ -88,14 +98,16 @@ class LlmConfig:
     (or would have been), which a refused key's error message points to."""
 
     __slots__ = ("url", "model", "api_key", "temperature", "max_tokens", "timeout_ms", "retries",
-                 "infer_retries", "max_tool_steps", "max_tool_result_chars", "configured", "error", "key_env")
+                 "infer_retries", "max_tool_steps", "max_tool_result_chars", "configured", "error", "key_env",
+                 "provider")
 
-    def __init__(self, url: str = DEFAULT_URL, model: str = DEFAULT_MODEL, api_key: str | None = None,
+    def __init__(self, url: str = DEFAULT_URL, model: str | None = DEFAULT_MODEL, api_key: str | None = None,
                  temperature: float | None = None, max_tokens: int | None = None,
                  timeout_ms: int = DEFAULT_TIMEOUT_MS, retries: int = DEFAULT_RETRIES,
                  infer_retries: int = DEFAULT_INFER_RETRIES, max_tool_steps: int = DEFAULT_MAX_TOOL_STEPS,
                  max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS, configured: bool = False,
-                 error: str | None = None, key_env: str = DEFAULT_KEY_ENV) -> None:
+                 error: str | None = None, key_env: str = DEFAULT_KEY_ENV, provider: str = OPENAI) -> None:
+        self.provider = provider
         self.url = url
         self.model = model
         self.api_key = api_key
@@ -113,7 +125,7 @@ class LlmConfig:
     def __repr__(self) -> str:
         # The key stays out of every rendering of the configuration.
         key = "set" if self.api_key else "unset"
-        return (f"LlmConfig(url={self.url!r}, model={self.model!r}, api_key=<{key}>, "
+        return (f"LlmConfig(provider={self.provider!r}, url={self.url!r}, model={self.model!r}, api_key=<{key}>, "
                 f"temperature={self.temperature!r}, max_tokens={self.max_tokens!r}, "
                 f"timeout_ms={self.timeout_ms!r}, retries={self.retries!r}, "
                 f"infer_retries={self.infer_retries!r}, max_tool_steps={self.max_tool_steps!r}, "
@@ -129,9 +141,13 @@ class LlmConfig:
         """Settings from grove.toml's `[llm]` table (may be empty) and the environment."""
         values: dict[str, Any] = {}
         errors: list[str] = []
+        provider = _provider(section, environ, errors)
+        anthropic = provider == ANTHROPIC
         for field, env_name, key, parse, default in _SETTINGS:
+            if anthropic and field in ("url", "model"):
+                default = ANTHROPIC_URL if field == "url" else None
             raw_env = environ.get(env_name)
-            if not raw_env and field == "url" and key not in section:
+            if not raw_env and field == "url" and key not in section and not anthropic:
                 env_name, raw_env = FALLBACK_URL_ENV, environ.get(FALLBACK_URL_ENV)
             if raw_env:
                 source, raw = env_name, raw_env
@@ -150,9 +166,24 @@ class LlmConfig:
             errors.append("invalid [llm] api_key_env: expected the name of an environment variable")
             key_env = DEFAULT_KEY_ENV
         api_key = environ.get(key_env) or None
-        if api_key is None and environ.get(FALLBACK_KEY_ENV):
-            key_env, api_key = FALLBACK_KEY_ENV, environ[FALLBACK_KEY_ENV]
-        configured = bool(environ.get("SAGE_LLM_URL") or environ.get(FALLBACK_URL_ENV) or api_key or section
-                          or values["model"] == ECHO_MODEL)
+        fallback = ANTHROPIC_KEY_ENV if anthropic else FALLBACK_KEY_ENV
+        if api_key is None and environ.get(fallback):
+            key_env, api_key = fallback, environ[fallback]
+        configured = bool(environ.get("SAGE_LLM_URL") or (environ.get(FALLBACK_URL_ENV) and not anthropic)
+                          or api_key or section or values["model"] == ECHO_MODEL)
         return cls(api_key=api_key, configured=configured, error=errors[0] if errors else None, key_env=key_env,
-                   **values)
+                   provider=provider, **values)
+
+
+def _provider(section: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]) -> str:
+    """`SAGE_LLM_PROVIDER`, else `[llm] provider`, else `openai`; an unknown name is kept as the error."""
+    raw = environ.get(PROVIDER_ENV)
+    source = PROVIDER_ENV
+    if not raw:
+        if "provider" not in section:
+            return OPENAI
+        raw, source = section["provider"], "[llm] provider"
+    if raw in PROVIDERS:
+        return raw
+    errors.append(f"invalid {source} '{raw}': expected one of {', '.join(PROVIDERS)}")
+    return OPENAI

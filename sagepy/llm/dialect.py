@@ -398,3 +398,16 @@ class _Rewriter:
                 keys = frozenset(rewritten["properties"]) if "properties" in rewritten else None
                 omitted.append((keys, child))
         return variants, tuple(omitted)
+
+
+def tool(name: str, description: str | None, dialected: Dialected) -> dict:
+    """The chat-completions tool of one offered function (SPEC §4.12 "What the model sees"): the removed
+    constraints end its description, and `strict` says whether the schema qualifies."""
+    if dialected.hint:
+        description = f"{description}\n\n{dialected.hint}" if description else dialected.hint
+    function: dict[str, Any] = {"name": name}
+    if description:
+        function["description"] = description
+    function["parameters"] = dialected.parameters
+    function["strict"] = dialected.strict
+    return {"type": "function", "function": function}

@@ -1,5 +1,5 @@
 """What a `divine(p, tools: [...])` offers the model (SPEC §4.12): the functions, their model-facing names, and
-the chat-completions `tools` array built from them.
+the `tools` array built from them in the dialect of the provider (SPEC §4.12, §4.13).
 
 A function is a typed or built-in tool function (`Tool.fn`, with its Sage parameter types) or one tool of a
 dynamic MCP connection (its listing object). Names are `<Tool>__<fn>` / `<server>__<tool>`, every character
@@ -59,30 +59,23 @@ class OfferedFunction:
     def label(self) -> str:
         return self.info.label if self.info is not None else f"{self.server}.{self.remote}"
 
-    def dialected(self) -> Any:
-        """The dialectized parameter schema (sagepy.llm.dialect.Dialected)."""
-        from .dialect import dialectize
+    def dialected(self, dialect: Any) -> Any:
+        """The parameter schema in `dialect` (a module with `dialectize` and `tool`: sagepy.llm.dialect for
+        chat completions, sagepy.llm.anthropic_dialect for the Messages API)."""
         if self.info is None:
-            return dialectize(self.listing.get("inputSchema"), from_server=True)
+            return dialect.dialectize(self.listing.get("inputSchema"), from_server=True)
         record = T.RecordInfo(self.info.label, [], list(zip(self.info.params, self.param_types)))
-        return dialectize(json_schema(T.RecordT(record)), from_server=False)
+        return dialect.dialectize(json_schema(T.RecordT(record)), from_server=False)
 
-    def definition(self, name: str, dialect: Any, remote_description: RemoteDescription) -> dict:
-        """The chat-completions tool of this function (SPEC §4.12 "What the model sees")."""
+    def definition(self, name: str, dialect: Any, dialected: Any, remote_description: RemoteDescription) -> dict:
+        """The provider's tool for this function (SPEC §4.12 "What the model sees", §4.13)."""
         if self.info is None:
             description = self.listing.get("description") or None
         else:
             description = self.doc
             if description is None and not self.info.builtin:
                 description = remote_description(self.info.tool, self.info.remote)
-        if dialect.hint:
-            description = f"{description}\n\n{dialect.hint}" if description else dialect.hint
-        function: dict[str, Any] = {"name": name}
-        if description:
-            function["description"] = description
-        function["parameters"] = dialect.parameters
-        function["strict"] = dialect.strict
-        return {"type": "function", "function": function}
+        return dialect.tool(name, description, dialected)
 
 
 class Offer:
@@ -90,7 +83,11 @@ class Offer:
     turn (`refresh`): the MCP manager keeps each listing until the server says its tools changed."""
 
     def __init__(self, static: list[OfferedFunction], handles: list[str],
-                 list_handle: Callable[[str], list[OfferedFunction]], remote_description: RemoteDescription) -> None:
+                 list_handle: Callable[[str], list[OfferedFunction]], remote_description: RemoteDescription,
+                 dialect: Any = None) -> None:
+        if dialect is None:
+            from . import dialect
+        self.dialect = dialect
         self._static = static
         self._handles = handles
         self._list_handle = list_handle
@@ -129,12 +126,12 @@ class Offer:
     def dialected(self, function: OfferedFunction) -> Any:
         known = self._dialects.get(id(function))
         if known is None:
-            known = self._dialects[id(function)] = function.dialected()
+            known = self._dialects[id(function)] = function.dialected(self.dialect)
         return known
 
     def definitions(self) -> list[dict]:
         if self._definitions is None:
-            self._definitions = [f.definition(name, self.dialected(f), self._remote_description)
+            self._definitions = [f.definition(name, self.dialect, self.dialected(f), self._remote_description)
                                  for name, f in zip(self.names, self.functions)]
         return self._definitions
 

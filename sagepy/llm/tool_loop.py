@@ -90,8 +90,11 @@ def run_tool_loop(messages: list[dict], offer: Offer, target: T.Type, settings: 
             calls = _normalized_calls(calls, turn)
             messages.append({"role": "assistant", "content": content if isinstance(content, str) else None,
                              "tool_calls": calls})
-            for call, text in zip(calls, _perform_calls(calls, offer, settings, callbacks)):
-                messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
+            for call, (text, failed) in zip(calls, _perform_calls(calls, offer, settings, callbacks)):
+                message = {"role": "tool", "tool_call_id": call["id"], "content": text}
+                if failed:   # the neutral form's mark of an `error: …` answer (sagepy.llm.provider)
+                    message["is_error"] = True
+                messages.append(message)
             continue
         text = content if isinstance(content, str) else ""
         if target == T.STRING:
@@ -125,12 +128,13 @@ class _Prepared:
     """One call of the model's answer: its step, or the error message it already earned; `escaped` is what
     a concurrent call raised that is not a Sage error (a test's abort, the agent's cancellation)."""
 
-    __slots__ = ("function", "step", "text", "escaped")
+    __slots__ = ("function", "step", "text", "failed", "escaped")
 
     def __init__(self, function: OfferedFunction | None, step: Any = None, text: str | None = None) -> None:
         self.function = function
         self.step = step
         self.text = text
+        self.failed = text is not None   # an answer known before the call runs is an error
         self.escaped: BaseException | None = None
 
 
@@ -155,7 +159,9 @@ def _normalized_calls(calls: list, turn: int) -> list[dict]:
     return normalized
 
 
-def _perform_calls(calls: list, offer: Offer, settings: LoopSettings, callbacks: Callbacks) -> list[str]:
+def _perform_calls(calls: list, offer: Offer, settings: LoopSettings,
+                   callbacks: Callbacks) -> list[tuple[str, bool]]:
+    """(tool message, whether it is an error) per call, in the order of the calls."""
     prepared = [_prepare(call, offer, callbacks) for call in calls]
     runnable = [p for p in prepared if p.step is not None]
     if (callbacks.concurrent and len(runnable) > 1
@@ -171,7 +177,7 @@ def _perform_calls(calls: list, offer: Offer, settings: LoopSettings, callbacks:
         for p in runnable:
             callbacks.checkpoint()
             _run(p, callbacks)
-    return [_limited(p.text or "", settings.result_limit) for p in prepared]
+    return [_limited(p.text or "", p.failed, settings.result_limit) for p in prepared]
 
 
 def _prepare(call: Any, offer: Offer, callbacks: Callbacks) -> _Prepared:
@@ -221,8 +227,10 @@ def _run(prepared: _Prepared, callbacks: Callbacks) -> None:
         value = callbacks.perform(prepared.step)
     except SageRaise as exc:
         prepared.text = f"error: {exc.error.display()}"
+        prepared.failed = True
         return
     prepared.text = result_text(prepared.function, value)
+    prepared.failed = prepared.text.startswith("error: ") and type(value) is not str
 
 
 def _run_caught(prepared: _Prepared, callbacks: Callbacks) -> None:
@@ -242,10 +250,10 @@ def result_text(function: OfferedFunction, value: Any) -> str:
         return f"error: the result of {function.label} has no JSON form: {exc}"
 
 
-def _limited(text: str, limit: int) -> str:
+def _limited(text: str, failed: bool, limit: int) -> tuple[str, bool]:
     if len(text) > limit:
-        return f"error: result too large ({len(text)} characters, limit {limit}); ask for less"
-    return text
+        return f"error: result too large ({len(text)} characters, limit {limit}); ask for less", True
+    return text, failed
 
 
 def scripted_answer(calls: list[tuple[str, str, dict]], offer: Offer, turn: int) -> dict:

@@ -1,6 +1,8 @@
-"""One chat-completions request over HTTP, with retries of transient failures (SPEC §4.10).
+"""One model API request over HTTP, with retries of transient failures (SPEC §4.10, §4.13).
 
-HTTP 429 (after `Retry-After` seconds when the server sends them), HTTP 5xx and connection errors are
+The provider (sagepy.llm.provider) names the endpoint, the headers and the error messages. HTTP 429 (and
+the Messages API's 529, overloaded) after `Retry-After` seconds when the server sends them, HTTP 5xx and
+connection errors are
 retried with exponential backoff, up to `retries` extra attempts. A request timeout is not retried: the
 server may still be working on it, and a second wait of the same length rarely ends differently. Other 4xx
 answers are final, and so is a TLS failure (a certificate the trust store refuses stays refused). On a
@@ -23,9 +25,7 @@ from ..net import failure_reason, sync_client, url_for_display
 from ..progress import note, waiting
 from ..tls import failure_reason as tls_failure_reason
 from .config import LlmConfig
-
-BODY_LIMIT = 500
-"""How much of a failed answer's body an `API error` message quotes."""
+from .provider import Provider
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 8.0
@@ -67,11 +67,13 @@ class Answer:
 
 
 class ChatTransport:
-    """POSTs request bodies to `{url}/chat/completions` on one pooled httpx client (thread-safe)."""
+    """POSTs request bodies to the provider's endpoint (`{url}/chat/completions`, `{url}/messages`) on one
+    pooled httpx client (thread-safe)."""
 
-    def __init__(self, config: LlmConfig) -> None:
+    def __init__(self, config: LlmConfig, provider: Provider) -> None:
         self.config = config
-        self.endpoint = config.url.rstrip("/") + "/chat/completions"
+        self.provider = provider
+        self.endpoint = config.url.rstrip("/") + provider.path
         self._client: Any = None
         self._lock = threading.Lock()
 
@@ -82,9 +84,7 @@ class ChatTransport:
 
     def post(self, body: dict) -> Answer:
         client = self._http()
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        headers = self.provider.headers()
         attempt = 0
         with waiting(f"waiting for model {self.config.model}", elapsed=True):
             while True:
@@ -128,8 +128,8 @@ class ChatTransport:
         text = self.redact(response.text)
         if final or not (status == 429 or status >= 500):
             raise TransportError(self._api_error(status, text), status, text)
-        if status == 429:
-            raise _Retry(self._retry_after(response), "rate-limited")
+        if self.provider.transient_with_delay(status):
+            raise _Retry(self._retry_after(response), "rate-limited" if status == 429 else f"overloaded ({status})")
         raise _Retry(None, f"server error {status}")
 
     def _failed(self, exc: Exception) -> str:
@@ -138,9 +138,9 @@ class ChatTransport:
         return f"request failed: {self.redact(url_for_display(self.endpoint))}: {self.redact(failure_reason(exc))}"
 
     def _api_error(self, status: int, text: str) -> str:
-        """`API error <status>: <body>` on one line; a refused key (401, 403) names the variable it came from,
-        or says that none was sent."""
-        message = f"API error {status}: {' '.join(text.split())[:BODY_LIMIT]}"
+        """The provider's `API error <status>: …` on one line; a refused key (401, 403) names the variable it
+        came from, or says that none was sent."""
+        message = self.provider.error_text(status, text)
         if status in (401, 403):
             key_env = self.config.key_env
             if self.config.api_key:

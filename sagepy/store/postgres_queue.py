@@ -104,7 +104,7 @@ class PostgresQueue:
             rows = conn.execute(
                 f"SELECT {_RUN}, {_INFO} FROM {s}.runs r JOIN {s}.run_queue q ON q.project = r.project "
                 "AND q.run_id = r.id WHERE r.project = %s AND (q.version = %s OR %s) AND "
-                "((r.status = %s AND q.queue = %s) OR (r.status = %s AND (r.lease_pid IS NULL OR r.lease_host = %s "
+                "((r.status = %s AND q.queue = %s) OR (r.status = %s AND (r.lease_heartbeat IS NULL OR r.lease_host = %s "
                 f"OR r.lease_heartbeat < now() - interval '{_FRESH_SECONDS} seconds'))) "
                 'ORDER BY r.started_at, r.id COLLATE "C" FOR UPDATE OF r SKIP LOCKED',
                 (self.project, version or "", version is None, QUEUED, queue, RUNNING, host)).fetchall()
@@ -113,9 +113,9 @@ class PostgresQueue:
                 if run.id in skip:
                     continue
                 resumed = run.status == RUNNING
-                if run.lease_pid is not None and not is_stale(run):
+                if run.lease_heartbeat is not None and not is_stale(run):
                     continue
-                if resumed and run.lease_pid is not None:   # taken over from a crashed owner
+                if resumed and run.lease_heartbeat is not None:   # taken over from a crashed owner
                     if info.recoveries >= max_recoveries:
                         conn.execute(f"UPDATE {s}.runs SET status = 'failed', exit_code = 1, {_RELEASED} "
                                      "WHERE project = %s AND id = %s", (self.project, run.id))

@@ -75,9 +75,9 @@ class SqliteQueue:
                 if run.id in skip or (version is not None and info.version != version):
                     continue
                 resumed = run.status == RUNNING
-                if run.lease_pid is not None and not is_stale(run):   # a queued run `sage run --resume` took
+                if run.lease_heartbeat is not None and not is_stale(run):   # a queued run `sage run --resume` took
                     continue
-                if resumed and run.lease_pid is not None:   # taken over from a crashed owner, not a released one
+                if resumed and run.lease_heartbeat is not None:   # taken over from a crashed owner, not a released one
                     if info.recoveries >= max_recoveries:
                         self._db.execute(f"UPDATE runs SET status = 'failed', exit_code = 1, {_RELEASED} "
                                          "WHERE id = ?", (run.id,))

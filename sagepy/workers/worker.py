@@ -158,7 +158,7 @@ class Worker:
             self.store.release_lease(run_id)
             self.skip.add(run_id)
             say(f"run {run_id}: stopped (exit {code})")
-        elif run.lease_pid is None:   # it stopped on its own and stays resumable (a journal divergence)
+        elif run.lease_heartbeat is None:   # it stopped on its own and stays resumable (a journal divergence)
             self.skip.add(run_id)
             say(f"run {run_id}: stopped (exit {code})")
         # else its process was killed alone: its lease goes stale and a worker recovers it

@@ -90,7 +90,8 @@ def test_plain_reply_and_request_shape(server):
     assert request.headers["authorization"] == f"Bearer {KEY}"
     assert request.headers["content-type"] == "application/json"
     assert run.kinds() == ["llm.request", "llm.response"]
-    assert run.event("llm.request") == {"model": "gpt-4o-mini", "prompt_chars": 18, "typed": False}
+    assert run.event("llm.request") == {"model": "gpt-4o-mini", "prompt_chars": 18, "typed": False,
+                                       "provider": "openai"}
     response = run.event("llm.response")
     assert response["duration_ms"] >= 0
     del response["duration_ms"]
@@ -385,7 +386,7 @@ def test_chat_for_sampling(server):
     assert body == {"model": "m-sample", "temperature": 0.3, "max_tokens": 64, "messages": [
         {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Summarise this"}]}
     assert run.event("llm.request") == {"model": "m-sample", "prompt_chars": 14, "typed": False,
-                                        "source": "sampling", "server": "Docs"}
+                                        "source": "sampling", "server": "Docs", "provider": "openai"}
     assert run.event("llm.response")["completion_tokens"] == 1
 
 

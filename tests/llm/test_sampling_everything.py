@@ -88,3 +88,17 @@ def test_sampling_under_sage_test_uses_mock_divine(tmp_path: Path) -> None:
     r = sage("test", "main_test.sg", cwd=root, env={})
     assert r.returncode == 0, r.stdout + r.stderr
     assert "1 passed" in r.stdout
+
+
+def test_sampling_answered_through_the_messages_api(tmp_path: Path) -> None:
+    from messages_server import KEY, MessagesServer
+    with MessagesServer(["forty-two"]) as llm:
+        root = project(tmp_path, f'[llm]\nprovider = "anthropic"\nurl = "{llm.url}"\nmodel = "claude-test"\n')
+        r = sage("run", ".", cwd=root, env={"ANTHROPIC_API_KEY": KEY})
+        assert r.returncode == 0, r.stderr
+        assert '"text": "forty-two"' in r.stdout
+        assert llm.errors == [] and len(llm.requests) == 1
+        request = llm.requests[0]
+        assert request["model"] == "claude-test" and isinstance(request["max_tokens"], int)
+        assert "What is the answer?" in str(request["messages"])
+        assert all(m["role"] in ("user", "assistant") for m in request["messages"])
