@@ -56,7 +56,21 @@ class Session:
     def check(self, program: Program, test_file: bool = False, index: ProgramIndex | None = None) -> list[Diagnostic]:
         from .check import check_program
         diags = check_program(program, tools=self.settings.tools, test_file=test_file, index=index)
-        return diags + self._ambiguous_bindings(program)
+        return diags + self._ambiguous_bindings(program) + self._approval_keys(program)
+
+    def _approval_keys(self, program: Program) -> list[Diagnostic]:
+        """W085 for an `[approvals]` key that names no tool of the program (SPEC §17.1)."""
+        policy = self.settings.approvals
+        if policy is None:
+            return []
+        from .diagnostics import Diagnostic
+        from .syntax import ast as A
+        known = {item.name for module in program.modules for item in module.items if isinstance(item, A.ToolDecl)}
+        known.update(self.settings.tools)
+        return [Diagnostic("W085", f"[approvals] {key} names no tool of this program; it applies only to a dynamic "
+                           f"connection of that name", self.settings.grove_path, policy.spans.get(key),
+                           severity="warning")
+                for key in policy.unknown_keys(known)]
 
     def _ambiguous_bindings(self, program: Program) -> list[Diagnostic]:
         """E090 for a tool block that matches several `[tools.X]` keys ignoring case (SPEC §8.1, §11),

@@ -19,6 +19,7 @@ import os
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 if TYPE_CHECKING:
+    from .approval_policy import ApprovalPolicy
     from .diagnostics import Diagnostic
     from .grove import Grove
     from .grove.servers import McpSettings, ServerConfig
@@ -186,6 +187,7 @@ class Settings:
         self.observability = grove.observability
         self.llm_section = grove.llm
         self.tools = ToolSettings(grove.tool_tables, grove.servers)
+        self.approvals: ApprovalPolicy | None = grove.approvals   # `[approvals]` (SPEC §17.1), if any
         self.toml_broken = grove.toml_broken
         self.diagnostics: list[Diagnostic] = grove.diagnostics             # every E090/E093 of grove.toml
         self.tool_diagnostics: list[Diagnostic] = grove.tool_diagnostics   # those of the MCP tables

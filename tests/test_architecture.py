@@ -21,8 +21,8 @@ MAX_LINES = 600
 # `check`, beside `cli`.
 ORDER: tuple[tuple[str, ...], ...] = (
     ("core",),                                   # values, errors, types, Sage<->JSON conversion, JSON text
-    ("aio", "deepstack", "diagnostics", "errorcodes", "render", "resources", "sagepy", "secrecy", "testfiles",
-     "tls", "traceview"),                        # helpers that need nothing of sagepy but core; the trace viewer
+    ("aio", "approval_policy", "deepstack", "diagnostics", "errorcodes", "render", "resources", "sagepy",
+     "secrecy", "testfiles", "tls", "traceview"),  # helpers that need nothing of sagepy but core; the trace viewer
     ("net", "progress"),                         # helpers on helpers (tls, render)
     ("syntax",),                                 # source -> AST
     ("fmt", "loader", "project"),                # the formatter; programs and their modules; the project

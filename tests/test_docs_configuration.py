@@ -21,6 +21,8 @@ def accepted_keys() -> dict[str, set[str]]:
     tables = {section: set(keys) for section, keys in _SECTIONS.items()}
     tables["mcp"] = set(_MCP_KEYS)
     tables["tools.<Name>"] = set(_SERVER_KEYS)
+    from sagepy.approval_policy import SETTINGS
+    tables["approvals"] = set(SETTINGS)   # every other key names a tool
     return tables
 
 

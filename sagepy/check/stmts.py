@@ -216,9 +216,29 @@ class Statements:
         elif isinstance(value, A.MockCalls):
             if cx.kind == "test":   # elsewhere E050/E056 says it all; its calls would only add E038s
                 self.mock_calls(value, cx, lc)
+        elif node.kind == "approve":
+            self.mock_approval(value, cx, lc)
+        elif node.kind == "ask":
+            self.expect_type(value, T.STRING, "String", cx, lc)
         elif not (node.kind == "elicit" and isinstance(value, A.Name) and value.name in ("decline", "cancel")):
             self.expr(value, cx, lc)
         return False
+
+    def mock_approval(self, value: Any, cx: Body, lc: Locals) -> None:
+        """`mock approve -> true;`, `-> false;` or `-> deny("reason");` (SPEC §9.3)."""
+        if is_deny(value):
+            if len(value.args) != 1:
+                self.error("E039", f"`deny` takes 1 argument (the reason), found {len(value.args)}", value.span,
+                           cx.file)
+            for arg in value.args:
+                self.expect_type(arg, T.STRING, "String", cx, lc)
+            return
+        self.expect_type(value, T.BOOL, "Bool", cx, lc)
+
+    def expect_type(self, value: Any, expected: Any, name: str, cx: Body, lc: Locals) -> None:
+        t = self.expr(value, cx, lc, expected)
+        if not (is_open(t) or prim_named(t, name)):
+            self.error("E018", f"type mismatch: expected {name}, found {show(t)}", value.span, cx.file)
 
     def mock_target(self, node: Any, cx: Body) -> None:
         if node.tool == "mcp" and cx.scope.lookup("mcp") is None:
@@ -235,3 +255,8 @@ class Statements:
         elif node.fn not in tool.fns:
             self.error("E036", f"tool `{node.tool}` has no function `{node.fn}`", node.span, cx.file,
                        hint=did_you_mean(node.fn, tool.fns))
+
+
+def is_deny(value: Any) -> bool:
+    """`deny("reason")` in `mock approve -> deny("reason");`: a word of that statement only."""
+    return isinstance(value, A.Call) and isinstance(value.fn, A.Name) and value.fn.name == "deny"

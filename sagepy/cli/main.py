@@ -111,7 +111,7 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
              _test_arguments),
     "tools": ("list, inspect, generate and verify MCP servers", "Work with the MCP servers configured in grove.toml.",
               _tools_arguments),
-    "runs": ("list, show, resolve and prune durable runs",
+    "runs": ("list, show, resolve, prune and answer durable runs",
              "The durable runs of the project (grove.toml with [persistence]).", _runs_arguments),
     "worker": ("execute queued and interrupted runs", "Claim the project's queued runs (`sage runs submit`) and "
                "interrupted ones, and execute each in a process of its own.", _worker_arguments),

@@ -130,8 +130,8 @@ def _run_runtime(session: Session, runtime: Runtime, entry_path: str, run: Any) 
 
 
 def _run_agent(runtime: Runtime, agent: Any, journal: Any) -> tuple[int, str]:
-    """Run the entry agent or supervisor: (exit code, how the run ended: `completed`, `failed`, `halted`
-    or `stopped` — a signal or a journal divergence, after which a durable run stays resumable)."""
+    """Run the entry agent or supervisor: (exit code, how the run ended: `completed`, `failed`, `halted`,
+    `paused` or `stopped` — a signal or a journal divergence, after which a durable run stays resumable)."""
     from ..runtime.supervisors import SupervisorPlan, start_supervisor
     finished = threading.Event()
     if isinstance(agent, SupervisorPlan):
@@ -183,8 +183,9 @@ def _run_agent(runtime: Runtime, agent: Any, journal: Any) -> tuple[int, str]:
     if journal is not None and journal.stopped.is_set():   # a halt or a divergence, maybe in an `on stop`
         runtime.stop_all()
         runtime.shutdown(grace_seconds=2.0)
-        runtime.write_err(journal.stop_message)
-        return journal.stop_code, journal.kind if journal.kind in ("halted", "cancelled") else "stopped"
+        if journal.stop_message:   # a pause says which steps wait once the run has released its lease
+            runtime.write_err(journal.stop_message)
+        return journal.stop_code, journal.kind if journal.kind in ("halted", "cancelled", "paused") else "stopped"
     for failed in runtime.unawaited_failures():
         if failed is inst:
             continue

@@ -1,4 +1,4 @@
-"""`sage runs list|show|resolve|prune` (SPEC §14): the durable runs of the project in the current directory.
+"""`sage runs list|show|resolve|prune` (SPEC §14) and `approve|deny|answer` (§17.4, runs_answer.py): the durable runs of the project in the current directory.
 
 Runs, their journal steps and leases are read through the store interface (sagepy/store/base.py), from the
 store of `[persistence]` (a SQLite file, or a PostgreSQL database that shows the runs of every machine). A project without that table has no durable runs. Reports go to stdout,
@@ -55,6 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                                              "(default 50)")
     from .queue import add_arguments as add_queue_arguments
     add_queue_arguments(sub)
+    from .runs_answer import add_arguments as add_answer_arguments
+    add_answer_arguments(sub, _step_key)
 
 
 def _add_format(parser: argparse.ArgumentParser) -> None:
@@ -88,7 +90,8 @@ def run_runs_command(args: argparse.Namespace) -> int:
     if args.runs_command in QUEUE_COMMANDS:
         from .queue import run_queue_command
         return run_queue_command(args.runs_command, args)
-    opened = open_group(args, "runs", ("list", "show", "resolve", "prune", *QUEUE_COMMANDS))
+    from .runs_answer import COMMANDS as ANSWER_COMMANDS, run_answer
+    opened = open_group(args, "runs", ("list", "show", "resolve", "prune", *QUEUE_COMMANDS, *ANSWER_COMMANDS))
     if isinstance(opened, int):
         return opened
     command, session = opened
@@ -102,7 +105,8 @@ def run_runs_command(args: argparse.Namespace) -> int:
     from ..store.base import Busy, NewerFormat, Unavailable
     from ..store.config import StoreConfigError, open_store
     target = None
-    handler = {"list": _list, "show": _show, "resolve": _resolve, "prune": _prune}[command]
+    handler = {"list": _list, "show": _show, "resolve": _resolve, "prune": _prune,
+               **dict.fromkeys(ANSWER_COMMANDS, run_answer)}[command]
     try:
         target = settings.state_target()
         if target is None:

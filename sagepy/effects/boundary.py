@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core import types as T
+from ..core.errors import SageRaise
 from ..core.values import Variant
 from .chain import Perform
 from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
@@ -26,7 +27,7 @@ IO_SAFETY = {"now_ms": "read_only", "now_s": "read_only", "env": "read_only", "e
              "read_line": "read_only", "read_all": "read_only", "read_file": "read_only",
              "list_dir": "read_only", "file_exists": "read_only", "sleep_ms": "read_only",
              "write_file": "idempotent", "delete_file": "idempotent", "make_dir": "idempotent",
-             "append_file": "destructive"}
+             "append_file": "destructive", "ask": "read_only"}
 _MCP_SAFETY = {"mcp_connect": "read_only", "mcp_list_tools": "read_only", "mcp_tools": "read_only",
                "mcp_server_info": "read_only", "mcp_disconnect": "idempotent", "mcp_resources": "read_only",
                "mcp_resource_templates": "read_only", "mcp_read_resource": "read_only", "mcp_prompts": "read_only",
@@ -45,6 +46,9 @@ class Effects:
         self.world = World(settings, tracer, self.elicit, self.sample)
         self.journal: Any = None        # the journal of a durable run (effects.journal.Journal), else None
         self.otel: Any = None           # the spans of an exported run (telemetry.spans.SpanExport), else None
+        policy = settings.approvals
+        self.gated = policy is not None and bool(policy.rules)   # some calls may need approval (SPEC §17)
+        self._people: Any = None
         self.perform: Perform = _unassembled   # the chain, set by build_effects
 
     # ---------------------------------------------------------------- model turns
@@ -71,11 +75,33 @@ class Effects:
 
     def tool_step(self, ctx: Any, ref: ToolRef, args: list, source: str | None = None) -> Step:
         """The step of a call of `ref` with Sage values `args` (performed by `tool_call`, or by the model's
-        tool loop with `source` "model")."""
+        tool loop with `source` "model"), with the approval step it needs, numbered before it (SPEC §17.1)."""
         if ref.builtin:   # every parameter of a built-in tool is a String: already wire data
-            return Step(TOOL, ref.label, args, ref.ret, self.world.tool_safety(ref), ctx, tool=ref, source=source)
-        return Step(TOOL, ref.label, (_wire or _load_wire()).tool_arguments(ref, args), ref.ret, None, ctx,
-                    tool=ref, source=source, resolve=self._tool_safety)
+            approval = self._tool_gate(ctx, ref, args, source) if self.gated else None
+            step = Step(TOOL, ref.label, args, ref.ret, self.world.tool_safety(ref), ctx, tool=ref, source=source)
+        else:
+            arguments = (_wire or _load_wire()).tool_arguments(ref, args)
+            approval = self._tool_gate(ctx, ref, arguments, source) if self.gated else None
+            step = Step(TOOL, ref.label, arguments, ref.ret, None, ctx, tool=ref, source=source,
+                        resolve=self._tool_safety)
+        step.approval = approval
+        return step
+
+    def _tool_gate(self, ctx: Any, ref: ToolRef, arguments: Any, source: str | None) -> Step | None:
+        names = (ref.tool,) if ref.builtin else (ref.tool, self.world.server_key(ref.tool))
+
+        def shown() -> Any:   # a built-in tool's arguments are positional: shown by parameter name
+            return dict(zip(ref.params, arguments)) if ref.builtin else arguments
+        return self.people.gate(ctx, names, ref.tool, ref.fn, ref.label, source or "program", shown,
+                                lambda: self._approval_safety(ref))
+
+    def _approval_safety(self, ref: ToolRef) -> str:
+        """The class that decides a `"destructive"` approval rule: under `sage test` an MCP tool's
+        `[tools.X.safety]` override, else destructive, with no listing made (SPEC §17.1)."""
+        if self.mocks is None or ref.builtin:
+            return self.world.tool_safety(ref)
+        server = self.settings.tools.servers.get(self.world.server_key(ref.tool))
+        return server.safety.get(ref.remote, "destructive") if server is not None else "destructive"
 
     def _tool_safety(self, step: Step) -> str:
         return self.world.tool_safety(step.tool)
@@ -90,8 +116,42 @@ class Effects:
 
     def mcp_call_step(self, ctx: Any, args: list, caller: ToolRef | None = None) -> Step:
         """The step of `mcp_call(handle, tool, args_json)`; `caller` describes a call the model asked for."""
-        return Step(MCP, "mcp_call", args, T.STRING, None, ctx, tool=caller,
+        approval = self._dynamic_gate(ctx, args, caller) if self.gated else None
+        step = Step(MCP, "mcp_call", args, T.STRING, None, ctx, tool=caller,
                     source=None if caller is None else "model", resolve=self._dynamic_safety)
+        step.approval = approval
+        return step
+
+    def _dynamic_gate(self, ctx: Any, args: list, caller: ToolRef | None) -> Step | None:
+        """The approval of a call of a dynamic connection's tool, known by the connection's name."""
+        handle, tool, args_json = args
+        server = caller.tool if caller is not None else self._server_name(handle)
+
+        def shown() -> Any:
+            from ..core.json_text import parse_json
+            try:
+                return parse_json(args_json)
+            except ValueError:
+                return args_json
+
+        def safety() -> str:
+            if self.mocks is not None:
+                return "destructive"
+            return self.world.dynamic_safety(self.live_handle(handle), tool)
+        return self.people.gate(ctx, (server,), server, tool, f"{server}.{tool}",
+                                "program" if caller is None else "model", shown, safety)
+
+    def _server_name(self, handle: str) -> str:
+        """A dynamic connection's configured `name`, else `mcp<n>` (SPEC §4.12)."""
+        manager = self.world.mcp_started
+        if manager is not None and (self.mocks is None or handle not in self.mocks.issued_handles):
+            try:
+                label = manager.handle_label(self.live_handle(handle))
+            except SageRaise:   # no such connection: the call itself will say so
+                label = handle
+            if not label.startswith("mcp:"):
+                return label
+        return "mcp" + handle.rpartition(":")[2]
 
     def _dynamic_safety(self, step: Step) -> str:
         return self.world.dynamic_safety(self.live_handle(step.arguments[0]), step.arguments[1])
@@ -119,7 +179,22 @@ class Effects:
 
     # ---------------------------------------------------------------- clock, stdin, environment, files, sleep
     def io(self, ctx: Any, name: str, args: tuple | list) -> Any:
+        if name == "ask":
+            return self.ask(ctx, args[0])
         return self.perform(Step(IO, name, list(args), None, IO_SAFETY[name], ctx))
+
+    # ---------------------------------------------------------------- people (SPEC §17)
+    @property
+    def people(self) -> Any:
+        """The approvals and questions of this run (sagepy.effects.approvals.People), made on first use."""
+        if self._people is None:
+            from .approvals import People
+            self._people = People(self.settings.approvals, self.mocks, self.tracer)
+        return self._people
+
+    def ask(self, ctx: Any, question: str) -> str:
+        """`ask(question)`: an `io` step, answered by a mock, the journal, the terminal, or no one."""
+        return self.people.ask_question(ctx, question, self.perform)
 
     # ---------------------------------------------------------------- agents
     def receive(self, ctx: Any) -> tuple:

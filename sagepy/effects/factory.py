@@ -53,6 +53,9 @@ def _start_export(effects: Effects, entry: str) -> None:
 def layers(effects: Effects, io_builtins: dict[str, Callable[..., Any]]) -> list:
     """The chain, outermost first."""
     chain: list = []
+    if effects.gated:   # a decision is taken before anything else happens to a call (SPEC §17.1)
+        from .approvals import ApprovalLayer
+        chain.append(ApprovalLayer(effects.people))
     if effects.mocks is not None:
         from .mocks import MockLayer
         chain.append(MockLayer(effects))

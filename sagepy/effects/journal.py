@@ -6,7 +6,9 @@ error raised. A record of another kind, target or argument hash is a divergence;
 performed again when its class is read_only or idempotent and halts the run when destructive. Without a record
 the step is live: a destructive step commits `started` before it runs, and every outcome is committed before
 the program sees it. Sage errors raised by the step are outcomes; a stop (cancellation, shutdown, the end of
-the run) is not, and neither is a failure of sagepy itself.
+the run) is not, and neither is a failure of sagepy itself. An approval or a question that no one can answer
+here is recorded `waiting` and pauses the run (SPEC §17.3); on resume a decided one is replayed and one still
+waiting is asked again.
 
 Outcomes of read-only and idempotent steps are committed in groups (grouping.py); the intent of a
 destructive step is inserted, never written over (SPEC §14.1 "Claims": when another process recorded the
@@ -31,10 +33,11 @@ from typing import Any, Callable
 from ..core.errors import AgentCancelled, SageRaise
 from ..core.values import UNIT, ErrorValue
 from ..store import crash
-from ..store.base import DONE, STARTED, STEP_FAILED, Busy, StepRecord, TakenOver, Unavailable, Unreachable
+from ..store.base import DONE, STARTED, STEP_FAILED, WAITING, Busy, StepRecord, TakenOver, Unavailable, Unreachable
 from .chain import Perform
 from .grouping import OutcomeGroups, groupable
 from .outcomes import args_hash, decode_error, decode_value, encode_error, encode_value
+from .people import NoOneToAsk
 from .step import AWAIT, MCP, RECEIVE, STATE, Step
 
 
@@ -62,7 +65,7 @@ class Journal:
         self.stopped = threading.Event()
         self.stop_code: int | None = None
         self.stop_message = ""
-        self.kind = ""                  # "halted" | "diverged" | "cancelled", once stopped
+        self.kind = ""                  # "halted" | "diverged" | "cancelled" | "paused", once stopped
         self.lock = threading.Lock()
         # MCP handles the program holds -> the live handle, or the arguments of a replayed mcp_connect that
         # has not connected again yet
@@ -158,6 +161,20 @@ class Journal:
         self._stop(3, "halted", f"halted: the outcome of {record.target} ({step.path} step {step.number}) is "
                    f"unknown; record it with 'sage runs resolve {self.run_id} {where} --ok JSON | --failed MESSAGE "
                    f"| --not-run' and resume")
+
+    def pause(self, step: Step, digest: str, request: Any) -> None:
+        """No one can answer the step here (SPEC §17.3): it waits, recorded with what it asks, and the run
+        pauses; which steps wait, and the lines that say so, are read back when the run releases its lease."""
+        self.record(step, digest, step.safety, WAITING, request)
+        self._stop(5, "paused", "")
+
+    def answered(self, step: Step) -> StepRecord | None:
+        """The decision or answer `sage runs approve|deny|answer` recorded for a waiting step after this
+        execution read the journal (it is taken rather than overwritten by a second pause)."""
+        with _store_errors(self):
+            records = self.store.steps(self.run_id)
+        return next((r for r in records if r.path == step.path and r.number == step.number and r.status == DONE),
+                    None)
 
     def diverge(self, step: Step, record: StepRecord) -> None:
         self._stop(1, "diverged", f"error: journal divergence at {step.path} step {step.number}: recorded "
@@ -309,6 +326,11 @@ class JournalLayer:
             if not self._stopping(step):
                 journal.record(step, digest, safety, STEP_FAILED, encode_error(exc.error))
             raise
+        except NoOneToAsk as exc:   # an approval or a question that only a person can answer
+            record = journal.answered(step) if (step.path, step.number) in journal.records else None
+            if record is None:
+                journal.pause(step, digest, exc.request)
+            return decode_value(step, record.outcome)
         if step.kind == RECEIVE:
             sender = value[1]
             outcome = {"from": sender.path if sender is not None else None, "send": value[2]}

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from ..core.errors import SageRaise
 from ..core.values import UNIT, ErrorValue
 from .chain import Perform
-from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
+from .step import APPROVAL, AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
 from .world import World
 
 _stdin_lock = threading.Lock()
@@ -54,7 +54,7 @@ class RealLayer:
                                                             "read_all": read_all, **io_builtins}
         self._kinds: dict[str, Callable[[Step], Any]] = {
             LLM: self._llm, TOOL: self._tool, MCP: self._mcp, IO: self._io, RECEIVE: self._receive,
-            STATE: self._state, AWAIT: self._await}
+            STATE: self._state, AWAIT: self._await, APPROVAL: self._approval}
         self._wire: Any = None   # sagepy.effects.wire, loaded on the first MCP call
 
     def perform(self, step: Step, next: Perform) -> Any:
@@ -107,10 +107,16 @@ class RealLayer:
         return method(*step.arguments)
 
     def _io(self, step: Step) -> Any:
+        if step.target == "ask":   # a person at the terminal (sagepy.effects.approvals)
+            return step.person.answerers.ask(step)
         if step.target == "sleep_ms":
             step.agent.sleep(max(0, step.arguments[0]) / 1000)
             return UNIT
         return self.io_functions[step.target](*step.arguments)
+
+    def _approval(self, step: Step) -> dict:
+        """A call's approval (SPEC §17.3): for the rest of the run already, else a person at the terminal."""
+        return step.person.answerers.approve(step)
 
     def _receive(self, step: Step) -> tuple:
         agent = step.agent

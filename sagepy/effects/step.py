@@ -14,7 +14,8 @@ IO = "io"            # clock, stdin, environment, file builtins, sleep_ms
 RECEIVE = "receive"  # a message taken from the mailbox (`on message`, `receive()`)
 STATE = "state"      # `@persistent` get/set/checkpoint
 AWAIT = "await"      # `await h timeout(ms)`
-KINDS = (LLM, TOOL, MCP, IO, RECEIVE, STATE, AWAIT)
+APPROVAL = "approval"   # a person's decision on a call that needs approval (SPEC §17.1)
+KINDS = (LLM, TOOL, MCP, IO, RECEIVE, STATE, AWAIT, APPROVAL)
 
 _current = threading.local()
 
@@ -38,17 +39,20 @@ class Step:
     dynamic tool a model asked for); `source`, `"model"` for the calls a model asks for in
     `divine(p, tools: [...])` (SPEC §4.12), traced as such; `turn`, the `ModelTurn` of such a `divine`'s model
     turns; `overrides`, the request fields of a plain `divine`; `field`, (agent, field, value) of a `state` step;
-    `awaited`, the handle of an `await`; `call_id`, the model's id of a call it asked for. A safety class that costs a round trip to find (a remote tool's
+    `awaited`, the handle of an `await`; `call_id`, the model's id of a call it asked for; `approval`, the step
+    of the decision a call needs before it is made (SPEC §17.1), numbered just before it; `person`, what an
+    approval or `ask` step asks of a person (sagepy.effects.approvals). A safety class that costs a round trip
+    to find (a remote tool's
     annotations) is resolved on first read.
     """
 
     __slots__ = ("kind", "target", "arguments", "ret", "path", "number", "agent", "tool", "source", "turn",
-                 "overrides", "field", "awaited", "call_id", "_safety", "_resolve")
+                 "overrides", "field", "awaited", "call_id", "approval", "person", "_safety", "_resolve")
 
     def __init__(self, kind: str, target: str, arguments: Any, ret: T.Type | None, safety: str | None,
                  agent: Any, *, tool: Any = None, source: str | None = None, turn: Any = None,
                  overrides: dict | None = None, field: tuple | None = None, awaited: Any = None,
-                 resolve: Callable[["Step"], str] | None = None) -> None:
+                 person: Any = None, resolve: Callable[["Step"], str] | None = None) -> None:
         self.kind = kind
         self.target = target
         self.arguments = arguments
@@ -61,6 +65,8 @@ class Step:
         self.field = field
         self.awaited = awaited
         self.call_id: str | None = None   # the model's id of a call it asked for (SPEC §4.12)
+        self.approval: Step | None = None
+        self.person = person
         self._safety = safety
         self._resolve = resolve
         if agent is not None:

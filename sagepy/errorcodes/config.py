@@ -99,4 +99,35 @@ modules = ["py/text.py"]
 def slugify(text):
     return "-".join(text.lower().split())
 """),
+    ErrorCode("W085", "`[approvals]` key that names no tool of the program",
+              """A key of `[approvals]` (other than `calls` and `prompt`) names neither a tool block of the
+              program, a built-in tool (`Fs`, `Shell`, `Http`, `Database`) nor a `[tools.X]` table. It may
+              still be the configured `name` of a dynamic connection, which is known only at run time, so
+              this is a warning; check the spelling otherwise.""",
+              wrong="""\
+agent Main {
+    use Fs;
+    on start {
+        print(try Fs.read("notes.txt"));
+    }
+}
+
+run Main;
+// file: grove.toml
+[approvals]
+Fss = "always"
+""",
+              fixed="""\
+agent Main {
+    use Fs;
+    on start {
+        print(try Fs.read("notes.txt"));
+    }
+}
+
+run Main;
+// file: grove.toml
+[approvals]
+Fs = "always"
+"""),
 ])

@@ -17,6 +17,7 @@ from ..diagnostics import Diagnostic, did_you_mean
 from .keys import (Collector, apply_keys, non_negative_int, number, one_of, positive_int, string, string_list,
                    toml_type)
 if TYPE_CHECKING:
+    from ..approval_policy import ApprovalPolicy
     from ..project import Project
     from .servers import McpSettings, ServerConfig
 
@@ -103,6 +104,7 @@ _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
     "observability": {"otlp_endpoint": (string, "a string")},
 }
 _MCP_SECTIONS = ("tools", "mcp")
+_OWN_SECTIONS = ("approvals",)   # parsed by a module of their own
 
 
 class Grove:
@@ -121,6 +123,7 @@ class Grove:
         self.tool_tables: dict[str, Any] = {}
         self.servers: dict[str, ServerConfig] = {}
         self.mcp: McpSettings | None = None   # None: the defaults (no grove.toml, or no [mcp])
+        self.approvals: ApprovalPolicy | None = None   # `[approvals]` (SPEC §17.1), when grove.toml has it
         self.toml_broken = False
         self.diagnostics: list[Diagnostic] = []
         self.tool_diagnostics: list[Diagnostic] = []
@@ -149,9 +152,10 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
         if section in _MCP_SECTIONS:
             continue
         keys = _SECTIONS.get(section)
-        if keys is None:
+        if keys is None and section not in _OWN_SECTIONS:
             out.error(f"{out.file}: unknown section [{section}]", section,
-                      hint=did_you_mean(section, list(_SECTIONS) + list(_MCP_SECTIONS), cutoff=0.6))
+                      hint=did_you_mean(section, list(_SECTIONS) + list(_MCP_SECTIONS) + list(_OWN_SECTIONS),
+                                        cutoff=0.6))
             continue
         if not isinstance(data, dict):
             out.error(f"{out.file}: [{section}] must be a table, found {toml_type(data)}", section)
@@ -160,6 +164,10 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
         def report(message: str, key: str | None, hint: str | None, section: str = section) -> None:
             out.error(f"{out.file}: {message}", section, key, hint)
 
+        if section == "approvals":
+            from ..approval_policy import parse_approvals
+            grove.approvals = parse_approvals(data, report, lambda key: out.locator.span("approvals", key))
+            continue
         if section == "persistence":
             grove.persistence.backend = "sqlite"
             grove.persistence.present = True

@@ -98,7 +98,7 @@ def defaults_answer(request: ElicitationRequest) -> ElicitationAnswer:
 
 # ---------------------------------------------------------------- the terminal form
 
-_FORM_LOCK = threading.Lock()  # only one form at a time across all agents (§8.7)
+FORM_LOCK = threading.Lock()  # one form or approval prompt at a time across all agents (§8.7, §17.3)
 _form_open = threading.Event()      # a form is waiting for the user's input
 _form_interrupted = threading.Event()
 _POLL_S = 0.1
@@ -135,7 +135,7 @@ class TerminalElicitation:
             return defaults_answer(request)
         if not self._should_prompt(request.setting):
             return DECLINE
-        with _FORM_LOCK, paused():   # no status line drawn over the questions (sagepy.progress)
+        with FORM_LOCK, paused():   # no status line drawn over the questions (sagepy.progress)
             _form_interrupted.clear()
             _form_open.set()
             try:

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from ..store.base import COMPLETED, FAILED, HALTED, RUNNING, RunRecord, TakenOver
+from ..store.base import COMPLETED, FAILED, HALTED, PAUSED, RUNNING, RunRecord, TakenOver
 from ..store.leases import HEARTBEAT_SECONDS, lease_is_stale
 from ..store.queue import CANCELLED, CANCELLED_EXIT, QUEUED, RunInfo, record_arguments
 
@@ -108,7 +108,7 @@ class DurableRun:
             if owner is not None:
                 raise DurableExit(1, f"error: run {run.id} is being executed by process {owner.lease_pid} "
                                      f"on {owner.lease_host}")
-            if run.status in (HALTED, QUEUED):   # resolved since (or not), or submitted: running again
+            if run.status in (HALTED, QUEUED, PAUSED):   # resolved, submitted or answered since (or not): running again
                 store.mark_running(run.id)
             store.note_owner(run.id, host)
             info = store.run_info(run.id)
@@ -148,7 +148,8 @@ class DurableRun:
 
     def finish(self, code: int, ending: str) -> None:
         """Record how this execution ended. `ending`: "completed", "failed" or "cancelled" (the run has ended),
-        "halted", or "stopped" (a divergence or a signal: the run stays resumable, its lease released)."""
+        "halted", "paused" (waiting for a person: one line per waiting step on stderr), or "stopped" (a
+        divergence or a signal: the run stays resumable, its lease released)."""
         from ..effects.journal import JournalStopped
         self._beating.set()
         if self._heart is not None:
@@ -163,6 +164,9 @@ class DurableRun:
                 journal.close()
             if ending in (COMPLETED, FAILED, HALTED, CANCELLED):
                 store.end_run(self.run.id, ending, code)
+            elif ending == PAUSED:
+                for step in store.pause_run(self.run.id):
+                    _announce(paused_line(self.run.id, step))
             else:
                 store.release_lease(self.run.id)
         except JournalStopped:   # the last commit found the lease lost or the database out of reach
@@ -171,6 +175,18 @@ class DurableRun:
             sys.stderr.write(f"error: run {self.run.id} was taken over by process {exc.pid} on {exc.host}\n")
         except Exception as exc:  # the run still ended as reported; the record says `running` until resumed
             sys.stderr.write(f"warning: could not record the end of run {self.run.id}: {exc}\n")
+
+
+def paused_line(run_id: str, step: Any) -> str:
+    """What a paused run says of one waiting step (SPEC §17.3)."""
+    where = f"{step.path}:{step.number}"
+    if step.kind == "approval":
+        from ..core.json_text import compact_json
+        return (f"paused: {step.target} {compact_json(step.outcome)} needs approval ({step.path} step {step.number}); "
+                f"approve with 'sage runs approve {run_id} {where}' or deny with 'sage runs deny {run_id} {where} "
+                f"--reason TEXT', then resume")
+    return (f"paused: question for a person ({step.path} step {step.number}): {step.outcome}; answer with "
+            f"'sage runs answer {run_id} {where} TEXT', then resume")
 
 
 def _announce(line: str) -> None:

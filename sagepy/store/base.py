@@ -20,8 +20,9 @@ from typing import Any, Callable, Protocol
 
 # Run statuses (SPEC §14). `interrupted` is never stored: it is how `running` with a stale lease is shown.
 RUNNING, COMPLETED, FAILED, HALTED, INTERRUPTED = "running", "completed", "failed", "halted", "interrupted"
-# Step statuses.
-STARTED, DONE, STEP_FAILED = "started", "done", "failed"
+PAUSED = "paused"        # waiting for a person (SPEC §17)
+# Step statuses; `waiting`: an approval or a question no one has answered yet (its outcome is what it asks).
+STARTED, DONE, STEP_FAILED, WAITING = "started", "done", "failed", "waiting"
 
 
 @dataclass
@@ -121,6 +122,14 @@ class Store(Protocol):
         step has a record already (another process claimed it, SPEC §14.1 "Claims")."""
     def delete_step(self, run_id: str, path: str, number: int) -> None:
         """`sage runs resolve … --not-run`."""
+    def pause_run(self, run_id: str) -> list[StepRecord]:
+        """In one transaction: the run's waiting steps (returned) and, when there are any, status `paused`
+        (exit code 5), else runnable again as after `decide_step`; the lease is released (store/pauses.py)."""
+    def decide_step(self, run_id: str, step: StepRecord) -> str | None:
+        """In one transaction: when the step (path, number) is still `waiting`, replace it with `step` (the
+        decision or answer) and make a `paused` run runnable again (`queued` when a worker was executing it,
+        else `running` with no lease); the run's status as shown then, or None when the step was not
+        waiting."""
 
     # ---- leases (one owner per run)
     def acquire_lease(self, run_id: str, pid: int, host: str, token: str,

@@ -11,7 +11,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable
 
-from .base import COMPLETED, FAILED, RunRecord, StepRecord
+from .base import COMPLETED, FAILED, INTERRUPTED, PAUSED, RUNNING, WAITING, RunRecord, StepRecord
 
 
 class MemoryStore:
@@ -111,6 +111,24 @@ class MemoryStore:
     def delete_step(self, run_id: str, path: str, number: int) -> None:
         with self._lock:
             self._steps.get(run_id, {}).pop((path, number), None)
+
+    def pause_run(self, run_id: str) -> list[StepRecord]:
+        with self._lock:
+            waiting = [step for step in self.steps(run_id) if step.status == WAITING]
+            self.end_run(run_id, PAUSED if waiting else RUNNING, 5 if waiting else None)
+            return waiting
+
+    def decide_step(self, run_id: str, step: StepRecord) -> str | None:
+        with self._lock:
+            found = self._steps.get(run_id, {}).get((step.path, step.number))
+            if found is None or found.status != WAITING:
+                return None
+            self.record_step(run_id, step)
+            run = self._runs[run_id]
+            if run.status != PAUSED:
+                return run.status
+            self.end_run(run_id, RUNNING, None)
+            return INTERRUPTED
 
     def acquire_lease(self, run_id: str, pid: int, host: str, token: str,
                       is_stale: Callable[[RunRecord], bool]) -> RunRecord | None:

@@ -36,6 +36,7 @@ from ..core.json_text import compact_json, parse_json
 from . import crash
 from .base import (Busy, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, Unreachable, COMPLETED,
                    FAILED, STARTED)
+from .pauses import PostgresPauses
 from .postgres_queue import PostgresQueue
 from .queue import CANCELLED
 
@@ -78,7 +79,7 @@ def first_line(exc: BaseException) -> str:
     return line.removeprefix("connection failed: ")
 
 
-class PostgresStore(PostgresQueue):
+class PostgresStore(PostgresQueue, PostgresPauses):
     durable = True
 
     def __init__(self, url: str, project: str, schema: str = "sage", shown: str | None = None,

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from .base import RunRecord
+from .base import PAUSED, RunRecord
 
-QUEUED, CANCELLED, PAUSED = "queued", "cancelled", "paused"
+QUEUED, CANCELLED = "queued", "cancelled"
 DEFAULT_QUEUE = "default"
 CANCELLED_EXIT = 130
 # statuses after which nothing happens to a run unless a person acts (`sage runs wait` stops at them)

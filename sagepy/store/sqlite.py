@@ -36,6 +36,7 @@ from . import crash
 from .base import (Busy, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, COMPLETED, FAILED,
                    STARTED)
 from .queue import CANCELLED
+from .pauses import SqlitePauses
 from .sqlite_queue import QUEUE_SCHEMA, QUEUE_TABLES, SqliteQueue
 
 CHECKPOINT_PAGES = 4000
@@ -73,7 +74,7 @@ def _failure(exc: sqlite3.Error) -> Exception:
     return Unavailable(text)
 
 
-class SqliteStore(SqliteQueue):
+class SqliteStore(SqliteQueue, SqlitePauses):
     durable = True
 
     def __init__(self, path: str, busy_timeout_s: float = 30.0) -> None:

@@ -94,8 +94,8 @@ class ExpressionRules(BuilderBase):
 
     def mock_other(self, meta, c):
         name = c[0].value
-        if name != "elicit":
-            self.ctx.error("E005", f"unknown mock target `{name}`, expected divine, infer, tool or elicit",
+        if name not in ("elicit", "approve", "ask"):
+            self.ctx.error("E005", f"unknown mock target `{name}`, expected divine, infer, tool, elicit, approve or ask",
                          token_span(c[0]))
         return A.MockStmt(name, None, None, c[1], span=meta_span(meta))
 

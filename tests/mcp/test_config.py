@@ -222,7 +222,8 @@ def test_grove_toml_example_is_valid_and_complete():
     for table in data["tools"].values():
         keys |= set(table)
     assert keys == set(_SERVER_KEYS)
-    assert set(data) == {"project", "test", "mcp", "llm", "tools", "persistence", "supervision", "extern"}
+    assert set(data) == {"project", "test", "mcp", "llm", "tools", "persistence", "supervision", "extern",
+                         "approvals"}
 
 
 def test_elicitation_answers_from_resolver_values():

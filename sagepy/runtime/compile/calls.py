@@ -23,7 +23,7 @@ MCP_BUILTINS = ("mcp_connect", "mcp_list_tools", "mcp_tools", "mcp_server_info",
                 "mcp_disconnect", "mcp_resources", "mcp_resource_templates", "mcp_read_resource", "mcp_prompts",
                 "mcp_get_prompt")
 CONTEXT_BUILTINS = ("print", "print_err", "map_set", "map_delete", "sleep_ms", "now_ms", "now_s", "read_line",
-                    "read_all", "args", *MCP_BUILTINS)
+                    "read_all", "ask", "args", *MCP_BUILTINS)
 
 
 class Calls:
@@ -189,9 +189,9 @@ class Calls:
         if name in ("now_ms", "now_s"):
             return lambda frame: frame[0].runtime.effects.io(frame[0], name, ())
 
-        def read(frame: list) -> Any:   # read_line, read_all
+        def read(frame: list) -> Any:   # read_line, read_all, ask
             try:
-                return frame[0].runtime.effects.io(frame[0], name, ())
+                return frame[0].runtime.effects.io(frame[0], name, [a(frame) for a in args])
             except SageRaise as exc:
                 raise located(exc, file, span, frame[0])
         return read

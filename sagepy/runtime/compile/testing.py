@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ...check.stmts import is_deny
 from ...diagnostics import display_path, source_line
 from ...syntax import ast as A
 from ...core.errors import SageRaise, TestAbort
@@ -16,8 +17,8 @@ class TestCode:
     def s_MockStmt(self, node: Any) -> Code:
         if node.kind in ("divine", "infer"):
             key = "llm"
-        elif node.kind == "elicit":
-            key = "elicit"
+        elif node.kind in ("elicit", "approve", "ask"):
+            key = node.kind
         else:
             key = f"{node.tool}.{node.fn}"
         if isinstance(node.value, A.MockCalls):
@@ -27,6 +28,12 @@ class TestCode:
         if node.kind == "elicit" and isinstance(value_node, A.Name) and value_node.name in ("decline", "cancel"):
             action = value_node.name
             value = lambda frame: action
+        elif node.kind == "approve" and is_deny(value_node):   # `-> deny("reason")`: a denial with its reason
+            reason = self.expr(value_node.args[0])
+
+            def value(frame: list) -> Any:
+                from ...effects.approvals import Denial
+                return Denial(reason(frame))
         else:
             value = self.expr(value_node)
 
