@@ -42,8 +42,7 @@ class Step:
     `awaited`, the handle of an `await`; `call_id`, the model's id of a call it asked for; `approval`, the step
     of the decision a call needs before it is made (SPEC §17.1), numbered just before it; `person`, what an
     approval or `ask` step asks of a person (sagepy.effects.approvals). A safety class that costs a round trip
-    to find (a remote tool's
-    annotations) is resolved on first read.
+    to find (a remote tool's annotations) is resolved on first read.
     """
 
     __slots__ = ("kind", "target", "arguments", "ret", "path", "number", "agent", "tool", "source", "turn",

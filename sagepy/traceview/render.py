@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from html import escape
 
-from .model import NO_AGENT, SAFETY, Bar, Lane, Mark, Trace
+from .model import SAFETY, Bar, Lane, Mark, Trace
 
 LABEL_W = 260       # the lane labels' column
 PLOT_W = 1100       # the timeline's width
