@@ -15,7 +15,7 @@ import tempfile
 from typing import Any
 
 from ..diagnostics import Diagnostic, InvalidUtf8, decode_utf8, display_path, format_diagnostics, remember_source
-from ..discovery import NEVER_SEARCHED
+from ..testfiles import NEVER_SEARCHED
 
 
 def run_fmt(args: Any) -> int:

@@ -10,8 +10,9 @@ MISSING = ("error: sage lsp needs pygls, which is not installed\n"
 
 
 def run_lsp(args: Any) -> int:
-    from importlib.util import find_spec
-    if find_spec("pygls") is None:
+    try:
+        import pygls  # noqa: F401  (only to know whether the extra is installed and loads)
+    except ImportError:
         sys.stderr.write(MISSING)
         return 2
     from ..lsp.server import serve
