@@ -222,8 +222,7 @@ class PostgresStore(PostgresQueue, PostgresPauses):
     def _check_fence(self, conn: Any, run_id: str) -> None:
         row = conn.execute(f"SELECT lease_token, lease_pid, lease_host FROM {self._s}.runs "
                            "WHERE project = %s AND id = %s FOR SHARE", (self.project, run_id)).fetchone()
-        if row is None or row[0] != self._tokens[run_id]:
-            self._tokens.pop(run_id, None)
+        if row is None or row[0] != self._tokens[run_id]:   # the token stays: every later write fails too
             raise TakenOver(row[1] if row else None, row[2] if row else None)
 
     # ---------------------------------------------------------------- @persistent fields

@@ -181,8 +181,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
     def _check_fence(self, run_id: str) -> None:
         row = self._db.execute("SELECT lease_token, lease_pid, lease_host FROM runs WHERE id = ?",
                                (run_id,)).fetchone()
-        if row is None or row[0] != self._tokens[run_id]:
-            self._tokens.pop(run_id, None)
+        if row is None or row[0] != self._tokens[run_id]:   # the token stays: every later write fails too
             raise TakenOver(row[1] if row else None, row[2] if row else None)
 
     def _rollback(self) -> None:
