@@ -106,8 +106,11 @@ class Worker:
         if claim.gave_up:
             say(f"run {run_id}: gave up after {claim.info.recoveries} recoveries")
             return True
+        # a queued run with a journal was queued again (`sage runs approve`, `resolve`): it carries on. Read
+        # before its process starts, which writes the journal of a new run.
+        resumed = claim.resumed or bool(self.store.steps(run_id))
         self._start(run_id, claim.info.version, claim.resumed)
-        say(f"run {run_id}: {'resumed' if claim.resumed else 'started'}")
+        say(f"run {run_id}: {'resumed' if resumed else 'started'}")
         return True
 
     def _start(self, run_id: str, version: str, resumed: bool) -> None:

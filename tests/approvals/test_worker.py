@@ -41,6 +41,7 @@ def test_worker_pauses_approve_requeues_worker_finishes(tmp_path: Path) -> None:
 
     second = sage(root, "worker", "--drain")
     assert second.returncode == 0, second.stderr
+    assert f"run {rid}: resumed" in second.stderr.splitlines()   # queued again, with a journal: it carries on
     assert f"run {rid}: paused" in second.stderr.splitlines()   # now at the question
     assert (root / "ledger.txt").read_text() == "refund\n"
     code, out, err = runs(root, "answer", rid, "Main:3", "Ada")
