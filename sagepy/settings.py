@@ -61,6 +61,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SAGE_CACHE_DIR", None, "AST cache directory (default: $XDG_CACHE_HOME/sagepy or ~/.cache/sagepy)"),
     Variable("SAGE_NO_CACHE", None, "any value: never read or write the AST cache"),
     Variable("SAGE_OAUTH_OPEN", None, "command that opens OAuth authorisation URLs instead of the browser"),
+    Variable("SAGE_WORKER_PARENT", None, "set by `sage worker` for the runs it starts (its claim); not for users"),
     Variable("SAGE_STATE_URL", None, "replaces the [persistence] backend of a project that has one: "
              "postgresql://… or sqlite:<path>"),
     # OpenTelemetry export (SPEC §18.1): the standard variables, read from the same snapshot

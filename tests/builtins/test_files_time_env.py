@@ -213,7 +213,7 @@ def test_env_of_a_name_with_a_lone_surrogate_is_unset():
 
 MY_FAMILIES = (conversions, strings, numbers, lists, maps, options, files, timefmt, environ)
 MY_STDLIB = ("core", "strings", "lists", "maps", "options", "math", "io")
-INTERPRETER_OWNED = {"sleep_ms", "now_ms", "now_s", "read_line", "read_all", "args"}
+INTERPRETER_OWNED = {"sleep_ms", "now_ms", "now_s", "read_line", "read_all", "args", "ask"}
 INTRINSICS = {"str", "len", "sort"}
 INTERPRETER_HELPERS = {"map_with", "map_without"}
 KEYWORDS = set("""agent as await belief break catch checkpoint children const continue delay divine else enum
@@ -274,7 +274,7 @@ def test_fallible_declarations_match_spec():
     externs, _, _ = _declarations()
     fallible = {name for name, m in externs.items() if m[5]}
     assert fallible == {"read_file", "write_file", "append_file", "delete_file", "make_dir", "list_dir",
-                        "read_line", "read_all", "parse_timestamp"}
+                        "read_line", "read_all", "parse_timestamp", "ask"}
 
 
 def test_declared_parameter_names_are_identifiers():

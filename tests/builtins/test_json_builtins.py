@@ -243,7 +243,8 @@ def test_stdlib_declares_every_json_builtin():
 def test_stdlib_declares_every_mcp_builtin():
     decls = _externs(STDLIB / "mcp.sg")
     assert set(decls) == {"mcp_connect", "mcp_list_tools", "mcp_tools", "mcp_server_info", "mcp_connection",
-                          "mcp_call", "mcp_disconnect"}
+                          "mcp_call", "mcp_disconnect", "mcp_resources", "mcp_resource_templates",
+                          "mcp_read_resource", "mcp_prompts", "mcp_get_prompt"}
     assert {n for n, rest in decls.items() if not rest.rstrip().endswith("fails")} == {"mcp_connection"}
 
 

@@ -28,6 +28,11 @@ def calls(*paths: str) -> dict:
         for i, p in enumerate(paths)]}
 
 
+class StepText(str):
+    """A step of these tests: the call's text, which the loop tags with the model's call id."""
+    call_id = None
+
+
 def callbacks(answers: list, perform, *, cancel_after: int | None = None, concurrent: bool = True) -> Callbacks:
     asked = []
 
@@ -47,7 +52,7 @@ def callbacks(answers: list, perform, *, cancel_after: int | None = None, concur
         thread.start()
         return thread
 
-    return Callbacks(ask, lambda function, arguments: arguments[0], perform, lambda step: "read_only", checkpoint,
+    return Callbacks(ask, lambda function, arguments: StepText(arguments[0]), perform, lambda step: "read_only", checkpoint,
                      concurrent, run_in_thread)
 
 
