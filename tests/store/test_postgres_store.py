@@ -44,7 +44,7 @@ def test_many_processes_opening_an_empty_database_at_once_all_get_one_schema(pg_
         assert conn.execute("SELECT key, value FROM sage.meta").fetchall() == [("format", str(FORMAT))]
         tables = {row[0] for row in conn.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'sage'")}
-    assert tables == {"meta", "fields", "runs", "steps"}
+    assert tables == {"meta", "fields", "runs", "steps", "run_queue", "run_output"}
 
 
 def test_a_newer_format_is_refused(pg_url: str) -> None:
