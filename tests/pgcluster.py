@@ -7,7 +7,9 @@ its own start-up listens on a Unix socket only, and the tests want TCP on 127.0.
 
 PostgreSQL refuses to run as root, and CI runs as root: the cluster then belongs to an unprivileged user
 (`postgres` when the machine has it, else `nobody`), and initdb, pg_ctl and the server run under that user
-(subprocess's `user=`/`group=`). Authentication is `trust` on 127.0.0.1 for the superuser `postgres`, plus
+(subprocess's `user=`/`group=`). That user may not reach the binaries: pgserver's live in site-packages, and
+when Python itself lives under root's home (mode 700, as with a pyenv install) they are copied once to a
+directory of their own under the temporary directory, which the user can read. Authentication is `trust` on 127.0.0.1 for the superuser `postgres`, plus
 a user `sage` with the password `PgSecret-42`, so that the tests of masking have a password to hide.
 
 `Cluster.restart()` stops the server (fast shutdown: every connection is cut) and starts it again on the
@@ -16,6 +18,7 @@ same port, for the tests of a run that loses its database for a while.
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import shutil
 import socket
@@ -71,10 +74,54 @@ def _unprivileged() -> tuple[int, int] | None:
                        "PostgreSQL as (it refuses to run as root)")
 
 
+def _runs_as(program: Path, owner: tuple[int, int]) -> bool:
+    """Whether `owner` can execute `program` (every directory above it must be searchable by that user)."""
+    try:
+        subprocess.run([str(program), "--version"], capture_output=True, timeout=60,
+                       user=owner[0], group=owner[1], extra_groups=[])
+    except PermissionError:
+        return False
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ClusterError(f"{program.name} could not run: {exc}") from None
+    return True
+
+
+def reachable_binaries(bin_dir: Path, owner: tuple[int, int] | None) -> Path:
+    """`bin_dir`, or a copy of its install tree that `owner` can reach when it cannot reach `bin_dir`."""
+    if owner is None or _runs_as(bin_dir / "pg_ctl", owner):
+        return bin_dir
+    # pgserver's binaries find their libraries through RPATH $ORIGIN/../../../pgserver.libs (auditwheel), so
+    # the copy keeps the layout: <copy>/pgserver/pginstall/bin and <copy>/pgserver.libs
+    install = bin_dir.parent
+    site = install.parent.parent
+    stamp = int((bin_dir / "pg_ctl").stat().st_mtime)
+    tag = f"{hashlib.sha256(str(install).encode()).hexdigest()[:12]}-{stamp}"
+    copy = Path(tempfile.gettempdir()) / f"sagepy-pginstall-{tag}"
+    copied_bin = copy / install.parent.name / install.name / "bin"
+    if not (copied_bin / "pg_ctl").exists():
+        # built beside and renamed into place, so a concurrent test process never sees half a tree
+        staging = Path(tempfile.mkdtemp(prefix="sagepy-pginstall-", dir=tempfile.gettempdir()))
+        tree = staging / "tree"
+        shutil.copytree(install, tree / install.parent.name / install.name, symlinks=True)
+        for libs in site.glob("*.libs"):
+            shutil.copytree(libs, tree / libs.name, symlinks=True)
+        for directory in (tree, *[p for p in tree.rglob("*") if p.is_dir()]):
+            os.chmod(directory, 0o755)
+        try:
+            os.rename(tree, copy)
+        except OSError:
+            if not (copied_bin / "pg_ctl").exists():
+                raise ClusterError(f"could not copy the PostgreSQL binaries to {copy}") from None
+        shutil.rmtree(staging, ignore_errors=True)
+    if not _runs_as(copied_bin / "pg_ctl", owner):
+        raise ClusterError(f"the unprivileged user cannot run the PostgreSQL binaries, even copied to {copy}")
+    return copied_bin
+
+
 class Cluster:
     def __init__(self) -> None:
-        self.bin = binaries()
         self.owner = _unprivileged()
+        self.bin = reachable_binaries(binaries(), self.owner)
         self.dir = Path(tempfile.mkdtemp(prefix="sage-pg-"))
         self.data = self.dir / "data"
         self.log = self.dir / "server.log"
