@@ -97,7 +97,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
             raise Unavailable(str(exc)) from None
         try:
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            self._db.execute("PRAGMA journal_mode = WAL")
+            self._enter_wal(busy_timeout_s)
             self._db.execute("PRAGMA synchronous = FULL")
             self._flushing = True
             # a checkpoint flushes the log into the file with two fsyncs: one every ~16 MB of log, not every 4 MB
@@ -108,6 +108,22 @@ class SqliteStore(SqliteQueue, SqlitePauses):
             if isinstance(exc, NewerFormat):
                 raise
             raise Unavailable(str(exc)) from None
+
+    def _enter_wal(self, busy_timeout_s: float) -> None:
+        """`PRAGMA journal_mode = WAL`. Turning a new file into WAL takes its exclusive lock, and SQLite
+        answers `database is locked` at once, without its busy handler, to a connection that asks while
+        another one does it (several processes opening a new file together): retried within the timeout."""
+        deadline = time.monotonic() + busy_timeout_s
+        pause = 0.001
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
     def _open_format(self) -> None:
         """Refuse a newer format; give an older sagepy's file (only `sage_state`) or a new one the tables.
