@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator
 from ..core.json_text import compact_json, parse_json
 from ..secrecy import private_directory
 from . import crash
-from .base import (Busy, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, COMPLETED, FAILED,
+from .base import (RELEASED, Busy, forget_lease, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, COMPLETED, FAILED,
                    STARTED)
 from .queue import CANCELLED
 from .pauses import SqlitePauses
@@ -155,10 +155,12 @@ class SqliteStore(SqliteQueue, SqlitePauses):
     # ---------------------------------------------------------------- transactions
 
     @contextmanager
-    def _write(self, journal: int = 0, flush: bool = True, fence: str | None = None) -> Iterator[None]:
+    def _write(self, journal: int = 0, flush: bool = True, fence: str | None = None,
+               released_ok: bool = False) -> Iterator[None]:
         """One `BEGIN IMMEDIATE … COMMIT`; `journal`: the journal records it carries (crash injection counts
         them); `flush`: the COMMIT waits for the disk (`synchronous = FULL`), else only for the log's write;
-        `fence`: a run id whose lease, when this store took it, must still be this store's (TakenOver)."""
+        `fence`: a run id whose lease, when this store took it, must still be this store's (TakenOver);
+        `released_ok`: or was released by this store and is nobody's since (a run's last lines of output)."""
         with self._lock:
             if self._depth:
                 self._depth += 1
@@ -178,7 +180,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
             self._depth, self._journaled = 1, journal
             try:
                 if fence is not None and fence in self._tokens:
-                    self._check_fence(fence)
+                    self._check_fence(fence, released_ok)
                 yield
                 journaled = self._journaled
                 if journaled:
@@ -194,10 +196,13 @@ class SqliteStore(SqliteQueue, SqlitePauses):
             if journaled:
                 crash.after_commit(journaled)
 
-    def _check_fence(self, run_id: str) -> None:
+    def _check_fence(self, run_id: str, released_ok: bool = False) -> None:
         row = self._db.execute("SELECT lease_token, lease_pid, lease_host FROM runs WHERE id = ?",
                                (run_id,)).fetchone()
-        if row is None or row[0] != self._tokens[run_id]:   # the token stays: every later write fails too
+        mine = self._tokens[run_id]
+        if released_ok and mine == RELEASED and row is not None and row[0] is None:
+            return
+        if row is None or row[0] != mine:   # the token stays: every later write fails too
             raise TakenOver(row[1] if row else None, row[2] if row else None)
 
     def _rollback(self) -> None:
@@ -268,7 +273,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
         with self._write(fence=run_id):
             self._db.execute("UPDATE runs SET status = ?, exit_code = ?, "
                              "lease_heartbeat = NULL, lease_token = NULL WHERE id = ?", (status, exit_code, run_id))
-        self._tokens.pop(run_id, None)
+        forget_lease(self._tokens, run_id)
 
     def prune_runs(self, keep: int) -> list[str]:
         with self._write():
@@ -344,7 +349,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
         with self._write(fence=run_id):
             self._db.execute("UPDATE runs SET lease_heartbeat = NULL, "
                              "lease_token = NULL WHERE id = ?", (run_id,))
-        self._tokens.pop(run_id, None)
+        forget_lease(self._tokens, run_id)
 
     def close(self) -> None:
         with self._lock:
