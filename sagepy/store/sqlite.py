@@ -56,6 +56,7 @@ _SCHEMA = (
 _RUN_COLUMNS = "id, started_at, status, exit_code, entry, lease_pid, lease_host, lease_heartbeat, lease_token"
 _STEP_COLUMNS = "path, number, kind, target, args_hash, safety, status, outcome"
 _NEWEST_FIRST = "ORDER BY started_at DESC, id DESC"
+_PUT_STEP = f"INSERT OR REPLACE INTO steps (run_id, {_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def _run(row: tuple) -> RunRecord:
@@ -299,8 +300,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
     def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
         if steps:
             with self._write(journal=len(steps), flush=False, fence=run_id):
-                for step in steps:
-                    self._put_step(run_id, step)
+                self._db.executemany(_PUT_STEP, [self._step_row(run_id, step) for step in steps])
 
     def record_intent(self, run_id: str, step: StepRecord) -> bool:
         with self._write(journal=1, fence=run_id):
@@ -317,8 +317,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
                              (run_id, path, number))
 
     def _put_step(self, run_id: str | None, step: StepRecord) -> None:
-        self._db.execute(f"INSERT OR REPLACE INTO steps (run_id, {_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         self._step_row(run_id, step))
+        self._db.execute(_PUT_STEP, self._step_row(run_id, step))
 
     @staticmethod
     def _step_row(run_id: str | None, step: StepRecord) -> tuple:
