@@ -341,7 +341,8 @@ class SqliteStore(SqliteQueue, SqlitePauses):
         return None
 
     def heartbeat(self, run_id: str) -> None:
-        with self._write(fence=run_id):
+        # not flushed: a heartbeat lost with the machine's power only makes a lease stale sooner
+        with self._write(flush=False, fence=run_id):
             self._db.execute("UPDATE runs SET lease_heartbeat = ? WHERE id = ?", (time.time(), run_id))
 
     def release_lease(self, run_id: str) -> None:
