@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import argparse
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the `sage` line `argv`; None: this process's own command line (the process is the command)."""
     args_list = sys.argv[1:] if argv is None else argv
     args = plain_run(args_list)
     parser = None
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
             args = parser.parse_args(args_list)
             args.color = color or args.color
             args.program_args = program_args
+        args.whole_process = argv is None
         from ..render import choose_color
         choose_color(args.color)
         if args.version or args.command == "version":
@@ -104,7 +106,8 @@ def _run(args: argparse.Namespace | SimpleNamespace) -> int:
     from .run import run_entry
     _progress()
     return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace,
-                     program_args=args.program_args, resume=args.resume, journal=not args.no_journal)
+                     program_args=args.program_args, resume=args.resume, journal=not args.no_journal,
+                     whole_process=args.whole_process)
 
 
 def _fmt(args: argparse.Namespace) -> int:
