@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING
-from urllib.parse import unquote
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -56,6 +55,7 @@ def export_config(settings: Settings) -> tuple[ExportConfig | None, str | None]:
 def parse_headers(text: str | None) -> dict[str, str]:
     """`OTEL_EXPORTER_OTLP_HEADERS`: comma-separated `key=value` pairs, each part URL-encoded; pairs without
     `=` are ignored, as the OpenTelemetry SDKs do."""
+    from urllib.parse import unquote   # only an exporting run pays for it
     headers: dict[str, str] = {}
     for pair in (text or "").split(","):
         key, sep, value = pair.partition("=")
