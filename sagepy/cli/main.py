@@ -92,6 +92,12 @@ def _version() -> int:
 
 
 def _run(args: argparse.Namespace | SimpleNamespace) -> int:
+    if args.whole_process:
+        # loading and compiling make long-lived objects only (modules, the parser, ASTs, closures): the
+        # collector would walk them again and again for no garbage; cli/run turns it back on before the
+        # program runs
+        import gc
+        gc.disable()
     from ..project import ProjectError
     from ..session import Session
     try:

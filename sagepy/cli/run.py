@@ -124,8 +124,10 @@ def _run_runtime(session: Session, runtime: Runtime, entry_path: str, run: Any, 
     if whole_process:
         # What loading and compiling left (modules, the parser, the prelude, the ASTs and their closures) lives
         # until the process ends: frozen, it is skipped by the collections of the run and of the interpreter's
-        # shutdown, which would otherwise walk it several times (a fifth of a first run's time, with the parser)
+        # shutdown, which would otherwise walk it several times (a fifth of a first run's time, with the parser).
+        # The collector, off while they were made (cli/main), runs again for the program's own objects.
         gc.freeze()
+        gc.enable()
     started = time.monotonic()
     effects.trace(None, "run.start", {"entry": run_decl.name})
     code, ending = 1, "stopped"
