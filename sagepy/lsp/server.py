@@ -151,7 +151,7 @@ def did_save(ls: SageServer, params: L.DidSaveTextDocumentParams) -> None:
 @server.feature(L.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: SageServer, params: L.DidCloseTextDocumentParams) -> None:
     path = _path(params.text_document.uri)
-    ls.ws.texts.pop(path, None)
+    ls.ws.close(path)
     ls.schedule(path, 0)
 
 
