@@ -4,7 +4,7 @@ A file is split, lexically, into chunks that each start an item at column 0: a c
 starts (outside any string or comment) with a letter, `_` or `#`, at bracket depth 0, after a previous chunk
 whose last significant character is `}` or `;`. Each chunk is parsed on its own as a `program`, and its items
 are kept (pickled) keyed by the chunk's text, so the next parse of the same file re-parses only the chunks
-whose text changed; the kept items of the others are copied and their lines moved to where the chunk now is.
+whose text changed; the kept items of the others are copied, and their lines moved if the chunk moved.
 
 The result is always the full parse's. The grammar is LALR, hence unambiguous, and `program: item*`: when
 every chunk parses without a diagnostic, the concatenation parses as those same items, and no token crosses a
@@ -86,7 +86,9 @@ class IncrementalParser:
     runs outside the lock, only the table of kept chunks is shared."""
 
     def __init__(self) -> None:
-        self.kept: dict[str, dict[str, bytes]] = {}   # path -> chunk text -> pickled items (lines from 1)
+        # path -> chunk text -> (the line it started on, its items pickled with their spans there): typing
+        # inside a line moves no other item, so their spans need no change
+        self.kept: dict[str, dict[str, tuple[int, bytes]]] = {}
         self.lock = threading.Lock()
 
     def parse(self, text: str, path: str) -> tuple[list, list]:
@@ -108,21 +110,24 @@ class IncrementalParser:
             return parse_source(text, path)
         with self.lock:
             old = self.kept.get(path, {})
-        new: dict[str, bytes] = {}
+        new: dict[str, tuple[int, bytes]] = {}
         items: list = []
         for chunk, line in chunks:
             kept = new.get(chunk) or old.get(chunk)
             if kept is not None:
-                parsed = pickle.loads(kept)
+                parsed = pickle.loads(kept[1])
+                if line != kept[0]:
+                    shift_lines(parsed, line - kept[0])
             else:
                 parsed, diagnostics = parse_source(chunk, path)
                 if diagnostics:
                     return parse_source(text, path)
-                kept = _pickled(parsed)
+                if line > 1:
+                    shift_lines(parsed, line - 1)
+                pickled = _pickled(parsed)
+                kept = (line, pickled) if pickled is not None else None
             if kept is not None:
                 new[chunk] = kept
-            if line > 1:
-                shift_lines(parsed, line - 1)
             items.extend(parsed)
         runs = [i for i in items if isinstance(i, A.RunDecl)]
         if runs and (len(runs) > 1 or runs[0] is not items[-1]):
@@ -146,9 +151,9 @@ def _pickled(items: list) -> bytes | None:
 
 
 def shift_lines(items: list, by: int) -> None:
-    """Move every span in `items` (a parser-fresh AST: annotation slots still empty) down `by` lines: the
-    spans of nodes, and those the parser keeps beside names in tuples (record-literal fields, `use` names).
-    Each node once, and without recursion (an AST may nest 1,000 levels)."""
+    """Move every span in `items` (a parser-fresh AST: annotation slots still empty) `by` lines down (up if
+    negative): the spans of nodes, and those the parser keeps beside names in tuples (record-literal fields,
+    `use` names). Each node once, and without recursion (an AST may nest 1,000 levels)."""
     seen: set[int] = set()
     stack: list = list(items)
     while stack:
