@@ -9,10 +9,11 @@ whose text changed; the kept items of the others are copied, and their lines mov
 The result is always the full parse's. The grammar is LALR, hence unambiguous, and `program: item*`: when
 every chunk parses without a diagnostic, the concatenation parses as those same items, and no token crosses a
 boundary (a boundary is a line start outside strings and comments, found with the grammar's own terminal
-patterns). Everything that is not that case falls back to `parse_source` of the whole file: any diagnostic
-in any chunk (so errors are exactly the full parse's, recovery included), an unbalanced bracket, a `run`
-that is not the file's last item (E008 is a whole-file rule), and a file that does not split. Doc comments
-are attached afterwards over the whole text, as the full parse does.
+patterns). A file with one chunk that has a syntax error gets that chunk's errors, parsed alone at its own
+lines, when it can be shown they are the full parse's (`_with_one_broken_item`). Everything else falls back
+to `parse_source` of the whole file: diagnostics in more than one chunk, lexical ones, an unbalanced bracket,
+a `run` that is not the file's last item (E008 is a whole-file rule), a file that does not split. Doc
+comments are attached afterwards over the whole text, as the full parse does.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from . import ast as A
 from .doc_comments import attach_doc_comments
 from .lexical import skipped_token_scanner
 from .parser import parse_source
+from .recovery import ITEM_START
 
 _MASKED = ("STRING", "LINE_COMMENT", "BLOCK_COMMENT")
 _LINE_START = re.compile(r"^[A-Za-z_#]", re.M)
@@ -112,34 +114,58 @@ class IncrementalParser:
             old = self.kept.get(path, {})
         new: dict[str, tuple[int, bytes]] = {}
         items: list = []
-        for chunk, line in chunks:
+        broken: int | None = None   # the one chunk that does not parse cleanly
+        for index, (chunk, line) in enumerate(chunks):
             kept = new.get(chunk) or old.get(chunk)
-            if kept is not None:
-                parsed = pickle.loads(kept[1])
-                if line != kept[0]:
-                    shift_lines(parsed, line - kept[0])
-            else:
+            if kept is None:
                 parsed, diagnostics = parse_source(chunk, path)
                 if diagnostics:
-                    return parse_source(text, path)
+                    if broken is not None:
+                        return parse_source(text, path)
+                    broken = index
+                    continue
                 if line > 1:
                     shift_lines(parsed, line - 1)
                 pickled = _pickled(parsed)
                 kept = (line, pickled) if pickled is not None else None
+            elif broken is None:
+                parsed = pickle.loads(kept[1])
+                if line != kept[0]:
+                    shift_lines(parsed, line - kept[0])
             if kept is not None:
                 new[chunk] = kept
-            items.extend(parsed)
+            if broken is None:
+                items.extend(parsed)
+        with self.lock:
+            self.kept[path] = new
+        if broken is not None:
+            return _with_one_broken_item(text, path, chunks, broken)
         runs = [i for i in items if isinstance(i, A.RunDecl)]
         if runs and (len(runs) > 1 or runs[0] is not items[-1]):
             return parse_source(text, path)
         attach_doc_comments(items, text)
-        with self.lock:
-            self.kept[path] = new
         return items, []
 
     def forget(self, path: str) -> None:
         with self.lock:
             self.kept.pop(path, None)
+
+
+def _with_one_broken_item(text: str, path: str, chunks: list[tuple[str, int]], index: int) -> tuple[list, list]:
+    """The full parse's result for a file whose chunks all parse cleanly but one, which has a syntax error,
+    from a parse of that chunk alone at its lines: the chunks before it are whole items (Lark reaches the chunk
+    in the state it starts a file in), and after the error recovery resumes at an item start and parses the
+    rest, which the clean chunks after it complete without a further error. That holds unless the chunk's
+    error is at its end (E006: in the file, the next chunk follows instead) or at its first token (the message
+    may name the token before it), or the chunk after does not start the way recovery resumes; then, and when
+    the chunk's trouble is no syntax error (the full parse keeps the items), the file is parsed whole."""
+    chunk, line = chunks[index]
+    items, diagnostics = parse_source("\n" * (line - 1) + chunk, path)
+    after = chunks[index + 1][0] if index + 1 < len(chunks) else None
+    if items or any(d.code == "E006" or (d.span is not None and d.span[:2] == (line, 1)) for d in diagnostics) \
+            or (after is not None and ITEM_START.match(after) is None):
+        return parse_source(text, path)
+    return [], diagnostics
 
 
 def _pickled(items: list) -> bytes | None:
