@@ -8,6 +8,8 @@ from pathlib import Path
 from sagepy.syntax import ast as A
 from sagepy.syntax.incremental import IncrementalParser, split_items
 from sagepy.syntax.parser import parse_source
+from tests.fuzz.generate import generate_program
+from tests.fuzz.mutate import load_corpus, mutate
 
 REPO = Path(__file__).resolve().parent.parent.parent
 FILES = sorted(p for top in ("examples", "stdlib", "tests") for p in (REPO / top).rglob("*.sg"))
@@ -91,6 +93,23 @@ def test_random_edits_parse_as_the_full_parse_does() -> None:
             text = "\n".join(lines)
             if same_as_full(parser, text, str(path)):
                 valid = text
+
+
+def test_fuzz_inputs_parse_as_the_full_parse_does() -> None:
+    """The fuzz harness's inputs (generated programs, and corpus files with bytes flipped, tokens deleted,
+    swapped or duplicated, deep nesting, huge literals, odd Unicode, truncation), each parsed after the file
+    it came from, so that the kept chunks of the original serve it."""
+    corpus = load_corpus()
+    for index in range(120):
+        rng = random.Random(f"incremental:{index}")
+        name, source = rng.choice(corpus)
+        parser = IncrementalParser()
+        if index % 4 == 0:
+            text = generate_program(rng).decode("utf-8", errors="replace")
+        else:
+            parser.parse(source.decode("utf-8", errors="replace"), name)
+            text = mutate(rng, source, rng.choice(corpus)[1])[1].decode("utf-8", errors="replace")
+        same_as_full(parser, text, name)
 
 
 def test_an_edit_reparses_only_the_item_it_changed() -> None:
