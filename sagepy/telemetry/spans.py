@@ -17,6 +17,7 @@ Imported only when export is on: it loads the SDK.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import re
 import sys
@@ -161,6 +162,10 @@ class SpanExport:
         self.scope = InstrumentationScope("sagepy", __version__)
         self.ids = RandomIdGenerator()
         self.processor = BatchSpanProcessor(self._exporter)
+        # The SDK's import left some fifteen thousand long-lived objects (its modules, protobuf descriptors,
+        # requests): frozen, they are never scanned again, instead of making the run's first full collection
+        # (tens of milliseconds, in the middle of the program) scan them all.
+        gc.freeze()
         self._lock = threading.Lock()
         self._root: Any = None
         self._agents: dict[int, Any] = {}        # id(agent context) -> its invoke_agent span
