@@ -72,6 +72,11 @@ def _reason(error: Any) -> str:
     return text.split("\n", 1)[0][:200] or "unknown error"
 
 
+# Importing the SDK and its exporter left some fifteen thousand long-lived objects (modules, protobuf
+# descriptors, requests): frozen once, here, they are never scanned again, rather than making the run's first
+# full collection (tens of milliseconds, in the middle of the program) scan them all.
+gc.freeze()
+
 _FAILURES = _Failures()
 # The SDK's log records go to _FAILURES alone and never reach the program's stderr (one handler per process:
 # with none, Python's last-resort handler would print them).
@@ -162,10 +167,6 @@ class SpanExport:
         self.scope = InstrumentationScope("sagepy", __version__)
         self.ids = RandomIdGenerator()
         self.processor = BatchSpanProcessor(self._exporter)
-        # The SDK's import left some fifteen thousand long-lived objects (its modules, protobuf descriptors,
-        # requests): frozen, they are never scanned again, instead of making the run's first full collection
-        # (tens of milliseconds, in the middle of the program) scan them all.
-        gc.freeze()
         self._lock = threading.Lock()
         self._root: Any = None
         self._agents: dict[int, Any] = {}        # id(agent context) -> its invoke_agent span
