@@ -163,7 +163,11 @@ class SpanExport:
         _FAILURES.reason = None
         self._exporter = _Recording(OTLPSpanExporter(endpoint=config.url, headers=config.headers,
                                                      timeout=EXIT_WAIT_S), self._failures)
-        self.resource = Resource.create({"service.name": config.service, "service.version": __version__})
+        # the service is the project (its version, when grove.toml names one); sagepy is the instrumentation scope
+        service = {"service.name": config.service}
+        if config.version:
+            service["service.version"] = config.version
+        self.resource = Resource.create(service)
         self.scope = InstrumentationScope("sagepy", __version__)
         self.ids = RandomIdGenerator()
         self.processor = BatchSpanProcessor(self._exporter)

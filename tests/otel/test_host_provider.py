@@ -14,6 +14,8 @@ from pathlib import Path
 from receiver import Receiver
 from test_export import REPO, TOOL_BLOCK, one, project, tree
 
+from sagepy import __version__
+
 HOST = """\
 import json, sys
 from opentelemetry import trace
@@ -51,6 +53,8 @@ def test_an_embedding_hosts_tracer_provider_is_left_alone(tmp_path: Path) -> Non
         }
         run Main;
         """)
+    toml = root / "grove.toml"
+    toml.write_text(toml.read_text().replace('name = "spans"\n', 'name = "spans"\nversion = "2.0.1"\n', 1))
     (tmp_path / "host.py").write_text(textwrap.dedent(HOST), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SAGE_", "OPENAI_", "OTEL_"))}
     with Receiver() as r:
@@ -69,6 +73,9 @@ def test_an_embedding_hosts_tracer_provider_is_left_alone(tmp_path: Path) -> Non
     tree(second)
     call = one(second, "execute_tool Meta.lookup")
     assert {s["scope"] for s in r.spans} == {"sagepy"}
+    # the service is the project, at its version; sagepy is the instrumentation scope, at its own
+    assert {(s["resource"]["service.name"], s["resource"]["service.version"]) for s in r.spans} == {("spans", "2.0.1")}
+    assert {s["scope_version"] for s in r.spans} == {__version__}
     # the host's provider saw none of them: its own span, and the MCP SDK's client span of the call, whose
     # parent is sagepy's execute_tool span
     host = report["host_spans"]
