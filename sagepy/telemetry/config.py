@@ -15,15 +15,17 @@ MISSING_EXTRA = "warning: OTLP export needs the otel extra: pip install 'sagepy[
 
 
 class ExportConfig:
-    """Where and how one run's spans go: the traces URL, the request headers, the service name, and
-    whether message content is recorded."""
+    """Where and how one run's spans go: the traces URL, the request headers, the service name and version
+    (the project's), and whether message content is recorded."""
 
-    __slots__ = ("url", "headers", "service", "capture_content")
+    __slots__ = ("url", "headers", "service", "version", "capture_content")
 
-    def __init__(self, url: str, headers: dict[str, str], service: str, capture_content: bool) -> None:
+    def __init__(self, url: str, headers: dict[str, str], service: str, capture_content: bool,
+                 version: str | None = None) -> None:
         self.url = url
         self.headers = headers
         self.service = service
+        self.version = version
         self.capture_content = capture_content
 
 
@@ -49,7 +51,7 @@ def export_config(settings: Settings) -> tuple[ExportConfig | None, str | None]:
     headers.update(parse_headers(env.setting("OTEL_EXPORTER_OTLP_TRACES_HEADERS")))
     service = env.setting("OTEL_SERVICE_NAME") or settings.project.name or os.path.basename(settings.root)
     capture = (env.setting("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") or "").strip().lower() == "true"
-    return ExportConfig(url, headers, service or "sagepy", capture), None
+    return ExportConfig(url, headers, service or "sagepy", capture, settings.project.version or None), None
 
 
 def parse_headers(text: str | None) -> dict[str, str]:
