@@ -46,7 +46,7 @@ def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer
         caller = ToolRef.dynamic(function.server, function.remote, T.STRING)
         return effects.mcp_call_step(ctx, [function.handle, function.remote, compact_json(arguments)], caller)
 
-    callbacks = Callbacks(ask, call_step, effects.perform, lambda step: step.safety, ctx.check,
+    callbacks = Callbacks(ask, call_step, effects.value, lambda step: step.safety, ctx.check,
                           # under `sage test` the calls of one answer take their mocks in the model's order
                           concurrent=effects.mocks is None, run_in_thread=_thread_of(ctx))
     return run_tool_loop(opening_messages(prompt, target), offer, target, settings, callbacks)
@@ -57,10 +57,12 @@ def _list_handle(effects: Any, handle: str) -> list[OfferedFunction]:
     no server behind it: it offers nothing."""
     if effects.mocks is not None and handle in effects.mocks.issued_handles:
         return []
+    from .wire import mcp_errors
     manager = effects.world.mcp()
     live = effects.live_handle(handle)   # in a resumed durable run, the connection behind a recorded handle
-    listing = manager.listing(live)
-    label = manager.handle_label(live)
+    with mcp_errors():
+        listing = manager.listing(live)
+        label = manager.handle_label(live)
     if label == live:   # unnamed: named after the program's handle, so that a resumed run offers the same names
         label = handle
     server = "mcp" + label[len("mcp:"):] if label.startswith("mcp:") else label
