@@ -99,13 +99,16 @@ class Effects:
         else:
             arguments = (_wire or _load_wire()).tool_arguments(ref, args)
             approval = self._tool_gate(ctx, ref, arguments, source) if self.gated else None
-            step = Step(TOOL, ref.label, arguments, ref.ret, None, ctx, tool=ref, source=source,
-                        resolve=self._tool_safety)
+            # the class is the step's from the start once the server's listing gave it (World.known_safety);
+            # before, it is looked up when first read, so that a mocked or replayed call connects to nothing
+            known = self.world.known_safety(ref.label)
+            step = Step(TOOL, ref.label, arguments, ref.ret, known, ctx, tool=ref, source=source,
+                        resolve=None if known is not None else self._tool_safety)
         step.approval = approval
         return step
 
     def _tool_gate(self, ctx: Any, ref: ToolRef, arguments: Any, source: str | None) -> Step | None:
-        names = (ref.tool,) if ref.builtin else (ref.tool, self.world.server_key(ref.tool))
+        names = (ref.tool,) if ref.builtin else (ref.tool, ref.server)
 
         def shown() -> Any:   # a built-in tool's arguments are positional: shown by parameter name
             return dict(zip(ref.params, arguments)) if ref.builtin else arguments
@@ -117,7 +120,7 @@ class Effects:
         `[tools.X.safety]` override, else destructive, with no listing made (SPEC §17.1)."""
         if self.mocks is None or ref.builtin:
             return self.world.tool_safety(ref)
-        server = self.settings.tools.servers.get(self.world.server_key(ref.tool))
+        server = self.settings.tools.servers.get(ref.server)
         return server.safety.get(ref.remote, "destructive") if server is not None else "destructive"
 
     def _tool_safety(self, step: Step) -> str:

@@ -30,7 +30,11 @@ def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer
     static = [OfferedFunction.typed(entry, entry.param_types, entry.doc) for entry in offered
               if isinstance(entry, ToolRef)]
     handles = [entry for entry in offered if isinstance(entry, str)]
-    offer = Offer(static, handles, lambda handle: _list_handle(effects, handle), effects.world.remote_description,
+    servers = {entry.tool: entry.server for entry in offered if isinstance(entry, ToolRef)}
+
+    def remote_description(tool: str, remote: str) -> str | None:
+        return effects.world.remote_description(servers[tool], remote)
+    offer = Offer(static, handles, lambda handle: _list_handle(effects, handle), remote_description,
                   provider_for(config).dialect)
     settings = LoopSettings(max_steps if max_steps is not None else config.max_tool_steps,
                             config.max_tool_result_chars, config.infer_retries)

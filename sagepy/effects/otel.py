@@ -202,7 +202,7 @@ class OtelLayer:
         if dynamic:
             protocol, transport = manager.wire_facts(handle=self.effects.live_handle(step.arguments[0]))
         else:
-            protocol, transport = manager.wire_facts(server=self.effects.world.server_key(step.tool.tool))
+            protocol, transport = manager.wire_facts(server=step.tool.server)
         if protocol:
             span.set_attribute("mcp.protocol.version", protocol)
         network = {"stdio": "pipe", "http": "tcp"}.get(transport)

@@ -96,7 +96,7 @@ class RealLayer:
         world = self.world
         wire = self._wire or self._load_wire()
         with wire.mcp_errors():
-            result = world.mcp().call_typed(world.server_key(info.tool), info.label, info.remote, step.arguments)
+            result = world.mcp().call_typed(info.server, info.label, info.remote, step.arguments)
             return wire.typed_json(result, info.ret, info.label, info.remote)
 
     def _mcp(self, step: Step) -> Any:

@@ -6,7 +6,8 @@ import pytest
 
 from sagepy.core.json_text import compact_json
 from sagepy.effects import wire
-from sagepy.grove.servers import AmbiguousBinding, bind_tool_block, parse_mcp_settings, parse_tools_config
+from sagepy.check.symbols import AmbiguousBinding
+from sagepy.grove.servers import bind_tool_block, parse_mcp_settings, parse_tools_config
 from sagepy.mcp.references import resolve_args, resolve_env, unset_references
 from sagepy.mcp.failures import McpFailure
 from sagepy.mcp.results import dynamic_text, error_text
