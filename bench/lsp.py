@@ -5,7 +5,8 @@ The program is bench/check.py's generated one, in a project of its own. One serv
 (pygls's client, as in tests/lsp); each round times `sage check` (warm AST cache), then one edit (a comment
 line added or removed inside a function, alternately, so every round analyses a new text) from sending
 didChange to receiving its diagnostics, then a hover on a name and a completion of a name prefix on the
-analysed text. Medians are printed, and their ratios to `sage check`.
+analysed text; then an edit that leaves a syntax error in that function (`let = ;`), timed the same way to
+its diagnostics, and the edit undone. Medians are printed, and their ratios to `sage check`.
 """
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def main() -> None:
             mark = client.mark()
             client.open("main.sg", text)
             client.wait_diagnostics("main.sg", mark, timeout=300)
-            checks, diags, hovers, completions = [], [], [], []
+            checks, diags, broken, hovers, completions = [], [], [], [], []
             for n in range(args.runs):
                 checks.append(timed_run(check, env)[0])
                 edited = list(lines)
@@ -70,11 +71,22 @@ def main() -> None:
                 completions.append(time.perf_counter() - start)
                 if hover is None or not items.items:
                     sys.exit("hover or completion found nothing: the benchmark would time an empty answer")
+                mark = client.mark()
+                start = time.perf_counter()
+                client.change("main.sg", "\n".join(edited[:edit_line] + ["    let = ;"] + edited[edit_line:]))
+                found = client.wait_diagnostics("main.sg", mark, timeout=300)
+                broken.append(client.published[-1][0] - start)
+                if not any(d.code == "E005" for d in found):
+                    sys.exit("the syntax error was not reported: the benchmark would time another analysis")
+                mark = client.mark()
+                client.change("main.sg", current)   # undone, and analysed before the next round starts
+                client.wait_diagnostics("main.sg", mark, timeout=300)
         finally:
             client.close()
     check_s = statistics.median(checks)
     rows = [("sage check (whole process)", check_s, None), ("didChange -> publishDiagnostics", statistics.median(diags),
-            TARGET_DIAGNOSTICS_S), ("hover", statistics.median(hovers), TARGET_REQUEST_S),
+            TARGET_DIAGNOSTICS_S), ("... with a syntax error", statistics.median(broken), TARGET_DIAGNOSTICS_S),
+            ("hover", statistics.median(hovers), TARGET_REQUEST_S),
             ("completion", statistics.median(completions), TARGET_REQUEST_S)]
     print(f"{len(lines)} lines, {args.runs} rounds (medians)")
     for label, seconds, target in rows:

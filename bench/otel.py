@@ -5,25 +5,32 @@ Programs (each timed inside, with `now_ms()` around its loop, after a warm-up ca
   mcp    CALLS typed calls of `lookup` on the stdio test server tests/otel/servers/meta_server.py;
   model  TURNS `divine` turns against a local chat-completions server (bench/llm.py --serve).
 Each round runs off, export, trace-file in turn; the median of the per-round ratios against off is
-reported. The receiver (a thread of this script) answers every `POST /v1/traces` with 200 at once and
-counts the requests and bytes; its URL is given as OTEL_EXPORTER_OTLP_ENDPOINT. The whole process's wall
-time is shown as well: it includes the export at exit. Target: export ≤ 1.1× off.
+reported. The receiver is the tests' real OTLP/HTTP receiver (tests/otel/receiver.py, a thread of this
+script): it decodes every `POST /v1/traces` with opentelemetry-proto, and the bench stops unless each
+exported run delivered all its spans (the root, the agent's, and one per call or turn, the warm-up's
+included). Its URL is given as OTEL_EXPORTER_OTLP_ENDPOINT. The whole process's wall time is shown as well:
+it includes the SDK's import at start and the export at exit; so does the CPU time of the process (and of
+the children it reaped: the MCP server), which a loaded machine disturbs far less than either clock.
+Target: export ≤ 1.1× off, on the program's own time.
 
     python bench/otel.py [--runs N] [--calls N] [--turns N] [--program mcp|model]
 """
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import time
 from pathlib import Path
 
-from timing import REPO, bench_env, require_success, sage_command, timed_run
+from timing import REPO, bench_env, sage_command
+
+sys.path.insert(0, str(REPO / "tests" / "otel"))
+from receiver import Receiver  # noqa: E402
 
 TARGET = 1.1
 META_SERVER = REPO / "tests" / "otel" / "servers" / "meta_server.py"
@@ -59,34 +66,6 @@ run Main;
 """
 
 
-class Receiver:
-    def __init__(self) -> None:
-        self.requests = 0
-        self.bytes = 0
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                size = int(self.headers.get("Content-Length") or 0)
-                self.rfile.read(size)
-                receiver.requests += 1
-                receiver.bytes += size
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 def project(root: Path, program: str, n: int) -> Path:
     (root / "src").mkdir(parents=True)
     (root / "grove.toml").write_text(
@@ -96,41 +75,64 @@ def project(root: Path, program: str, n: int) -> Path:
     return root
 
 
-def run_case(label: str, root: Path, env: dict[str, str], extra: list[str]) -> tuple[float, float]:
-    """(the program's own milliseconds, the process's wall milliseconds)."""
-    wall, result = timed_run([*sage_command(), "run", *extra], env, cwd=root)
-    require_success(label, result)
-    if result.stderr.strip():
-        sys.exit(f"{label} printed on stderr:\n{result.stderr}")
-    return float(result.stdout.split()[-1]), wall * 1000
+def run_case(label: str, root: Path, env: dict[str, str], extra: list[str], receiver: Receiver,
+             spans: int) -> tuple[float, float, float]:
+    """(the program's own milliseconds, the process's wall and CPU milliseconds); an exported run must
+    have delivered its `spans` spans, one trace, by the time it exits."""
+    before = len(receiver.spans)
+    cpu_before = _children_cpu()
+    started = time.perf_counter()
+    with subprocess.Popen([*sage_command(), "run", *extra], env=env, cwd=root, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as process:
+        stdout, stderr = process.communicate()
+    wall = time.perf_counter() - started
+    cpu = _children_cpu() - cpu_before   # the one child reaped meanwhile: this run
+    if process.returncode != 0:
+        sys.exit(f"{label} failed with exit code {process.returncode}:\n{stderr}")
+    if stderr.strip():
+        sys.exit(f"{label} printed on stderr:\n{stderr}")
+    if "OTEL_EXPORTER_OTLP_ENDPOINT" in env:
+        received = receiver.spans[before:]
+        traces = {span["trace_id"] for span in received}
+        if len(received) != spans or len(traces) != 1:
+            sys.exit(f"{label}: the receiver got {len(received)} spans in {len(traces)} traces, not {spans} in one")
+    return float(stdout.split()[-1]), wall * 1000, cpu * 1000
 
 
-def bench(name: str, root: Path, env: dict[str, str], receiver: Receiver, runs: int) -> None:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def bench(name: str, root: Path, env: dict[str, str], receiver: Receiver, runs: int, spans: int) -> None:
     trace_file = root / "t.ndjson"
     cases = {"off": (env, []), "export": ({**env, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}, []),
              "trace-file": (env, ["--trace-file", str(trace_file)])}
     for label, (case_env, extra) in cases.items():   # warm-up: the AST cache, the server's imports
-        run_case(f"{name} {label} (warm-up)", root, case_env, extra)
-    samples: dict[str, list[tuple[float, float]]] = {label: [] for label in cases}
-    requests_before = receiver.requests
+        run_case(f"{name} {label} (warm-up)", root, case_env, extra, receiver, spans)
+    samples: dict[str, list[tuple[float, float, float]]] = {label: [] for label in cases}
+    requests_before = len(receiver.requests)
     for _ in range(runs):
         for label, (case_env, extra) in cases.items():
-            samples[label].append(run_case(f"{name} {label}", root, case_env, extra))
+            samples[label].append(run_case(f"{name} {label}", root, case_env, extra, receiver, spans))
             trace_file.unlink(missing_ok=True)
-    exports = (receiver.requests - requests_before) / runs
+    exports = (len(receiver.requests) - requests_before) / runs
     print(f"\n{name}: {runs} rounds (off, export, trace-file); medians in ms; ratio = median of per-round "
           "ratios against off")
-    print(f"{'case':<12}{'program ms':>12}{'ratio':>9}{'wall ms':>10}{'ratio':>9}")
+    print(f"{'case':<12}{'program ms':>12}{'ratio':>9}{'wall ms':>10}{'ratio':>9}{'CPU ms':>10}{'ratio':>9}")
     for label in cases:
-        program = statistics.median(s[0] for s in samples[label])
-        wall = statistics.median(s[1] for s in samples[label])
-        ratio = statistics.median(s[0] / max(o[0], 1) for s, o in zip(samples[label], samples["off"]))
-        wall_ratio = statistics.median(s[1] / o[1] for s, o in zip(samples[label], samples["off"]))
+        columns = ""
+        for column in range(3):
+            median = statistics.median(s[column] for s in samples[label])
+            ratio = statistics.median(s[column] / max(o[column], 1) for s, o in zip(samples[label], samples["off"]))
+            columns += f"{median:>{12 if column == 0 else 10}.1f}{ratio:>8.2f}x"
+            if column == 0:
+                program_ratio = ratio
         verdict = ""
         if label == "export":
-            verdict = "  ok" if ratio <= TARGET else "  over"
-            verdict += f" (target <= {TARGET:g}x; {exports:.1f} export requests per run)"
-        print(f"{label:<12}{program:>12.1f}{ratio:>8.2f}x{wall:>10.1f}{wall_ratio:>8.2f}x{verdict}")
+            verdict = "  ok" if program_ratio <= TARGET else "  over"
+            verdict += f" (target <= {TARGET:g}x; {spans} spans received in {exports:.1f} requests per run)"
+        print(f"{label:<12}{columns}{verdict}")
 
 
 def main() -> None:
@@ -141,7 +143,7 @@ def main() -> None:
     parser.add_argument("--program", choices=("mcp", "model"), help="only this program")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="sage-bench-otel-"))
-    receiver = Receiver()
+    receiver = Receiver().__enter__()
     model = subprocess.Popen([sys.executable, str(REPO / "bench" / "llm.py"), "--serve"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
     try:
@@ -153,14 +155,14 @@ def main() -> None:
         print(f"sage command: {' '.join(sage_command())}")
         if args.program in (None, "mcp"):
             bench(f"mcp ({args.calls} typed calls)", project(scratch / "mcp", MCP_PROGRAM, args.calls), env,
-                  receiver, args.runs)
+                  receiver, args.runs, args.calls + 3)
         if args.program in (None, "model"):
             bench(f"model ({args.turns} divine turns)", project(scratch / "model", MODEL_PROGRAM, args.turns), env,
-                  receiver, args.runs)
+                  receiver, args.runs, args.turns + 3)
     finally:
         model.stdin.close()  # type: ignore[union-attr]
         model.wait(10)
-        receiver.server.shutdown()
+        receiver.__exit__()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

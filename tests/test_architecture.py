@@ -22,7 +22,7 @@ MAX_LINES = 600
 ORDER: tuple[tuple[str, ...], ...] = (
     ("core",),                                   # values, errors, types, Sage<->JSON conversion, JSON text
     ("aio", "approval_policy", "deepstack", "diagnostics", "errorcodes", "render", "resources", "sagepy",
-     "secrecy", "testfiles", "tls", "traceview"),  # helpers that need nothing of sagepy but core; the trace viewer
+     "secrecy", "terminal", "testfiles", "tls", "traceview"),  # helpers that need nothing of sagepy but core; the trace viewer
     ("net", "progress"),                         # helpers on helpers (tls, render)
     ("syntax",),                                 # source -> AST
     ("fmt", "loader", "project"),                # the formatter; programs and their modules; the project

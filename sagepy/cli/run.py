@@ -3,6 +3,7 @@
 A run without `[persistence]` imports nothing of the durable store (sagepy.store, runtime/durable)."""
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 import threading
@@ -27,18 +28,21 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
 
 
 def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False,
-              program_args: list[str] | None = None, resume: str | None = None, journal: bool = True) -> int:
+              program_args: list[str] | None = None, resume: str | None = None, journal: bool = True,
+              whole_process: bool = False) -> int:
     """Run the entry file; `resume`: the RUN_ID (or `last`) of a durable run to resume; `journal`: False
-    for `--no-journal` (SPEC §14: with `[persistence]` every run is durable unless told otherwise)."""
+    for `--no-journal` (SPEC §14: with `[persistence]` every run is durable unless told otherwise);
+    `whole_process`: the run is the process (the `sage` command), which ends when it does."""
     # Sage calls nest several Python frames deep: the limit is raised while the program runs and restored
     # afterwards (sagepy.deepstack), so that the caller's thread (pytest's, for an in-process run) keeps its
     # small C stack's limit
     with deep_recursion():
-        return _run_program(session, entry_path, trace_file, trace_stderr, program_args or [], resume, journal)
+        return _run_program(session, entry_path, trace_file, trace_stderr, program_args or [], resume, journal,
+                            whole_process)
 
 
 def _run_program(session: Session, entry_path: str, trace_file: str | None, trace_stderr: bool,
-                 program_args: list[str], resume: str | None, journal: bool) -> int:
+                 program_args: list[str], resume: str | None, journal: bool, whole_process: bool) -> int:
     from ..session import store_open_failure
     trace = session.trace_target(trace_file, trace_stderr)
     target = None
@@ -56,7 +60,7 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
             return 1
         runtime = session.build_runtime(trace=trace, program_args=program_args, export=display_path(entry_path))
         try:
-            return _run_runtime(session, runtime, entry_path, None)
+            return _run_runtime(session, runtime, entry_path, None, whole_process)
         finally:
             runtime.effects.close()
             runtime.store.close()
@@ -71,14 +75,14 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
         return 1
     try:
         if not durable:
-            return _run_runtime(session, runtime, entry_path, None)
+            return _run_runtime(session, runtime, entry_path, None, whole_process)
         from ..runtime.durable import DurableExit, DurableRun
         try:   # a finished run is refused before anything is loaded
             run = DurableRun.prepare(runtime.store.backend, resume)
         except DurableExit as exc:
             sys.stderr.write(exc.message + "\n")
             return exc.code
-        return _run_runtime(session, runtime, entry_path, run)
+        return _run_runtime(session, runtime, entry_path, run, whole_process)
     except (Busy, Unavailable) as exc:   # the run's record could not be read or written
         sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
@@ -87,7 +91,7 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
         runtime.store.close()
 
 
-def _run_runtime(session: Session, runtime: Runtime, entry_path: str, run: Any) -> int:
+def _run_runtime(session: Session, runtime: Runtime, entry_path: str, run: Any, whole_process: bool) -> int:
     """Compile and run the entry agent on `runtime`; `run`: the runtime.durable.DurableRun of a durable run."""
     effects = runtime.effects
     program, diags = session.compile(entry_path, runtime, prestart=True)
@@ -117,6 +121,13 @@ def _run_runtime(session: Session, runtime: Runtime, entry_path: str, run: Any) 
         except DurableExit as exc:
             sys.stderr.write(exc.message + "\n")
             return exc.code
+    if whole_process:
+        # What loading and compiling left (modules, the parser, the prelude, the ASTs and their closures) lives
+        # until the process ends: frozen, it is skipped by the collections of the run and of the interpreter's
+        # shutdown, which would otherwise walk it several times (a fifth of a first run's time, with the parser).
+        # The collector, off while they were made (cli/main), runs again for the program's own objects.
+        gc.freeze()
+        gc.enable()
     started = time.monotonic()
     effects.trace(None, "run.start", {"entry": run_decl.name})
     code, ending = 1, "stopped"

@@ -17,7 +17,6 @@ import time
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace as otel_trace
 
 from ..core import types as T
 from ..core.errors import SageRaise
@@ -166,7 +165,7 @@ class OtelLayer:
         if export.capture:
             attributes["gen_ai.tool.call.arguments"] = export.redact(_tool_arguments(step))
         span = export.start_step(f"execute_tool {name}", step.agent, INTERNAL, attributes)
-        token = otel_context.attach(otel_trace.set_span_in_context(span))
+        token = otel_context.attach(span.in_context())
         value: Any = _UNANSWERED
         try:
             span.set_attribute("sage.tool.safety", step.safety)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import getpass
 import os
-import select
 import socket
 import sys
 import time
@@ -18,8 +17,8 @@ from typing import Any, TextIO
 
 from ..core.errors import AgentCancelled, SageRaise
 from ..core.values import ErrorValue
+from ..terminal import wait_for_line
 
-_POLL_S = 0.1
 
 
 class NoOneToAsk(BaseException):
@@ -101,30 +100,14 @@ class Terminal:
         err.write(prompt)
         err.flush()
         stream = self._in()
-        self._wait(ctx, stream)
+        if not wait_for_line(stream, lambda: ctx is not None and ctx.cancelled):
+            raise AgentCancelled()
         line = stream.readline()
         if line == "":
             err.write("\n")
             err.flush()
             return None
         return line.rstrip("\r\n")
-
-    @staticmethod
-    def _wait(ctx: Any, stream: TextIO) -> None:
-        """Until a line can be read; an agent told to stop (Ctrl-C, the end of the run) stops waiting."""
-        try:
-            fd = stream.fileno()
-        except (AttributeError, OSError, ValueError):
-            return
-        while True:
-            if ctx is not None and ctx.cancelled:
-                raise AgentCancelled()
-            try:
-                readable, _, _ = select.select([fd], [], [], _POLL_S)
-            except (OSError, ValueError):
-                return
-            if readable:
-                return
 
 
 def _isatty(stream: Any) -> bool:

@@ -10,25 +10,24 @@ loads it, which covers every module importing it, directly or through others. Fi
 from __future__ import annotations
 
 import os
-import pickle
 import threading
 from typing import Any
 
 from ..check.index import ProgramIndex
 from ..diagnostics import Diagnostic
 from ..loader import Sources
+from ..syntax.incremental import IncrementalParser
 
 
 class OverlaySources(Sources):
-    """The open documents' text over the disk. Parses of open documents are kept in memory (pickled, so that
-    every program gets its own AST to annotate) instead of the on-disk cache, which would keep every version
-    typed."""
+    """The open documents' text over the disk. Open documents are parsed by an `IncrementalParser` (only the
+    items an edit changed are parsed again; fresh objects each time, so that every program gets its own AST
+    to annotate) instead of through the on-disk cache, which would keep every version typed."""
 
-    def __init__(self, cache_dir: str | None, texts: dict[str, str]) -> None:
+    def __init__(self, cache_dir: str | None, texts: dict[str, str], parser: IncrementalParser | None = None) -> None:
         super().__init__(cache_dir)
         self.texts = texts
-        self.parsed: dict[str, tuple[str, bytes]] = {}
-        self.lock = threading.Lock()
+        self.parser = parser or IncrementalParser()
 
     def exists(self, path: str) -> bool:
         return path in self.texts or os.path.isfile(path)
@@ -42,15 +41,7 @@ class OverlaySources(Sources):
     def parse(self, path: str, text: str) -> tuple[list, list[Diagnostic]]:
         if path not in self.texts:
             return super().parse(path, text)
-        with self.lock:
-            kept = self.parsed.get(path)
-        if kept is not None and kept[0] == text:
-            return pickle.loads(kept[1])
-        from ..syntax.parser import parse_source
-        result = parse_source(text, path)
-        with self.lock:
-            self.parsed[path] = (text, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
-        return result
+        return self.parser.parse(text, path)
 
 
 class Analysis:
@@ -109,6 +100,12 @@ class Workspace:
             project = self.projects[root] = Project(root, Session(found))
         return project
 
+    def close(self, path: str) -> None:
+        """The document is closed: its file is read from the disk again, and its kept parse is dropped."""
+        self.texts.pop(path, None)
+        for sources in self.sources_by_root.values():
+            sources.parser.forget(path)
+
     def sources(self, project: Project) -> OverlaySources:
         sources = self.sources_by_root.get(project.root)
         if sources is None:
@@ -148,8 +145,8 @@ class Workspace:
         entry = known[0].entry if known else path
         texts = dict(self.texts)
         texts[path] = text
-        sources = OverlaySources(project.session.overrides.cache_dir, texts)
-        sources.parsed = dict(self.sources(project).parsed)   # the other open documents are parsed already
+        # the open documents' kept chunks serve this parse too: only the items the text changes are parsed
+        sources = OverlaySources(project.session.overrides.cache_dir, texts, self.sources(project).parser)
         return self.analyze_program(project, entry, sources)
 
     # ---------------------------------------------------------------- queries

@@ -13,12 +13,12 @@ a server that validates the answer itself would otherwise reject the whole call,
 from __future__ import annotations
 
 import json
-import select
 import sys
 import threading
 from typing import Any, Callable, TextIO
 
 from ..progress import paused
+from ..terminal import wait_for_line
 
 
 class ElicitationRequest:
@@ -101,7 +101,6 @@ def defaults_answer(request: ElicitationRequest) -> ElicitationAnswer:
 FORM_LOCK = threading.Lock()  # one form or approval prompt at a time across all agents (§8.7, §17.3)
 _form_open = threading.Event()      # a form is waiting for the user's input
 _form_interrupted = threading.Event()
-_POLL_S = 0.1
 
 
 def interrupt_open_form() -> bool:
@@ -171,29 +170,13 @@ class TerminalElicitation:
     def _ask(self, prompt: str) -> str:
         self._say(prompt)
         stream = self._in()
-        self._wait_for_input(stream)
+        # Ctrl-C (`interrupt_open_form`) cancels the form while it waits
+        if not wait_for_line(stream, _form_interrupted.is_set):
+            raise _Cancelled()
         line = stream.readline()
         if line == "":
             raise _Cancelled()
         return line.rstrip("\r\n")
-
-    @staticmethod
-    def _wait_for_input(stream: TextIO) -> None:
-        """Wait until a line can be read, watching for Ctrl-C (`interrupt_open_form`) meanwhile. A stream
-        without a file descriptor (a test's StringIO) is read directly."""
-        try:
-            fd = stream.fileno()
-        except (AttributeError, OSError, ValueError):
-            return
-        while True:
-            if _form_interrupted.is_set():
-                raise _Cancelled()
-            try:
-                readable, _, _ = select.select([fd], [], [], _POLL_S)
-            except (OSError, ValueError):
-                return
-            if readable:
-                return
 
     def _url(self, request: ElicitationRequest) -> ElicitationAnswer:
         self._say(f"MCP server '{request.server}' asks you to open a URL: {request.message}\n  {request.url}\n")

@@ -19,7 +19,7 @@ from .describe import report_syntax_error
 from .grammar import lark_parser
 
 # `test` and `handler` are names too (SPEC §1.2): they start an item only in the shape of one
-_ITEM_START = re.compile(r"^(?:pub\s+)?(?:fn|agent|record|enum|const|tool|supervisor|run|mod|use|extern|"
+ITEM_START = re.compile(r"^(?:pub\s+)?(?:fn|agent|record|enum|const|tool|supervisor|run|mod|use|extern|"
                          r"protocol)\b|^(?:@|#\[)|^test\s*\"|^(?:pub\s+)?handler\s+\w+\s+handles\b", re.M)
 _MAX_RESYNCS = 20
 
@@ -31,7 +31,7 @@ def report_later_syntax_errors(ctx: ParseContext, text: str, exc: UnexpectedInpu
     line = getattr(exc, "line", None) or 1
     for _ in range(_MAX_RESYNCS):
         offset = _offset_of_line(text, line + 1)
-        match = _ITEM_START.search(text, offset) if offset is not None else None
+        match = ITEM_START.search(text, offset) if offset is not None else None
         if match is None:
             return
         start = match.start()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING
-from urllib.parse import unquote
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -16,15 +15,17 @@ MISSING_EXTRA = "warning: OTLP export needs the otel extra: pip install 'sagepy[
 
 
 class ExportConfig:
-    """Where and how one run's spans go: the traces URL, the request headers, the service name, and
-    whether message content is recorded."""
+    """Where and how one run's spans go: the traces URL, the request headers, the service name and version
+    (the project's), and whether message content is recorded."""
 
-    __slots__ = ("url", "headers", "service", "capture_content")
+    __slots__ = ("url", "headers", "service", "version", "capture_content")
 
-    def __init__(self, url: str, headers: dict[str, str], service: str, capture_content: bool) -> None:
+    def __init__(self, url: str, headers: dict[str, str], service: str, capture_content: bool,
+                 version: str | None = None) -> None:
         self.url = url
         self.headers = headers
         self.service = service
+        self.version = version
         self.capture_content = capture_content
 
 
@@ -50,12 +51,13 @@ def export_config(settings: Settings) -> tuple[ExportConfig | None, str | None]:
     headers.update(parse_headers(env.setting("OTEL_EXPORTER_OTLP_TRACES_HEADERS")))
     service = env.setting("OTEL_SERVICE_NAME") or settings.project.name or os.path.basename(settings.root)
     capture = (env.setting("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") or "").strip().lower() == "true"
-    return ExportConfig(url, headers, service or "sagepy", capture), None
+    return ExportConfig(url, headers, service or "sagepy", capture, settings.project.version or None), None
 
 
 def parse_headers(text: str | None) -> dict[str, str]:
     """`OTEL_EXPORTER_OTLP_HEADERS`: comma-separated `key=value` pairs, each part URL-encoded; pairs without
     `=` are ignored, as the OpenTelemetry SDKs do."""
+    from urllib.parse import unquote   # only an exporting run pays for it
     headers: dict[str, str] = {}
     for pair in (text or "").split(","):
         key, sep, value = pair.partition("=")

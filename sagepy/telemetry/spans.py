@@ -1,6 +1,11 @@
 """The spans of one exported run (SPEC §18.1), made with the OpenTelemetry SDK and sent by its OTLP/HTTP
 exporter in batches.
 
+Spans are recorded by `Span` below and handed, once ended, to the SDK's `BatchSpanProcessor` as the SDK's
+own `ReadableSpan`s: no `TracerProvider` is made, let alone installed as the process's global one, so a host
+embedding sagepy keeps its own provider, and a span costs a few microseconds rather than the tracer's
+twenty-odd (sampler, attribute limits, locks: nothing a run's own spans need).
+
 The run is one trace: a root span `sage run <entry>`, an `invoke_agent <Agent>` span per agent instance under
 the span of the agent that summoned it, and, under each agent's span, its `chat` turns, `execute_tool` calls
 and approvals. Agent spans follow the trace events the runtime emits (`agent.spawn`, `agent.result`,
@@ -12,6 +17,7 @@ Imported only when export is on: it loads the SDK.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import re
 import sys
@@ -22,9 +28,11 @@ from typing import Any, Callable
 from opentelemetry import trace as otel_trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from .. import __version__
 from .config import ExportConfig
@@ -64,6 +72,11 @@ def _reason(error: Any) -> str:
     return text.split("\n", 1)[0][:200] or "unknown error"
 
 
+# Importing the SDK and its exporter left some fifteen thousand long-lived objects (modules, protobuf
+# descriptors, requests): frozen once, here, they are never scanned again, rather than making the run's first
+# full collection (tens of milliseconds, in the middle of the program) scan them all.
+gc.freeze()
+
 _FAILURES = _Failures()
 # The SDK's log records go to _FAILURES alone and never reach the program's stderr (one handler per process:
 # with none, Python's last-resort handler would print them).
@@ -96,6 +109,44 @@ class _Recording(SpanExporter):
         return True
 
 
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_UNSET = Status(StatusCode.UNSET)
+
+
+class Span:
+    """A span being recorded: its name, kind, identity, parent, start, attributes and status, until `end`
+    hands it to the batch processor."""
+
+    __slots__ = ("name", "kind", "context", "parent", "start_time", "attributes", "status", "_export")
+
+    def __init__(self, export: SpanExport, name: str, kind: SpanKind, parent: Span | None,
+                 attributes: dict[str, Any], start_time: int | None = None) -> None:
+        self._export = export
+        self.name = name
+        self.kind = kind
+        ids = export.ids
+        trace_id = parent.context.trace_id if parent is not None else ids.generate_trace_id()
+        self.context = SpanContext(trace_id, ids.generate_span_id(), False, _SAMPLED)
+        self.parent = parent.context if parent is not None else None
+        self.start_time = start_time or time.time_ns()
+        self.attributes = attributes
+        self.status = _UNSET
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.attributes[key] = value
+
+    def in_context(self) -> Any:
+        """An OpenTelemetry context whose current span is this one (what the MCP SDK propagates)."""
+        return otel_trace.set_span_in_context(otel_trace.NonRecordingSpan(self.context))
+
+    def end(self) -> None:
+        export = self._export
+        export.processor.on_end(ReadableSpan(self.name, context=self.context, parent=self.parent,
+                                             resource=export.resource, attributes=self.attributes, kind=self.kind,
+                                             status=self.status, start_time=self.start_time,
+                                             end_time=time.time_ns(), instrumentation_scope=export.scope))
+
+
 class SpanExport:
     """The spans of one run, from its `run.start` event to `close`."""
 
@@ -112,14 +163,14 @@ class SpanExport:
         _FAILURES.reason = None
         self._exporter = _Recording(OTLPSpanExporter(endpoint=config.url, headers=config.headers,
                                                      timeout=EXIT_WAIT_S), self._failures)
-        self._provider = TracerProvider(resource=Resource.create({"service.name": config.service,
-                                                                  "service.version": __version__}))
-        self._processor = BatchSpanProcessor(self._exporter)
-        self._provider.add_span_processor(self._processor)
-        # Not made the global provider: the spans of the MCP SDK (and of an in-process server's SDK) stay
-        # non-recording, yet carry the current span's context, so a request's `traceparent` names the call's
-        # execute_tool span.
-        self.tracer = self._provider.get_tracer("sagepy", __version__)
+        # the service is the project (its version, when grove.toml names one); sagepy is the instrumentation scope
+        service = {"service.name": config.service}
+        if config.version:
+            service["service.version"] = config.version
+        self.resource = Resource.create(service)
+        self.scope = InstrumentationScope("sagepy", __version__)
+        self.ids = RandomIdGenerator()
+        self.processor = BatchSpanProcessor(self._exporter)
         self._lock = threading.Lock()
         self._root: Any = None
         self._agents: dict[int, Any] = {}        # id(agent context) -> its invoke_agent span
@@ -145,7 +196,7 @@ class SpanExport:
             run_id = getattr(self.journal, "run_id", None)
             if run_id:
                 attributes["sage.run.id"] = run_id
-            self._root = self.tracer.start_span(f"sage run {self.entry}", kind=INTERNAL, attributes=attributes)
+            self._root = Span(self, f"sage run {self.entry}", INTERNAL, None, attributes)
         return self._root
 
     def agent_span(self, ctx: Any) -> Any:
@@ -164,11 +215,10 @@ class SpanExport:
         parent_span = self._agent_locked(parent) if parent is not None else self._root_locked()
         agent = getattr(ctx, "agent", None)
         name = getattr(agent, "name", None) or ctx.path.rsplit("/", 1)[-1].split("#", 1)[0]
-        start = None if parent is not None else getattr(self._root_locked(), "start_time", None)
-        span = self.tracer.start_span(f"invoke_agent {name}", context=otel_trace.set_span_in_context(parent_span),
-                                      kind=INTERNAL, start_time=start,
-                                      attributes={"gen_ai.operation.name": "invoke_agent",
-                                                  "gen_ai.agent.name": name, "sage.agent.path": ctx.path})
+        start = None if parent is not None else self._root_locked().start_time
+        span = Span(self, f"invoke_agent {name}", INTERNAL, parent_span,
+                    {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, "sage.agent.path": ctx.path},
+                    start)
         self._agents[id(ctx)] = span
         self._contexts[id(ctx)] = ctx
         return span
@@ -205,7 +255,7 @@ class SpanExport:
     def _open_approval(self, ctx: Any, kind: str, data: dict) -> None:
         key = self._approval_key(ctx, kind, data)
         parent = self.agent_span(ctx)
-        span = self.tracer.start_span(key[1], context=otel_trace.set_span_in_context(parent), kind=INTERNAL)
+        span = Span(self, key[1], INTERNAL, parent, {})
         if data.get("source"):
             span.set_attribute("sage.tool.source", data["source"])
         with self._lock:
@@ -222,10 +272,8 @@ class SpanExport:
         span.end()
 
     # ---------------------------------------------------------------- steps
-    def start_step(self, name: str, ctx: Any, kind: SpanKind, attributes: dict, start_time: int | None = None) -> Any:
-        parent = self.agent_span(ctx)
-        return self.tracer.start_span(name, context=otel_trace.set_span_in_context(parent), kind=kind,
-                                      attributes=attributes, start_time=start_time)
+    def start_step(self, name: str, ctx: Any, kind: SpanKind, attributes: dict, start_time: int | None = None) -> Span:
+        return Span(self, name, kind, self.agent_span(ctx), attributes, start_time)
 
     # ---------------------------------------------------------------- the end
     def close(self) -> None:
@@ -252,14 +300,14 @@ class SpanExport:
 
         def flush() -> None:
             try:
-                self._processor.force_flush(int(EXIT_WAIT_S * 1000))
+                self.processor.force_flush(int(EXIT_WAIT_S * 1000))
             finally:
                 finished.set()
         started = time.monotonic()
         threading.Thread(target=flush, name="otel-flush", daemon=True).start()
         in_time = finished.wait(EXIT_WAIT_S)
         if in_time:
-            self._provider.shutdown()
+            self.processor.shutdown()
         else:   # abandon the export: the daemon thread ends with the process
             self._exporter.inner.shutdown()
         if self._exporter.failed or not in_time:
@@ -268,7 +316,7 @@ class SpanExport:
             self._write_err(f"warning: could not export traces to {self.config.url}: {reason}")
 
 
-def mark_error(span: Any, kind: str, display: str) -> None:
+def mark_error(span: Span, kind: str, display: str) -> None:
     """SPEC §18.1's error: status ERROR with the display as its description, `error.type` the Sage kind."""
-    span.set_attribute("error.type", kind)
-    span.set_status(Status(StatusCode.ERROR, display))
+    span.attributes["error.type"] = kind
+    span.status = Status(StatusCode.ERROR, display)

@@ -76,6 +76,7 @@ class Receiver:
                                   "attributes": _attributes(span.attributes), "status": STATUS[span.status.code],
                                   "description": span.status.message, "start": span.start_time_unix_nano,
                                   "end": span.end_time_unix_nano, "scope": scope_spans.scope.name,
+                                  "scope_version": scope_spans.scope.version,
                                   "resource": resource})
         with self.lock:
             self.spans.extend(spans)

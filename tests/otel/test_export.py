@@ -158,6 +158,7 @@ def test_a_typed_mcp_call_carries_its_trace_context_to_the_server_and_a_failing_
     tree(r.spans)
     assert {req["headers"].get("x-team") for req in r.requests} == {"ai ops"}
     assert r.spans[0]["resource"]["service.name"] == "checkout"
+    assert r.spans[0]["resource"]["service.version"] == "0.1.0"   # the project's, by default
     main = one(r.spans, "invoke_agent Main")
     lookup = one(r.spans, "execute_tool Meta.lookup")
     assert lookup["kind"] == "INTERNAL" and lookup["parent"] == main["span_id"] and lookup["status"] == "UNSET"
