@@ -9,9 +9,14 @@ import math
 from typing import Any
 
 
+# one encoder for every call: json.dumps builds a new one each time it is given options (the journal writes
+# one text per step)
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def compact_json(data: Any) -> str:
     """The compact JSON text of JSON data: no blanks, non-ASCII characters kept as they are."""
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return _compact(data)
 
 
 def _reject_constant(name: str) -> Any:

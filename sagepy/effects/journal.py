@@ -94,18 +94,20 @@ class Journal:
         """Before a step: stop the run if its lease was lost; confirm it first when that was long ago."""
         if time.monotonic() - self.confirmed < CONFIRM_SECONDS:
             return
+        asked = time.monotonic()   # the heartbeat is stamped later than this: the lease lasts at least 10 s from it
         with _store_errors(self):
             self.store.heartbeat(self.run_id)
-        self.confirmed = time.monotonic()
+        self.confirmed = asked
 
     def heartbeat(self) -> None:
         """The heartbeat thread's beat; a lease taken over stops the run at once."""
+        asked = time.monotonic()
         try:
             self.store.heartbeat(self.run_id)
         except TakenOver as exc:
             self.taken_over(exc)
             return
-        self.confirmed = time.monotonic()
+        self.confirmed = asked
 
     def taken_over(self, exc: TakenOver) -> None:
         self.groups.discard()

@@ -59,6 +59,7 @@ class DurableRun:
         self.run = run                # the record being resumed (None until `start` for a new run)
         self.resumed = resumed
         self.journal: Any = None
+        self.runtime: Any = None
         self._beating = threading.Event()
         self._heart: threading.Thread | None = None
         self.version = ""             # the program version (SPEC §14.2), recorded with a new run
@@ -132,6 +133,7 @@ class DurableRun:
             _announce(f"run id: {run_id}")
         journal.begin(self.run.id, records)
         self.journal = journal
+        self.runtime = runtime
         runtime.replay_horizon = journal.horizon
         self._heart = threading.Thread(target=self._heartbeat, name="sage-lease", daemon=True)
         self._heart.start()
@@ -156,6 +158,11 @@ class DurableRun:
             self._heart.join(5)
         store = self.store
         journal = self.journal
+        if self.runtime is not None:
+            # the run's MCP servers end before its lease does: once another process may take the run, no call
+            # of this one is still going on (an agent still busy past the shutdown's grace finds its writes
+            # fenced: the store keeps the run's lease as released)
+            self.runtime.effects.world.close()
         if journal is not None and journal.kind in ("taken over", "unreachable"):
             journal.close()   # the run is another process's now, or the database is out of reach
             return

@@ -72,6 +72,18 @@ class NewerFormat(Exception):
     """The file was written by a newer journal format: args (found, supported)."""
 
 
+# What a store keeps, in place of its token, for a run whose lease it released (its end, a pause, a stop): no
+# lease token is empty, so every later fenced write of that run by this store — a thread of the process still
+# finishing a step — fails as a deposed owner's would, rather than writing unfenced.
+RELEASED = ""
+
+
+def forget_lease(tokens: dict[str, str], run_id: str) -> None:
+    """The store released `run_id`'s lease: from now on its fenced writes of that run fail (TakenOver)."""
+    if run_id in tokens:
+        tokens[run_id] = RELEASED
+
+
 class TakenOver(Exception):
     """A fenced write of a run whose lease another process holds now: args (its pid, its host)."""
 

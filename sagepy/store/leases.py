@@ -35,6 +35,17 @@ def lease_is_stale(run: RunRecord, now: float | None = None, host: str | None = 
     return run.lease_host == (host or this_host()) and not process_alive(run.lease_pid)
 
 
+def lease_is_claimable(run: RunRecord, host: str | None = None) -> bool:
+    """Whether a worker may claim `run` (SPEC §14.2): its lease is stale, and, when it was released by a
+    process of this host, that process has exited. A process that released its lease (it ended, halted,
+    stopped) still closes what it opened and exits; a run queued again meanwhile (`sage runs resolve`) waits
+    for it, so that no run is ever executed by two processes at once."""
+    if not lease_is_stale(run, host=host):
+        return False
+    released = run.lease_heartbeat is None and run.lease_pid is not None
+    return not (released and run.lease_host == (host or this_host()) and process_alive(run.lease_pid))
+
+
 def shown_status(run: RunRecord, now: float | None = None) -> str:
     """The status `sage runs` shows: a `running` run whose lease is stale was interrupted (killed, crashed, or
     its machine went down) and waits for `sage run --resume`."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import INTERRUPTED, PAUSED, RUNNING, WAITING, StepRecord
+from .base import INTERRUPTED, PAUSED, RUNNING, WAITING, StepRecord, forget_lease
 from .queue import QUEUED
 
 PAUSED_EXIT = 5
@@ -35,7 +35,7 @@ class SqlitePauses:
             status = PAUSED if rows else self._runnable(run_id)
             self._db.execute(f"UPDATE runs SET status = ?, exit_code = ?, {_RELEASED} WHERE id = ?",
                              (status, PAUSED_EXIT if rows else None, run_id))
-        self._tokens.pop(run_id, None)
+        forget_lease(self._tokens, run_id)
         return [_record(row) for row in rows]
 
     def decide_step(self, run_id: str, step: StepRecord) -> str | None:
@@ -77,7 +77,7 @@ class PostgresPauses:
                 self._notify(conn)
             return rows
         rows = self._write(work, journal=1, fence=run_id)
-        self._tokens.pop(run_id, None)
+        forget_lease(self._tokens, run_id)
         return [_record(row) for row in rows]
 
     def decide_step(self, run_id: str, step: StepRecord) -> str | None:

@@ -34,7 +34,7 @@ from typing import Any, Callable, TypeVar
 
 from ..core.json_text import compact_json, parse_json
 from . import crash
-from .base import (Busy, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, Unreachable, COMPLETED,
+from .base import (RELEASED, Busy, forget_lease, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, Unreachable, COMPLETED,
                    FAILED, STARTED)
 from .pauses import PostgresPauses
 from .postgres_queue import PostgresQueue
@@ -162,7 +162,7 @@ class PostgresStore(PostgresQueue, PostgresPauses):
     # ---------------------------------------------------------------- transactions
 
     def _call(self, work: Callable[[Any], _Result], transaction: bool, journal: int = 0, fence: str | None = None,
-              durable: bool = True) -> _Result:
+              durable: bool = True, released_ok: bool = False) -> _Result:
         """Run `work(connection)`, in one transaction when `transaction`, again as a whole on a new connection
         while the connection is lost, for up to 30 s."""
         psycopg = self._psycopg
@@ -181,7 +181,7 @@ class PostgresStore(PostgresQueue, PostgresPauses):
                         self._connect()
                     if not transaction:
                         return work(self._conn)
-                    return self._transaction(work, journal, fence, durable)
+                    return self._transaction(work, journal, fence, durable, released_ok)
                 except (psycopg.Error, Unreachable) as exc:
                     if not self._lost():
                         raise self._failure(exc) from None
@@ -193,7 +193,7 @@ class PostgresStore(PostgresQueue, PostgresPauses):
                     time.sleep(min(0.25, deadline - now))
 
     def _transaction(self, work: Callable[[Any], _Result], journal: int, fence: str | None,
-                     durable: bool) -> _Result:
+                     durable: bool, released_ok: bool = False) -> _Result:
         conn = self._conn
         self._depth, self._journaled = 1, journal
         try:
@@ -201,7 +201,7 @@ class PostgresStore(PostgresQueue, PostgresPauses):
                 if not durable:
                     conn.execute("SET LOCAL synchronous_commit = off")
                 if fence is not None and fence in self._tokens:
-                    self._check_fence(conn, fence)
+                    self._check_fence(conn, fence, released_ok)
                 result = work(conn)
                 records = self._journaled
                 if records:
@@ -213,16 +213,21 @@ class PostgresStore(PostgresQueue, PostgresPauses):
         return result
 
     def _write(self, work: Callable[[Any], _Result], journal: int = 0, fence: str | None = None,
-               durable: bool = True) -> _Result:
-        return self._call(work, True, journal, fence, durable)
+               durable: bool = True, released_ok: bool = False) -> _Result:
+        return self._call(work, True, journal, fence, durable, released_ok)
 
     def _read(self, query: str, args: tuple = ()) -> list[tuple]:
         return self._call(lambda conn: conn.execute(query, args).fetchall(), False)
 
-    def _check_fence(self, conn: Any, run_id: str) -> None:
+    def _check_fence(self, conn: Any, run_id: str, released_ok: bool = False) -> None:
+        """TakenOver unless this store holds the run's lease (`released_ok`: or released it, and nobody holds it
+        since)."""
         row = conn.execute(f"SELECT lease_token, lease_pid, lease_host FROM {self._s}.runs "
                            "WHERE project = %s AND id = %s FOR SHARE", (self.project, run_id)).fetchone()
-        if row is None or row[0] != self._tokens[run_id]:   # the token stays: every later write fails too
+        mine = self._tokens[run_id]
+        if released_ok and mine == RELEASED and row is not None and row[0] is None:
+            return
+        if row is None or row[0] != mine:   # the token stays: every later write fails too
             raise TakenOver(row[1] if row else None, row[2] if row else None)
 
     # ---------------------------------------------------------------- @persistent fields
@@ -317,7 +322,7 @@ class PostgresStore(PostgresQueue, PostgresPauses):
                          f"lease_token = NULL{assignments} WHERE project = %s AND id = %s",
                          (*values, self.project, run_id))
         self._write(work, fence=run_id)
-        self._tokens.pop(run_id, None)
+        forget_lease(self._tokens, run_id)
 
     def prune_runs(self, keep: int) -> list[str]:
         def work(conn: Any) -> list[str]:
@@ -462,7 +467,8 @@ class PostgresStore(PostgresQueue, PostgresPauses):
         def work(conn: Any) -> None:
             conn.execute(f"UPDATE {self._s}.runs SET lease_heartbeat = now() WHERE project = %s AND id = %s",
                          (self.project, run_id))
-        self._write(work, fence=run_id)
+        # synchronous_commit off: a heartbeat lost with the server only makes a lease stale sooner
+        self._write(work, fence=run_id, durable=False)
 
     def close(self) -> None:
         with self._lock:

@@ -113,7 +113,7 @@ class PostgresQueue:
                 if run.id in skip:
                     continue
                 resumed = run.status == RUNNING
-                if run.lease_heartbeat is not None and not is_stale(run):
+                if not is_stale(run):   # held (a queued run `sage run --resume` took), or its last owner exiting
                     continue
                 if resumed and run.lease_heartbeat is not None:   # taken over from a crashed owner
                     if info.recoveries >= max_recoveries:
@@ -140,8 +140,8 @@ class PostgresQueue:
                                (self.project, run_id)).fetchone()
             if not (row and row[0]):
                 return False
-            conn.execute(f"UPDATE {self._s}.runs SET status = %s, exit_code = NULL, {_RELEASED} WHERE project = %s "
-                         "AND id = %s", (QUEUED, self.project, run_id))
+            conn.execute(f"UPDATE {self._s}.runs SET status = %s, exit_code = NULL, lease_heartbeat = NULL, "
+                         "lease_token = NULL WHERE project = %s AND id = %s", (QUEUED, self.project, run_id))
             self._notify(conn)
             return True
         return self._write(work)
@@ -186,8 +186,9 @@ class PostgresQueue:
             conn.execute(f"INSERT INTO {s}.run_output (project, run_id, number, stream, line) VALUES (%s, %s, "
                          f"(SELECT COALESCE(MAX(number), 0) + 1 FROM {s}.run_output WHERE project = %s AND "
                          "run_id = %s), %s, %s)", (self.project, run_id, self.project, run_id, stream, line))
-        # as durable as the outcome of the step before it (synchronous_commit off)
-        self._write(work, durable=False)
+        # as durable as the outcome of the step before it (synchronous_commit off); a deposed owner's lines are
+        # not stored (a process that released the lease may still say how its run ended)
+        self._write(work, durable=False, fence=run_id, released_ok=True)
 
     def output(self, run_id: str, after: int = 0) -> list[tuple[int, str, str]]:
         rows = self._read(f"SELECT number, stream, line FROM {self._s}.run_output WHERE project = %s AND "

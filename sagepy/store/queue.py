@@ -58,13 +58,15 @@ class QueueStore(Protocol):
     def claim_run(self, queue: str, version: str | None, pid: int, host: str,
                   is_stale: Callable[[RunRecord], bool], skip: set[str], max_recoveries: int) -> Claim | None:
         """Atomically take the oldest run a worker may execute: `queued` in `queue`, or `running` with a stale
-        lease in any queue; of program `version` (None: any). The run becomes `running` under a lease of
+        lease in any queue, for which `is_stale(run)` (the run read in the claim's transaction, with or without
+        a lease; leases.lease_is_claimable) holds; of program `version` (None: any). The run becomes `running` under a lease of
         (pid, host) with a new token that this store holds (its heartbeats keep the claim fresh until the
         run's own process takes the lease over, TakenOver from then on); a stale lease that was held (a crash, not a release) counts one recovery, and a run
         past `max_recoveries` is marked `failed` (exit 1) and returned with `gave_up`. None: nothing to claim."""
     def requeue_run(self, run_id: str) -> bool:
         """Make a halted or paused run that a worker was executing `queued` again, so that a worker resumes
-        it (`sage runs resolve`, and `approve`, `deny`, `answer` once the answer is recorded): True. A run no
+        it (`sage runs resolve`, and `approve`, `deny`, `answer` once the answer is recorded): True; the last
+        owner's pid and host stay (a claim waits for that process to exit). A run no
         worker executed is left as it is, for `sage run --resume`: False."""
     def unclaim_run(self, run_id: str, was_queued: bool) -> None:
         """Give a claimed run back untouched (a worker of another program version should run it)."""

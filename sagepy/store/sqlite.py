@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator
 from ..core.json_text import compact_json, parse_json
 from ..secrecy import private_directory
 from . import crash
-from .base import (Busy, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, COMPLETED, FAILED,
+from .base import (RELEASED, Busy, forget_lease, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, COMPLETED, FAILED,
                    STARTED)
 from .queue import CANCELLED
 from .pauses import SqlitePauses
@@ -56,6 +56,7 @@ _SCHEMA = (
 _RUN_COLUMNS = "id, started_at, status, exit_code, entry, lease_pid, lease_host, lease_heartbeat, lease_token"
 _STEP_COLUMNS = "path, number, kind, target, args_hash, safety, status, outcome"
 _NEWEST_FIRST = "ORDER BY started_at DESC, id DESC"
+_PUT_STEP = f"INSERT OR REPLACE INTO steps (run_id, {_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def _run(row: tuple) -> RunRecord:
@@ -97,7 +98,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
             raise Unavailable(str(exc)) from None
         try:
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            self._db.execute("PRAGMA journal_mode = WAL")
+            self._enter_wal(busy_timeout_s)
             self._db.execute("PRAGMA synchronous = FULL")
             self._flushing = True
             # a checkpoint flushes the log into the file with two fsyncs: one every ~16 MB of log, not every 4 MB
@@ -108,6 +109,22 @@ class SqliteStore(SqliteQueue, SqlitePauses):
             if isinstance(exc, NewerFormat):
                 raise
             raise Unavailable(str(exc)) from None
+
+    def _enter_wal(self, busy_timeout_s: float) -> None:
+        """`PRAGMA journal_mode = WAL`. Turning a new file into WAL takes its exclusive lock, and SQLite
+        answers `database is locked` at once, without its busy handler, to a connection that asks while
+        another one does it (several processes opening a new file together): retried within the timeout."""
+        deadline = time.monotonic() + busy_timeout_s
+        pause = 0.001
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
     def _open_format(self) -> None:
         """Refuse a newer format; give an older sagepy's file (only `sage_state`) or a new one the tables.
@@ -139,10 +156,12 @@ class SqliteStore(SqliteQueue, SqlitePauses):
     # ---------------------------------------------------------------- transactions
 
     @contextmanager
-    def _write(self, journal: int = 0, flush: bool = True, fence: str | None = None) -> Iterator[None]:
+    def _write(self, journal: int = 0, flush: bool = True, fence: str | None = None,
+               released_ok: bool = False) -> Iterator[None]:
         """One `BEGIN IMMEDIATE … COMMIT`; `journal`: the journal records it carries (crash injection counts
         them); `flush`: the COMMIT waits for the disk (`synchronous = FULL`), else only for the log's write;
-        `fence`: a run id whose lease, when this store took it, must still be this store's (TakenOver)."""
+        `fence`: a run id whose lease, when this store took it, must still be this store's (TakenOver);
+        `released_ok`: or was released by this store and is nobody's since (a run's last lines of output)."""
         with self._lock:
             if self._depth:
                 self._depth += 1
@@ -162,7 +181,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
             self._depth, self._journaled = 1, journal
             try:
                 if fence is not None and fence in self._tokens:
-                    self._check_fence(fence)
+                    self._check_fence(fence, released_ok)
                 yield
                 journaled = self._journaled
                 if journaled:
@@ -178,10 +197,13 @@ class SqliteStore(SqliteQueue, SqlitePauses):
             if journaled:
                 crash.after_commit(journaled)
 
-    def _check_fence(self, run_id: str) -> None:
+    def _check_fence(self, run_id: str, released_ok: bool = False) -> None:
         row = self._db.execute("SELECT lease_token, lease_pid, lease_host FROM runs WHERE id = ?",
                                (run_id,)).fetchone()
-        if row is None or row[0] != self._tokens[run_id]:   # the token stays: every later write fails too
+        mine = self._tokens[run_id]
+        if released_ok and mine == RELEASED and row is not None and row[0] is None:
+            return
+        if row is None or row[0] != mine:   # the token stays: every later write fails too
             raise TakenOver(row[1] if row else None, row[2] if row else None)
 
     def _rollback(self) -> None:
@@ -252,7 +274,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
         with self._write(fence=run_id):
             self._db.execute("UPDATE runs SET status = ?, exit_code = ?, "
                              "lease_heartbeat = NULL, lease_token = NULL WHERE id = ?", (status, exit_code, run_id))
-        self._tokens.pop(run_id, None)
+        forget_lease(self._tokens, run_id)
 
     def prune_runs(self, keep: int) -> list[str]:
         with self._write():
@@ -278,8 +300,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
     def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
         if steps:
             with self._write(journal=len(steps), flush=False, fence=run_id):
-                for step in steps:
-                    self._put_step(run_id, step)
+                self._db.executemany(_PUT_STEP, [self._step_row(run_id, step) for step in steps])
 
     def record_intent(self, run_id: str, step: StepRecord) -> bool:
         with self._write(journal=1, fence=run_id):
@@ -296,8 +317,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
                              (run_id, path, number))
 
     def _put_step(self, run_id: str | None, step: StepRecord) -> None:
-        self._db.execute(f"INSERT OR REPLACE INTO steps (run_id, {_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         self._step_row(run_id, step))
+        self._db.execute(_PUT_STEP, self._step_row(run_id, step))
 
     @staticmethod
     def _step_row(run_id: str | None, step: StepRecord) -> tuple:
@@ -321,14 +341,15 @@ class SqliteStore(SqliteQueue, SqlitePauses):
         return None
 
     def heartbeat(self, run_id: str) -> None:
-        with self._write(fence=run_id):
+        # not flushed: a heartbeat lost with the machine's power only makes a lease stale sooner
+        with self._write(flush=False, fence=run_id):
             self._db.execute("UPDATE runs SET lease_heartbeat = ? WHERE id = ?", (time.time(), run_id))
 
     def release_lease(self, run_id: str) -> None:
         with self._write(fence=run_id):
             self._db.execute("UPDATE runs SET lease_heartbeat = NULL, "
                              "lease_token = NULL WHERE id = ?", (run_id,))
-        self._tokens.pop(run_id, None)
+        forget_lease(self._tokens, run_id)
 
     def close(self) -> None:
         with self._lock:

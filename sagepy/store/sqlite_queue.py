@@ -75,7 +75,7 @@ class SqliteQueue:
                 if run.id in skip or (version is not None and info.version != version):
                     continue
                 resumed = run.status == RUNNING
-                if run.lease_heartbeat is not None and not is_stale(run):   # a queued run `sage run --resume` took
+                if not is_stale(run):   # held (a queued run `sage run --resume` took), or its last owner exiting
                     continue
                 if resumed and run.lease_heartbeat is not None:   # taken over from a crashed owner, not a released one
                     if info.recoveries >= max_recoveries:
@@ -100,8 +100,8 @@ class SqliteQueue:
             rows = self._db.execute("SELECT by_worker FROM run_queue WHERE run_id = ?", (run_id,)).fetchall()
             if not (rows and rows[0][0]):
                 return False
-            self._db.execute(f"UPDATE runs SET status = ?, exit_code = NULL, {_RELEASED} WHERE id = ?",
-                             (QUEUED, run_id))
+            self._db.execute("UPDATE runs SET status = ?, exit_code = NULL, lease_heartbeat = NULL, lease_token = NULL "
+                             "WHERE id = ?", (QUEUED, run_id))
         return True
 
     def mark_running(self, run_id: str) -> None:
@@ -132,8 +132,9 @@ class SqliteQueue:
         return bool(rows and rows[0][0])
 
     def append_output(self, run_id: str, stream: str, line: str) -> None:
-        # written to the log, not flushed: a line is as durable as the outcome of the step before it
-        with self._write(flush=False):
+        # written to the log, not flushed: a line is as durable as the outcome of the step before it; a deposed
+        # owner's lines are not stored (a process that released the lease may still say how its run ended)
+        with self._write(flush=False, fence=run_id, released_ok=True):
             self._db.execute("INSERT INTO run_output (run_id, number, stream, line) VALUES (?, (SELECT "
                              "COALESCE(MAX(number), 0) + 1 FROM run_output WHERE run_id = ?), ?, ?)",
                              (run_id, run_id, stream, line))

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store.leases import HEARTBEAT_SECONDS, lease_is_stale
+from ..store.leases import HEARTBEAT_SECONDS, lease_is_claimable
 from .child import LEFT_EXIT, WORKER_VAR
 
 STOP_GRACE_S = 9.0   # SPEC: a stopped worker exits within 10 s
@@ -43,6 +43,7 @@ class _Child:
     process: subprocess.Popen
     ended: threading.Event = field(default_factory=threading.Event)
     claimed: bool = True   # the worker's lease still holds the run (its process has not taken it over)
+    was_queued: bool = True   # claimed from the queue, not as an interrupted run
 
 
 class Worker:
@@ -99,7 +100,7 @@ class Worker:
         """Claim and start one run; False when there is nothing to claim."""
         options = self.options
         claim = self.store.claim_run(options.queue, None if options.any_version else self.version, self.pid,
-                                     self.host, lease_is_stale, self.skip, options.max_recoveries)
+                                     self.host, lease_is_claimable, self.skip, options.max_recoveries)
         if claim is None:
             return False
         run_id = claim.run.id
@@ -124,7 +125,7 @@ class Worker:
         # a session of its own: a Ctrl-C at the worker's terminal reaches the worker, which stops its runs
         process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, start_new_session=True)
-        child = _Child(run_id, version, process)
+        child = _Child(run_id, version, process, was_queued=not resumed)
         with self.lock:
             self.children[run_id] = child
 
@@ -158,7 +159,8 @@ class Worker:
         elif self.signals:   # stopped by this worker's stop: another worker resumes it
             return
         elif child.claimed and run.lease_pid == self.pid and run.lease_host == self.host:   # never taken over
-            self.store.release_lease(run_id)
+            # given back as it was claimed, without this worker as its last owner (a claim would wait for it)
+            self.store.unclaim_run(run_id, child.was_queued)
             self.skip.add(run_id)
             say(f"run {run_id}: stopped (exit {code})")
         elif run.lease_heartbeat is None:   # it stopped on its own and stays resumable (a journal divergence)

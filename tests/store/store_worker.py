@@ -5,6 +5,9 @@ python store_worker.py set-with-step PATH     one field write carrying a journal
 python store_worker.py lease PATH PID         tries to take run r1's lease (fresh when < 10 s old); prints
                                               "taken" or "refused <owner pid>"
 python store_worker.py hold PATH SECONDS      holds BEGIN IMMEDIATE; prints "holding" once it does
+python store_worker.py open-new DIR N T0      opens DIR/new-<i>.db for i < N, each at the wall-clock moment
+                                              T0 + i * 20 ms (so that several processes open each new file
+                                              together); prints "opened N" or the first failure
 """
 from __future__ import annotations
 
@@ -25,6 +28,17 @@ def main(command: str, path: str, *rest: str) -> None:
         print("holding", flush=True)
         time.sleep(float(rest[0]))
         db.execute("COMMIT")
+        return
+    if command == "open-new":
+        count, start = int(rest[0]), float(rest[1])
+        for i in range(count):
+            time.sleep(max(0.0, start + i * 0.02 - time.time()))
+            try:
+                SqliteStore(f"{path}/new-{i}.db").close()
+            except base.Unavailable as exc:
+                print(f"new-{i}.db: {exc}")
+                return
+        print(f"opened {count}")
         return
     store = SqliteStore(path)
     if command == "increment":

@@ -56,6 +56,14 @@ def test_two_processes_of_5000_updates_each_end_at_exactly_10000(db_path: str) -
     assert SqliteStore(db_path).get_field("Main", "n") == (True, 10000)
 
 
+def test_processes_opening_a_new_file_together_all_open_it(tmp_path: Path) -> None:
+    # turning a new file into WAL is refused at once, not after the busy timeout, while another process does it
+    count, start_at = 150, time.time() + 1.5
+    procs = [start("open-new", str(tmp_path), str(count), str(start_at)) for _ in range(4)]
+    for code, out, err in [finish(proc) for proc in procs]:
+        assert (code, out, err) == (0, f"opened {count}\n", "")
+
+
 @pytest.mark.parametrize("hook, committed", [(base.CRASH_BEFORE_VAR, False), (base.CRASH_AFTER_VAR, True)])
 def test_a_field_write_and_its_journal_record_commit_together(db_path: str, tmp_path: Path, hook: str,
                                                               committed: bool) -> None:
