@@ -56,7 +56,7 @@ class Session:
     def check(self, program: Program, test_file: bool = False, index: ProgramIndex | None = None) -> list[Diagnostic]:
         from .check import check_program
         diags = check_program(program, tools=self.settings.tools, test_file=test_file, index=index)
-        return diags + self._ambiguous_bindings(program) + self._approval_keys(program)
+        return diags + self._approval_keys(program)
 
     def _approval_keys(self, program: Program) -> list[Diagnostic]:
         """W085 for an `[approvals]` key that names no tool of the program (SPEC §17.1)."""
@@ -71,30 +71,6 @@ class Session:
                            f"connection of that name", self.settings.grove_path, policy.spans.get(key),
                            severity="warning")
                 for key in policy.unknown_keys(known)]
-
-    def _ambiguous_bindings(self, program: Program) -> list[Diagnostic]:
-        """E090 for a tool block that matches several `[tools.X]` keys ignoring case (SPEC §8.1, §11),
-        pointing at the first of them in grove.toml."""
-        tools = self.settings.tools
-        if len(tools) < 2:
-            return []
-        from .diagnostics import Diagnostic
-        from .grove.keys import Locator
-        from .grove.servers import AmbiguousBinding
-        from .syntax import ast as A
-        found = []
-        for module in program.modules:
-            for item in module.items:
-                if not isinstance(item, A.ToolDecl):
-                    continue
-                try:
-                    tools.bind(item.name)
-                except AmbiguousBinding as exc:
-                    first = next(key for key in tools if key.lower() == item.name.lower())
-                    grove = self.settings.grove_path
-                    span = Locator(grove).span(f"tools.{first}")
-                    found.append(Diagnostic("E090", f"{os.path.basename(grove or 'grove.toml')}: {exc}", grove, span))
-        return found
 
     def analyze(self, path: str, test_file: bool = False, prestart: Effects | None = None,
                 sources: Sources | None = None, index: ProgramIndex | None = None,

@@ -132,15 +132,16 @@ class Overrides(Mapping[str, str]):
 
 class ToolSettings:
     """The `[tools.<Name>]` tables: the keys as written (what the checker's E086/W084 rules look at), the
-    valid server configurations, and the binding of each tool block, decided once by SPEC §8.1's rule
-    (the exact key, else the one key equal ignoring case; the built-in tool names by exact key only)."""
+    valid server configurations, and the binding of a tool block by SPEC §8.1's rule (the exact key, else
+    the one key equal ignoring case; the built-in tool names by exact key only), which the checker asks
+    for once per block and records on its `ToolRef`s (sagepy.check.symbols.ToolTables)."""
 
-    __slots__ = ("tables", "servers", "_keys")
+    __slots__ = ("tables", "servers", "grove_path")
 
-    def __init__(self, tables: Mapping[str, Any], servers: dict[str, ServerConfig]) -> None:
+    def __init__(self, tables: Mapping[str, Any], servers: dict[str, ServerConfig], grove_path: str | None) -> None:
         self.tables = tables
         self.servers = servers
-        self._keys: dict[str, str] = {}
+        self.grove_path = grove_path
 
     def __contains__(self, name: object) -> bool:
         return name in self.tables
@@ -158,18 +159,19 @@ class ToolSettings:
         from .grove.servers import bind_tool_block
         return bind_tool_block(name, self.servers)
 
-    def server_key(self, name: str) -> str:
-        """The `[tools.X]` key calls of tool block `name` go to; `name` itself when it binds to none, so
-        that the call fails with `no [tools.<name>] entry`."""
-        key = self._keys.get(name)
-        if key is None:
-            from .grove.servers import AmbiguousBinding
-            try:
-                bound = self.bind(name)
-            except AmbiguousBinding:
-                bound = None
-            key = self._keys[name] = bound.name if bound is not None else name
-        return key
+    def binding(self, name: str) -> tuple[str | None, Diagnostic | None]:
+        """The `[tools.X]` key tool block `name` binds to (None: none), and the E090 of an ambiguous
+        binding (SPEC §8.1, §11), pointing at the first matching key in grove.toml."""
+        from .check.symbols import AmbiguousBinding, bound_key
+        try:
+            return bound_key(name, self.servers), None
+        except AmbiguousBinding as exc:
+            from .diagnostics import Diagnostic
+            from .grove.keys import Locator
+            first = next(key for key in self.servers if key.lower() == name.lower())
+            grove = self.grove_path
+            span = Locator(grove).span(f"tools.{first}")
+            return None, Diagnostic("E090", f"{os.path.basename(grove or 'grove.toml')}: {exc}", grove, span)
 
 
 class Settings:
@@ -187,7 +189,7 @@ class Settings:
         self.extern = grove.extern
         self.observability = grove.observability
         self.llm_section = grove.llm
-        self.tools = ToolSettings(grove.tool_tables, grove.servers)
+        self.tools = ToolSettings(grove.tool_tables, grove.servers, grove_path)
         self.approvals: ApprovalPolicy | None = grove.approvals   # `[approvals]` (SPEC §17.1), if any
         self.toml_broken = grove.toml_broken
         self.diagnostics: list[Diagnostic] = grove.diagnostics             # every E090/E093 of grove.toml

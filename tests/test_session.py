@@ -123,7 +123,7 @@ def test_checker_and_runtime_share_the_settings(triage: Path) -> None:
     session, _ = Session.open(None)
     runtime = session.build_runtime()
     assert runtime.effects.settings is session.settings
-    assert session.settings.tools.server_key("tracker") == "Tracker"
+    assert session.settings.tools.binding("tracker") == ("Tracker", None)
     assert "Tracker" in session.settings.tools and "tracker" not in session.settings.tools
 
 

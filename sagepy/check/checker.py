@@ -12,7 +12,7 @@ turn, when an `await` needs their result type), and lookups are dictionary hits.
 """
 from __future__ import annotations
 
-from typing import Any, Collection
+from typing import Any
 
 from ..diagnostics import Diagnostic, display_path
 from .agentexprs import AgentExpressions
@@ -25,13 +25,13 @@ from .names import Names
 from .patterns import Patterns
 from .prelude import load_prelude
 from .stmts import Statements
-from .symbols import AgentInfo
+from .symbols import AgentInfo, ToolTables
 from .tooluse import ToolUse
 
 
 class Checker(Namespaces, Names, Expressions, AgentExpressions, Calls, Intrinsics, ToolUse, Statements, Patterns,
               Items):
-    def __init__(self, program: Any, configured_tools: Collection[str], test_file: bool) -> None:
+    def __init__(self, program: Any, configured_tools: ToolTables, test_file: bool) -> None:
         self.program = program
         self.test_file = test_file
         self.prelude = load_prelude()

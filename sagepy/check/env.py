@@ -270,8 +270,11 @@ class Namespaces:
                 seen.add(p.name)
                 params.append((p.name, self.resolve_type(p.type, scope)))
             fns[fn.name] = FnSig(fn.name, [], params, self.resolve_type(fn.ret, scope), True, fn.span)
+        server, ambiguous = self.configured_tools.binding(decl.name)   # bound once, here (SPEC §8.1)
+        if ambiguous is not None:
+            self.diagnostics.append(ambiguous)
         return ToolInfo(decl.name, fns, False, {fn.name: remote_name(fn) for fn in decl.fns},
-                        {fn.name: fn.doc for fn in decl.fns if fn.doc})
+                        {fn.name: fn.doc for fn in decl.fns if fn.doc}, server or decl.name)
 
     def fill_agent(self, agent: AgentInfo, scope: ModuleScope) -> None:
         decl = agent.decl

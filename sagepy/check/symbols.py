@@ -6,7 +6,7 @@ handler, module, or a prelude builtin). Its `info` holds what the checker derive
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Collection, Iterator, Protocol
 
 from ..core.types import Type
 
@@ -48,17 +48,20 @@ class FnSig:
 class ToolInfo:
     """A tool block (or built-in tool): its functions by Sage name, the name each has on the server (its
     `#[mcp_name]`, else its Sage name) and the `///` doc comment of each function that has one (what the model
-    is shown, SPEC §4.12)."""
+    is shown, SPEC §4.12). `server` is the `[tools.X]` key a tool block's calls go to, bound once by the
+    checker (SPEC §8.1; the block's own name when no key matches, so that its calls fail with `no
+    [tools.X] entry`); None for a built-in tool."""
 
-    __slots__ = ("name", "fns", "builtin", "remotes", "docs")
+    __slots__ = ("name", "fns", "builtin", "remotes", "docs", "server")
 
     def __init__(self, name: str, fns: dict[str, FnSig], builtin: bool, remotes: dict[str, str],
-                 docs: dict[str, str] | None = None) -> None:
+                 docs: dict[str, str] | None = None, server: str | None = None) -> None:
         self.name = name
         self.fns = fns
         self.builtin = builtin
         self.remotes = remotes
         self.docs = docs or {}
+        self.server = server
 
 
 def remote_name(fn: Any) -> str:
@@ -69,13 +72,14 @@ def remote_name(fn: Any) -> str:
 class ToolRef:
     """What a checked tool call `T.f(…)` resolves to (the annotation `Call.ref`), and all the runtime needs to
     perform it: `label` is `T.f`, `remote` the server's name of the function (`#[mcp_name]`), `params` and
-    `param_types` the declared parameters. `dynamic` describes a tool of a dynamic MCP connection that a
-    model asked for (SPEC §4.12), which has no declaration."""
+    `param_types` the declared parameters, `server` the `[tools.X]` key its calls go to (`ToolInfo.server`).
+    `dynamic` describes a tool of a dynamic MCP connection that a model asked for (SPEC §4.12), which has
+    no declaration."""
 
-    __slots__ = ("tool", "fn", "remote", "params", "param_types", "ret", "builtin", "doc", "label")
+    __slots__ = ("tool", "fn", "remote", "params", "param_types", "ret", "builtin", "doc", "label", "server")
 
     def __init__(self, tool: str, fn: str, remote: str, params: list[str], param_types: list[Type], ret: Type,
-                 builtin: bool, doc: str | None = None) -> None:
+                 builtin: bool, doc: str | None = None, server: str | None = None) -> None:
         self.tool = tool
         self.fn = fn
         self.remote = remote
@@ -85,17 +89,67 @@ class ToolRef:
         self.builtin = builtin
         self.doc = doc
         self.label = f"{tool}.{fn}"
+        self.server = server
 
     @classmethod
     def of(cls, tool: ToolInfo, fn: str) -> "ToolRef":
         """The reference to function `fn` of the tool block `tool`."""
         sig = tool.fns[fn]
         return cls(tool.name, fn, tool.remotes.get(fn, fn), [name for name, _ in sig.params],
-                   [t for _, t in sig.params], sig.ret, tool.builtin, tool.docs.get(fn))
+                   [t for _, t in sig.params], sig.ret, tool.builtin, tool.docs.get(fn), tool.server)
 
     @classmethod
     def dynamic(cls, server: str, remote: str, ret: Type) -> "ToolRef":
         return cls(server, remote, remote, [], [], ret, False)
+
+
+class AmbiguousBinding(Exception):
+    """A tool block that matches several `[tools.X]` keys ignoring case (E090)."""
+
+
+def bound_key(name: str, keys: Collection[str]) -> str | None:
+    """The `[tools.X]` key a tool block binds to (§8.1): the exact key, else the one key equal ignoring case;
+    the built-in tool names bind by exact key only. Raises AmbiguousBinding when two keys match."""
+    if name in keys:
+        return name
+    if name in BUILTIN_TOOLS:
+        return None
+    folded = name.lower()
+    matches = [key for key in keys if key.lower() == folded]
+    if len(matches) > 1:
+        tables = ", ".join(f"[tools.{key}]" for key in sorted(matches))
+        raise AmbiguousBinding(f"tool block {name} matches several tables in grove.toml: {tables}")
+    return matches[0] if matches else None
+
+
+class ToolTables(Protocol):
+    """The `[tools.X]` tables the checker binds tool blocks to (sagepy.settings.ToolSettings): their keys,
+    and the binding of a block with the E090 diagnostic of an ambiguous one."""
+
+    def __contains__(self, name: object) -> bool: ...
+
+    def __iter__(self) -> Iterator[str]: ...
+
+    def binding(self, name: str) -> tuple[str | None, Any]: ...
+
+
+class TableKeys:
+    """Bare `[tools.X]` keys as ToolTables (a check without grove.toml's file: no place to point E090 at)."""
+
+    def __init__(self, keys: Collection[str]) -> None:
+        self.keys = keys
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.keys
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys)
+
+    def binding(self, name: str) -> tuple[str | None, Any]:
+        try:
+            return bound_key(name, self.keys), None
+        except AmbiguousBinding:
+            return None, None
 
 
 class FieldInfo:

@@ -49,15 +49,15 @@ def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
 def _with_server(args: argparse.Namespace, settings: Settings, action: Callable[[ConnectionPool, str], str]) -> int:
     from ..mcp.elicitation import TerminalElicitation
     from ..mcp.pool import ConnectionPool
-    from ..core.errors import SageRaise
+    from ..mcp.failures import McpFailure
     from .tools_target import report
     report(settings.tool_diagnostics)
     # NAME is matched as the builtins match it (the exact key, else the one case-insensitive match).
     manager = ConnectionPool(settings.root, settings.tools.servers, settings.mcp, elicitation=TerminalElicitation())
     try:
         text = action(manager, args.name)
-    except SageRaise as exc:
-        sys.stderr.write(f"error: {exc.error.display()}\n")
+    except McpFailure as failure:
+        sys.stderr.write(f"error: {failure.display()}\n")
         return 1
     finally:
         manager.close_all()

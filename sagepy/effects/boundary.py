@@ -3,7 +3,10 @@
 The interpreter calls one `Effects` object per run (per test under `sage test`). Each method turns one
 nondeterministic operation into a `Step` and passes it through the run's chain of layers (mocks under
 `sage test`, trace, journal, real; see `factory.build_effects`). Sage values become wire data (JSON, §5)
-here, when the step is built, and nowhere below: the layers and the MCP package see arguments as JSON.
+here, when the step is built, and the step's outcome, wire data too, becomes the Sage value here when it
+comes back (by the step's declared type: `step.ret`, or the builtin's for `io` and `mcp` steps), and nowhere
+else: the layers, the journal and the MCP package see JSON only. `state`, `receive` and `await` steps are the
+exception: their values (a field's value, a message, a Bool) never leave the process.
 """
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import types as T
 from ..core.errors import SageRaise
-from ..core.values import Variant
+from ..core.values import NONE, UNIT, Variant, some
 from .chain import Perform
 from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
 from .trace import Tracer
@@ -53,8 +56,9 @@ class Effects:
 
     # ---------------------------------------------------------------- model turns
     def divine(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None = None) -> Any:
-        return self.perform(Step(LLM, "infer" if infer else "divine", [prompt], target, "read_only", ctx,
+        data = self.perform(Step(LLM, "infer" if infer else "divine", [prompt], target, "read_only", ctx,
                                  overrides=overrides))
+        return sage_value(data, target)
 
     def divine_with_tools(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None,
                           offered: list, max_steps: int | None) -> Any:
@@ -71,7 +75,20 @@ class Effects:
 
     # ---------------------------------------------------------------- tools
     def tool_call(self, ctx: Any, ref: ToolRef, args: list) -> Any:
-        return self.perform(self.tool_step(ctx, ref, args))
+        return self.value(self.tool_step(ctx, ref, args))
+
+    def value(self, step: Step) -> Any:
+        """Perform a `tool` step or a dynamic `mcp_call` step (the program's, or one a model asked for) and
+        return its outcome as a Sage value."""
+        data = self.perform(step)
+        if step.kind == MCP:   # mcp_call: a String
+            return data
+        ref = step.tool
+        if ref.builtin:
+            return sage_value(data, ref.ret)
+        wire = _wire or _load_wire()
+        with wire.mcp_errors():
+            return wire.typed_value(data, ref.ret, ref.label, ref.remote)
 
     def tool_step(self, ctx: Any, ref: ToolRef, args: list, source: str | None = None) -> Step:
         """The step of a call of `ref` with Sage values `args` (performed by `tool_call`, or by the model's
@@ -82,13 +99,16 @@ class Effects:
         else:
             arguments = (_wire or _load_wire()).tool_arguments(ref, args)
             approval = self._tool_gate(ctx, ref, arguments, source) if self.gated else None
-            step = Step(TOOL, ref.label, arguments, ref.ret, None, ctx, tool=ref, source=source,
-                        resolve=self._tool_safety)
+            # the class is the step's from the start once the server's listing gave it (World.known_safety);
+            # before, it is looked up when first read, so that a mocked or replayed call connects to nothing
+            known = self.world.known_safety(ref.label)
+            step = Step(TOOL, ref.label, arguments, ref.ret, known, ctx, tool=ref, source=source,
+                        resolve=None if known is not None else self._tool_safety)
         step.approval = approval
         return step
 
     def _tool_gate(self, ctx: Any, ref: ToolRef, arguments: Any, source: str | None) -> Step | None:
-        names = (ref.tool,) if ref.builtin else (ref.tool, self.world.server_key(ref.tool))
+        names = (ref.tool,) if ref.builtin else (ref.tool, ref.server)
 
         def shown() -> Any:   # a built-in tool's arguments are positional: shown by parameter name
             return dict(zip(ref.params, arguments)) if ref.builtin else arguments
@@ -100,7 +120,7 @@ class Effects:
         `[tools.X.safety]` override, else destructive, with no listing made (SPEC §17.1)."""
         if self.mocks is None or ref.builtin:
             return self.world.tool_safety(ref)
-        server = self.settings.tools.servers.get(self.world.server_key(ref.tool))
+        server = self.settings.tools.servers.get(ref.server)
         return server.safety.get(ref.remote, "destructive") if server is not None else "destructive"
 
     def _tool_safety(self, step: Step) -> str:
@@ -112,7 +132,10 @@ class Effects:
             return self._connection(args[0])
         if name == "mcp_call":
             return self.perform(self.mcp_call_step(ctx, args))
-        return self.perform(Step(MCP, name, args, None, _MCP_SAFETY[name], ctx))
+        data = self.perform(Step(MCP, name, args, None, _MCP_SAFETY[name], ctx))
+        if name == "mcp_disconnect":
+            return UNIT
+        return (_wire or _load_wire()).builtin_value(name, data)
 
     def mcp_call_step(self, ctx: Any, args: list, caller: ToolRef | None = None) -> Step:
         """The step of `mcp_call(handle, tool, args_json)`; `caller` describes a call the model asked for."""
@@ -145,9 +168,10 @@ class Effects:
         """A dynamic connection's configured `name`, else `mcp<n>` (SPEC §4.12)."""
         manager = self.world.mcp_started
         if manager is not None and (self.mocks is None or handle not in self.mocks.issued_handles):
+            from ..mcp.failures import McpFailure
             try:
                 label = manager.handle_label(self.live_handle(handle))
-            except SageRaise:   # no such connection: the call itself will say so
+            except (McpFailure, SageRaise):   # no such connection: the call itself will say so
                 label = handle
             if not label.startswith("mcp:"):
                 return label
@@ -162,7 +186,12 @@ class Effects:
         first use)."""
         if self.journal is None:
             return handle
-        return self.journal.live_handle(handle, lambda step: self.world.mcp().connect(*step.arguments))
+        return self.journal.live_handle(handle, self._connect_again)
+
+    def _connect_again(self, step: Step) -> str:
+        wire = _wire or _load_wire()
+        with wire.mcp_errors():
+            return self.world.mcp().connect(*step.arguments)
 
     def _connection(self, handle: str) -> Variant:
         connection_record = (_wire or _load_wire()).connection_record
@@ -181,7 +210,10 @@ class Effects:
     def io(self, ctx: Any, name: str, args: tuple | list) -> Any:
         if name == "ask":
             return self.ask(ctx, args[0])
-        return self.perform(Step(IO, name, list(args), None, IO_SAFETY[name], ctx))
+        data = self.perform(Step(IO, name, list(args), None, IO_SAFETY[name], ctx))
+        if data is None:   # Unit, or `env`'s None
+            return NONE if name == "env" else UNIT
+        return some(data) if name == "env" else data   # the others' values are their own JSON
 
     # ---------------------------------------------------------------- people (SPEC §17)
     @property
@@ -267,6 +299,17 @@ def _load_wire() -> Any:
     from . import wire
     _wire = wire
     return wire
+
+
+def sage_value(data: Any, t: T.Type) -> Any:
+    """The Sage value of type `t` of a step's outcome (wire data, §5)."""
+    kind = type(data)
+    if (kind is str and t == T.STRING) or (kind is bool and t == T.BOOL):   # the common cases, at no cost
+        return data
+    if t is T.UNIT or t == T.UNIT:
+        return UNIT
+    from ..core.convert import from_json
+    return from_json(data, t)
 
 
 def _unassembled(step: Step) -> Any:

@@ -1,8 +1,8 @@
 """The journal of durable runs (SPEC §14): the layer that records each step's outcome and replays it on resume.
 
 A step is keyed by (run id, `step.path`, `step.number`). With a `done` or `failed` record the step is not
-performed: its recorded value is returned (converted back to what the real layer returns, outcomes.py) or its
-error raised. A record of another kind, target or argument hash is a divergence; a `started` record alone is
+performed: its recorded outcome is returned (wire data, as the layers below return it, outcomes.py) or its error
+raised. A record of another kind, target or argument hash is a divergence; a `started` record alone is
 performed again when its class is read_only or idempotent and halts the run when destructive. Without a record
 the step is live: a destructive step commits `started` before it runs, and every outcome is committed before
 the program sees it. Sage errors raised by the step are outcomes; a stop (cancellation, shutdown, the end of
@@ -306,7 +306,7 @@ class JournalLayer:
                     next(Step(MCP, "mcp_disconnect", [live], None, "idempotent", None))
                 except SageRaise:
                     pass
-            return UNIT
+            return None
         return decode_value(step, record.outcome)
 
     # ---------------------------------------------------------------- live

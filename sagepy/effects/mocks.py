@@ -7,7 +7,8 @@ Queue keys: "llm" (divine and infer share one queue), "T.f" for tool functions (
 ("mcp.resources", "mcp.resource_templates", "mcp.read_resource", "mcp.prompts", "mcp.get_prompt"), and
 "elicit". A mock is either a value or a
 failure (`-> fail("m")`); the LLM queue also holds scripted model turns that call tools (`ScriptedCalls`).
-Values are converted to the mocked call's return type when they are taken.
+Values are converted to the mocked call's return type when they are taken, and answer as the layers below
+would: as wire data (the JSON of the value, which the boundary turns into the Sage value).
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from ..core.values import UNIT, ErrorValue, display
 from ..llm.tool_loop import final_answer, scripted_answer
 from .chain import Perform
 from .step import LLM, MCP, TOOL, Step
-from .wire import tool_records
+from .wire import tool_objects
+
 
 class Failure:
     """A failure mock: the message of `fail("m")`."""
@@ -84,6 +86,15 @@ def convert_mock(label: str, value: Any, target: T.Type) -> Any:
         raise TestAbort(f"mock for {label}: cannot convert '{display(value)}' to {T.type_name(target)}: {exc}")
 
 
+def wire_mock(label: str, value: Any, target: T.Type) -> Any:
+    """A mock value as the wire data of a call that returns `target` (checked by `convert_mock`)."""
+    converted = convert_mock(label, value, target)
+    if type(converted) is str:
+        return converted
+    from ..core.convert import to_json
+    return to_json(converted)
+
+
 _MCP_KEYS = {"mcp_connect": "mcp.connect", "mcp_list_tools": "mcp.list_tools", "mcp_tools": "mcp.list_tools",
              "mcp_server_info": "mcp.server_info", "mcp_call": "mcp.call", "mcp_disconnect": "mcp.disconnect",
              "mcp_resources": "mcp.resources", "mcp_resource_templates": "mcp.resource_templates",
@@ -130,7 +141,7 @@ class MockLayer:
                 raise TestAbort(f"mock for {name}: tool calls mocked for a {name} that offers no tools")
             return scripted_answer(mock.calls, turn.offer, turn.turn)
         if turn is None:
-            return convert_mock(name, mock, step.ret)
+            return wire_mock(name, mock, step.ret)
         return final_answer(convert_mock(name, mock, turn.target))
 
     def _tool(self, step: Step, next: Perform) -> Any:
@@ -142,7 +153,7 @@ class MockLayer:
             if info.builtin:
                 raise SageRaise(ErrorValue("Tool", mock.message))
             raise SageRaise(ErrorValue("Mcp", mock.message, display_text=f"MCP tool error: {mock.message}"))
-        return convert_mock(info.label, mock, info.ret)
+        return wire_mock(info.label, mock, info.ret)
 
     def _mcp(self, step: Step, next: Perform) -> Any:
         """Consumed before any argument is looked at: a mocked call works with any config and any handle."""
@@ -163,15 +174,15 @@ class MockLayer:
             self.queues.issued_handles.add(value)
             return value
         if name == "mcp_disconnect":
-            return UNIT
+            return None
         if name == "mcp_server_info" or name in _RECORD_LISTS:
             from ..check.prelude import load_prelude   # loaded already: the test file was checked
-            return convert_mock(key, mock, load_prelude().fns[name].ret)
+            return wire_mock(key, mock, load_prelude().fns[name].ret)
         if name == "mcp_tools":
             from ..core.json_text import parse_json
             text = convert_mock(key, mock, T.STRING)
             try:
-                return tool_records(parse_json(text))
+                return tool_objects(parse_json(text))
             except ValueError as exc:
                 raise TestAbort(f"mock for mcp.list_tools: cannot convert '{text}' to List<McpTool>: {exc}")
         return convert_mock(key, mock, T.STRING)

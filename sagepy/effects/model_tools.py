@@ -30,7 +30,11 @@ def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer
     static = [OfferedFunction.typed(entry, entry.param_types, entry.doc) for entry in offered
               if isinstance(entry, ToolRef)]
     handles = [entry for entry in offered if isinstance(entry, str)]
-    offer = Offer(static, handles, lambda handle: _list_handle(effects, handle), effects.world.remote_description,
+    servers = {entry.tool: entry.server for entry in offered if isinstance(entry, ToolRef)}
+
+    def remote_description(tool: str, remote: str) -> str | None:
+        return effects.world.remote_description(servers[tool], remote)
+    offer = Offer(static, handles, lambda handle: _list_handle(effects, handle), remote_description,
                   provider_for(config).dialect)
     settings = LoopSettings(max_steps if max_steps is not None else config.max_tool_steps,
                             config.max_tool_result_chars, config.infer_retries)
@@ -46,7 +50,7 @@ def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer
         caller = ToolRef.dynamic(function.server, function.remote, T.STRING)
         return effects.mcp_call_step(ctx, [function.handle, function.remote, compact_json(arguments)], caller)
 
-    callbacks = Callbacks(ask, call_step, effects.perform, lambda step: step.safety, ctx.check,
+    callbacks = Callbacks(ask, call_step, effects.value, lambda step: step.safety, ctx.check,
                           # under `sage test` the calls of one answer take their mocks in the model's order
                           concurrent=effects.mocks is None, run_in_thread=_thread_of(ctx))
     return run_tool_loop(opening_messages(prompt, target), offer, target, settings, callbacks)
@@ -57,10 +61,12 @@ def _list_handle(effects: Any, handle: str) -> list[OfferedFunction]:
     no server behind it: it offers nothing."""
     if effects.mocks is not None and handle in effects.mocks.issued_handles:
         return []
+    from .wire import mcp_errors
     manager = effects.world.mcp()
     live = effects.live_handle(handle)   # in a resumed durable run, the connection behind a recorded handle
-    listing = manager.listing(live)
-    label = manager.handle_label(live)
+    with mcp_errors():
+        listing = manager.listing(live)
+        label = manager.handle_label(live)
     if label == live:   # unnamed: named after the program's handle, so that a resumed run offers the same names
         label = handle
     server = "mcp" + label[len("mcp:"):] if label.startswith("mcp:") else label

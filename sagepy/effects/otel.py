@@ -18,7 +18,9 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 
+from ..core import types as T
 from ..core.errors import SageRaise
+from ..mcp.failures import McpFailure
 from ..telemetry.spans import CLIENT, INTERNAL, SpanExport, mark_error
 
 __all__ = ["OtelLayer", "SpanExport", "observe_answer"]
@@ -133,7 +135,7 @@ class OtelLayer:
         if export.capture:
             attributes["gen_ai.input.messages"] = export.redact(_input_messages(step))
             if error is None:
-                attributes["gen_ai.output.messages"] = export.redact(_output_messages(value, turn))
+                attributes["gen_ai.output.messages"] = export.redact(_output_messages(value, turn, step))
         # a turn that sent no request (replayed from the journal, or answered by `echo` or the `mock` key)
         # is no client call
         client = not replayed and not self._offline(model)
@@ -177,7 +179,7 @@ class OtelLayer:
             if dynamic or (info is not None and not info.builtin):
                 self._mcp_attributes(span, step, dynamic)
             if export.capture and value is not _UNANSWERED:
-                span.set_attribute("gen_ai.tool.call.result", export.redact(_tool_result(value)))
+                span.set_attribute("gen_ai.tool.call.result", export.redact(_tool_result(value, step)))
             span.end()
 
     def _dynamic_label(self, handle: str, tool: str) -> str:
@@ -186,7 +188,7 @@ class OtelLayer:
         if manager is not None:
             try:
                 label = manager.handle_label(self.effects.live_handle(handle))
-            except SageRaise:
+            except (McpFailure, SageRaise):
                 label = handle
         server = "mcp" + label[len("mcp:"):] if label.startswith("mcp:") else label
         return f"{server}.{tool}"
@@ -199,7 +201,7 @@ class OtelLayer:
         if dynamic:
             protocol, transport = manager.wire_facts(handle=self.effects.live_handle(step.arguments[0]))
         else:
-            protocol, transport = manager.wire_facts(server=self.effects.world.server_key(step.tool.tool))
+            protocol, transport = manager.wire_facts(server=step.tool.server)
         if protocol:
             span.set_attribute("mcp.protocol.version", protocol)
         network = {"stdio": "pipe", "http": "tcp"}.get(transport)
@@ -246,7 +248,7 @@ def _input_messages(step: Step) -> str:
     return json.dumps(messages, ensure_ascii=False, separators=(",", ":"))
 
 
-def _output_messages(value: Any, turn: _Turn) -> str:
+def _output_messages(value: Any, turn: _Turn, step: Step) -> str:
     finish = turn.finish_reasons[-1] if turn.finish_reasons else "stop"
     if isinstance(value, dict) and value.get("role") == "assistant":   # a turn of a tool loop
         parts = _text_parts(value["content"]) if value.get("content") else []
@@ -255,18 +257,15 @@ def _output_messages(value: Any, turn: _Turn) -> str:
             parts.append({"type": "tool_call", "id": call.get("id"), "name": function.get("name"),
                           "arguments": function.get("arguments")})
     else:
-        parts = _text_parts(value if isinstance(value, str) else _json_of(value))
+        parts = _text_parts(value if step.ret == T.STRING else _json_of(value))
     return json.dumps([{"role": "assistant", "parts": parts, "finish_reason": finish}], ensure_ascii=False,
                       separators=(",", ":"))
 
 
 def _json_of(value: Any) -> str:
-    from ..core.convert import compact_json, to_json
-    try:
-        return compact_json(to_json(value))
-    except Exception:  # noqa: BLE001 - a value without a JSON form is shown by its display
-        from ..core.values import display
-        return display(value)
+    """An outcome (wire data) as compact JSON text."""
+    from ..core.json_text import compact_json
+    return compact_json(value)
 
 
 def _tool_arguments(step: Step) -> str:
@@ -279,5 +278,6 @@ def _tool_arguments(step: Step) -> str:
     return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
 
 
-def _tool_result(value: Any) -> str:
-    return value if isinstance(value, str) else _json_of(value)
+def _tool_result(value: Any, step: Step) -> str:
+    """A String result as it is; any other as its JSON."""
+    return value if step.ret == T.STRING else _json_of(value)

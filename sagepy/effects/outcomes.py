@@ -1,13 +1,10 @@
 """What the journal of durable runs writes for a step and reads back (SPEC §14): the hash of the arguments, a
-step's value as JSON (§5) and back as the value the real layer would have returned, an error as its kind,
-message and code and back as the same Sage error.
+step's outcome as JSON (§5) and back, an error as its kind, message and code and back as the same Sage error.
 
-A step with a return type (`step.ret`: model answers, tool calls, `mcp_call`) converts through it. The others
-return what the real layer returns for their kind and target: the builtin's prelude type for `io` and `mcp`
-steps, the field's type for a `state` read or update, `Bool` for an `await`; a step whose value is JSON data
-already (a model turn of a tool loop: the model's message) is kept as it is. A `receive` is special: its
-outcome names the message (the sender's path and send number), not the message itself, which the sender sends
-again on resume.
+Outcomes are wire data already (the boundary converts them to Sage values above the chain): the journal
+records and replays them as they are, whatever the step's type. A `state` read or update is the exception
+(its value is the field's, converted with the field's type), and so is a `receive`: its outcome names the
+message (the sender's path and send number), not the message itself, which the sender sends again on resume.
 """
 from __future__ import annotations
 
@@ -15,10 +12,9 @@ import hashlib
 import json
 from typing import Any
 
-from ..core import types as T
 from ..core.errors import SageRaise
 from ..core.values import UNIT, ErrorValue
-from .step import AWAIT, IO, LLM, MCP, STATE, TOOL, Step
+from .step import AWAIT, LLM, MCP, STATE, TOOL, Step
 
 
 def args_hash(arguments: Any) -> str:
@@ -27,45 +23,27 @@ def args_hash(arguments: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def value_type(step: Step) -> T.Type | None:
-    """The Sage type of the step's value, or None when the value is JSON data already."""
-    kind = step.kind
-    if kind == LLM and isinstance(step.arguments, dict):
-        # a turn of a tool loop (§4.12; its arguments are the conversation) answers with the model's message,
-        # JSON data, whatever the `divine`'s type; a sampling request's answer is a String either way
-        return None
-    if step.ret is not None:
-        return step.ret
-    if kind in (IO, MCP):
-        from ..check.prelude import load_prelude
-        signature = load_prelude().fns.get(step.target)
-        return signature.ret if signature is not None else None
-    if kind == AWAIT:
-        return T.BOOL
-    if kind == STATE:
-        if step.target.endswith(".get") or step.target.endswith(".update"):
-            return step.agent.agent.persistent_types[step.target.rsplit(".", 1)[0]]
-        return T.UNIT
-    return None
-
-
 def encode_value(step: Step, value: Any) -> Any:
-    """The JSON the journal records for the step's value."""
-    if value_type(step) is None:
-        return value
-    from ..core.convert import to_json
-    return to_json(value)
+    """The JSON the journal records for the step's outcome: the outcome itself (wire data already), except a
+    `state` read's or update's value, which the field's type converts (it never leaves the process)."""
+    if step.kind == STATE and _field_value(step):
+        from ..core.convert import to_json
+        return to_json(value)
+    return value
 
 
 def decode_value(step: Step, data: Any) -> Any:
-    """The value the real layer would have returned, from its recorded JSON."""
-    t = value_type(step)
-    if t is None:
+    """The outcome the layers below the journal would have returned, from its recorded JSON."""
+    if step.kind != STATE:
         return data
-    if t == T.UNIT:
+    if not _field_value(step):
         return UNIT
     from ..core.convert import from_json
-    return from_json(data, t)
+    return from_json(data, step.agent.agent.persistent_types[step.target.rsplit(".", 1)[0]])
+
+
+def _field_value(step: Step) -> bool:
+    return step.target.endswith(".get") or step.target.endswith(".update")
 
 
 def encode_error(error: ErrorValue) -> dict:

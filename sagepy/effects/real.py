@@ -1,5 +1,9 @@
 """The real layer: performs each step against the world (LLM client, built-in tools, MCP manager, clock,
-stdin, environment, files, sleep, mailbox, `@persistent` store). It is the last layer of every chain."""
+stdin, environment, files, sleep, mailbox, `@persistent` store). It is the last layer of every chain.
+
+Its outcomes are wire data (the JSON of the value, §5; the boundary turns it into the Sage value), except
+those of the steps whose values never leave the process: `receive` (the message), `state` (the field's
+value, which runtime.persistence converts with the field's type) and `await` (a Bool)."""
 from __future__ import annotations
 
 import sys
@@ -8,7 +12,7 @@ import time
 from typing import Any, Callable
 
 from ..core.errors import SageRaise
-from ..core.values import UNIT, ErrorValue
+from ..core.values import UNIT, ErrorValue, Variant
 from .chain import Perform
 from .step import APPROVAL, AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
 from .world import World
@@ -74,7 +78,12 @@ class RealLayer:
         if turn is not None:   # a turn of `divine(p, tools: [...])`
             return client.turn(step.arguments["messages"], turn.offer.definitions, turn.target, step=turn.turn,
                                **(turn.overrides or {}))
-        return client.divine(step.arguments[0], step.ret, infer=step.target == "infer", **(step.overrides or {}))
+        value = client.divine(step.arguments[0], step.ret, infer=step.target == "infer", **(step.overrides or {}))
+        if type(value) is str:   # a String is its own JSON
+            return value
+        # the client checks a typed answer by converting it: its JSON goes up
+        from ..core.convert import to_json
+        return to_json(value)
 
     def _tool(self, step: Step) -> Any:
         info = step.tool
@@ -85,34 +94,45 @@ class RealLayer:
                                      overrides=self.world.settings.overrides)
         step.safety   # settled before the call leaves: a cached lookup after the server's first listing
         world = self.world
-        result = world.mcp().call_typed(world.server_key(info.tool), info.label, info.remote, step.arguments)
-        return (self._wire or self._load_wire()).typed_result(result, info)
+        wire = self._wire or self._load_wire()
+        with wire.mcp_errors():
+            result = world.mcp().call_typed(info.server, info.label, info.remote, step.arguments)
+            return wire.typed_json(result, info.ret, info.label, info.remote)
 
     def _mcp(self, step: Step) -> Any:
-        manager = self.world.mcp()
-        name = step.target
+        wire = self._wire or self._load_wire()
+        with wire.mcp_errors():
+            return self._mcp_builtin(wire, self.world.mcp(), step.target, step.arguments)
+
+    def _mcp_builtin(self, wire: Any, manager: Any, name: str, arguments: list) -> Any:
         if name == "mcp_tools":
-            return (self._wire or self._load_wire()).tool_records(manager.listing(*step.arguments))
+            return wire.tool_objects(manager.listing(*arguments))
         if name == "mcp_server_info":
-            return (self._wire or self._load_wire()).server_info_record(manager.server_info(*step.arguments))
+            return wire.server_info_object(manager.server_info(*arguments))
         if name == "mcp_disconnect":
-            manager.disconnect(*step.arguments)
-            return UNIT
+            manager.disconnect(*arguments)
+            return None
         if name in ("mcp_resources", "mcp_resource_templates", "mcp_prompts"):
-            listing = getattr(manager, name[4:])(*step.arguments)
-            return getattr(self._wire or self._load_wire(), name[4:] + "_records")(listing)
+            listing = getattr(manager, name[4:])(*arguments)
+            return getattr(wire, name[4:] + "_objects")(listing)
         method = {"mcp_connect": manager.connect, "mcp_list_tools": manager.list_tools,
                   "mcp_call": manager.call, "mcp_read_resource": manager.read_resource,
                   "mcp_get_prompt": manager.get_prompt}[name]
-        return method(*step.arguments)
+        return method(*arguments)
 
     def _io(self, step: Step) -> Any:
         if step.target == "ask":   # a person at the terminal (sagepy.effects.approvals)
             return step.person.answerers.ask(step)
         if step.target == "sleep_ms":
             step.agent.sleep(max(0, step.arguments[0]) / 1000)
-            return UNIT
-        return self.io_functions[step.target](*step.arguments)
+            return None
+        value = self.io_functions[step.target](*step.arguments)
+        # the file and env builtins are Sage functions: Unit is JSON null, and `env`'s Option its payload
+        if value is UNIT:
+            return None
+        if type(value) is Variant:
+            return value.payload
+        return value
 
     def _approval(self, step: Step) -> dict:
         """A call's approval (SPEC §17.3): for the rest of the run already, else a person at the terminal."""

@@ -106,7 +106,7 @@ class TraceLayer:
         started = time.monotonic()
         value = next(step)
         self.tracer.emit(step.agent, "llm.response", {"duration_ms": int((time.monotonic() - started) * 1000),
-                                                      "chars": len(value) if isinstance(value, str) else 0,
+                                                      "chars": len(value) if step.ret == T.STRING else 0,
                                                       "attempts": 0, "mocked": False, **numbered,
                                                       "replayed": True})
         return value

@@ -1,21 +1,44 @@
 """Sage values and MCP wire data, the one place where they meet on the effects path (DESIGN.md "The
-effects boundary"): the arguments of typed tool calls (SPEC §8.4), typed results (§8.4 rules 1-4) and the
-prelude records of dynamic MCP (§8.5). Below this module, the MCP package handles JSON only. The effects
-layers load this module on first use: a program that never calls an MCP tool never imports it.
+effects boundary"): the arguments of typed tool calls (SPEC §8.4), typed results (§8.4 rules 1-4), the
+prelude records of dynamic MCP (§8.5), and MCP failures as Sage errors. The real layer calls the
+`*_objects` and `typed_json` functions, which handle JSON only; the boundary (effects/boundary.py) calls the
+others on the way up. Below the boundary, the layers and the MCP package see JSON and `McpFailure` only.
+The effects layers load this module on first use: a program that never calls an MCP tool never imports it.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from ..core.convert import VALUE_LIMIT, ConversionError, from_json, to_json
+from ..core.errors import SageRaise
 from ..core.json_text import compact_json, parse_json
-from ..mcp.failures import McpFailure, typed_error
-from ..mcp.results import text_items, text_of
-from ..core.values import NONE, UNIT, Record, Variant, some
+from ..core.values import NONE, UNIT, ErrorValue, Record, Variant, some
 from ..core.types import STRING, UNIT as UNIT_TYPE, MapT, RecordT, Type, type_name
+from ..mcp.failures import McpFailure
+from ..mcp.results import text_items, text_of
 
 if TYPE_CHECKING:
     from ..check.symbols import ToolRef
+
+
+def mcp_error(failure: McpFailure) -> SageRaise:
+    """The Sage error of an MCP failure: kind Mcp; a typed call's message without its prefix, displayed
+    `MCP <sub-kind>: …`; a dynamic builtin's message as it is (SPEC §8.10)."""
+    if failure.sub_kind == "dynamic":
+        return SageRaise(ErrorValue("Mcp", failure.message))
+    return SageRaise(ErrorValue("Mcp", failure.message, display_text=failure.display()))
+
+
+class mcp_errors:
+    """`with mcp_errors():` around a call into the MCP package: its failures leave as Sage errors."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        if isinstance(exc, McpFailure):
+            raise mcp_error(exc) from None
+        return False
 
 
 def tool_arguments(info: ToolRef, args: list) -> dict:
@@ -28,76 +51,86 @@ def tool_arguments(info: ToolRef, args: list) -> dict:
     return arguments
 
 
-def typed_result(result: dict, info: ToolRef) -> Any:
-    """The Sage value of a typed call's successful result, or SageRaise with an `Mcp` error."""
-    try:
-        return typed_value(result, info.ret, info.label, info.remote)
-    except McpFailure as failure:
-        raise typed_error(failure) from None
-
-
 def _render(data: Any) -> str:
     text = data if isinstance(data, str) else compact_json(data)
     return text if len(text) <= VALUE_LIMIT else text[: VALUE_LIMIT - 1] + "…"
 
 
-def typed_value(result: dict, return_type: Type, label: str, remote: str) -> Any:
-    """The Sage value of a successful typed call (§8.4 rules 1-4). Raises McpFailure on failure."""
+def _unconvertible(label: str, remote: str, return_type: Type, value: Any, reason: Any) -> McpFailure:
+    return McpFailure("deserialisation error", f"{label} (remote '{remote}'): cannot convert {_render(value)} to "
+                                               f"{type_name(return_type)}: {reason}")
+
+
+def typed_json(result: dict, return_type: Type, label: str, remote: str) -> Any:
+    """The JSON of a successful typed call's value (§8.4 rules 1-4), from the MCP result: structuredContent
+    when it converts to the return type, else the text (a String) or the one text item's JSON. A candidate
+    is tried against the type only when another one could follow it; the last one is converted by the
+    boundary (`typed_value`), which words its failure the same way. Raises McpFailure."""
     if return_type == UNIT_TYPE:
-        return UNIT
+        return None
     failure: tuple[Any, ConversionError | str] | None = None
+    texts = None
     if "structuredContent" in result:
         candidate = result["structuredContent"]
         if (not isinstance(return_type, (RecordT, MapT)) and isinstance(candidate, dict)
                 and len(candidate) == 1 and "result" in candidate):
             candidate = candidate["result"]
+        if return_type != STRING:
+            texts = text_items(result)
+            if len(texts) != 1:   # no fallback: the boundary's conversion decides
+                return candidate
         try:
-            return from_json(candidate, return_type)
+            from_json(candidate, return_type)
+            return candidate
         except ConversionError as exc:
             failure = (candidate, exc)
     if return_type == STRING:
         return text_of(result, "")
-    texts = text_items(result)
+    texts = text_items(result) if texts is None else texts
     if len(texts) == 1:
         try:
-            data = parse_json(texts[0])
+            return parse_json(texts[0])
         except ValueError as exc:
             failure = (texts[0], f"the text is not JSON: {exc}")
-        else:
-            try:
-                return from_json(data, return_type)
-            except ConversionError as exc:
-                failure = (data, exc)
     if failure is None:
         count = "no text item" if not texts else f"{len(texts)} text items"
         failure = (result.get("content") or [], f"no structuredContent and {count}")
-    value, reason = failure
-    raise McpFailure("deserialisation error",
-                     f"{label} (remote '{remote}'): cannot convert {_render(value)} to "
-                     f"{type_name(return_type)}: {reason}")
+    raise _unconvertible(label, remote, return_type, *failure)
 
 
-def tool_records(listing: Any) -> list[Record]:
-    """`List<McpTool>` from a listing: the objects of `mcp_list_tools`, or a mock value of the same shape.
+def typed_value(data: Any, return_type: Type, label: str, remote: str) -> Any:
+    """The Sage value of a typed call's outcome (`typed_json`'s, or its journal record). Raises McpFailure
+    (a deserialisation error)."""
+    if return_type == UNIT_TYPE:
+        return UNIT
+    try:
+        return from_json(data, return_type)
+    except ConversionError as exc:
+        raise _unconvertible(label, remote, return_type, data, exc) from None
+
+
+def tool_objects(listing: Any) -> list[dict]:
+    """The `McpTool` objects (JSON) of a listing: the objects of `mcp_list_tools`, or a mock value of the
+    same shape.
 
     Raises ValueError when the listing is not an array of objects with a string `name`.
     """
     if not isinstance(listing, list):
         raise ValueError("expected a JSON array of tool objects")
-    records = []
+    objects = []
     for i, item in enumerate(listing):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise ValueError(f"element {i} is not a tool object with a string name")
         description = item.get("description")
         safety = item.get("safety")
         schema = item.get("inputSchema")
-        records.append(Record("McpTool", {
+        objects.append({
             "name": item["name"],
             "description": description if isinstance(description, str) else "",
             "input_schema": compact_json(schema) if schema is not None else "{}",
             "safety": safety if isinstance(safety, str) else "destructive",
-        }))
-    return records
+        })
+    return objects
 
 
 def _text(item: dict, key: str) -> str:
@@ -105,35 +138,65 @@ def _text(item: dict, key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def resources_records(listing: list[dict]) -> list[Record]:
-    """`mcp_resources` from the resource objects of the listing (wire spelling; absent fields `""`)."""
-    return [Record("McpResource", {"uri": _text(item, "uri"), "name": _text(item, "name"),
+def resources_objects(listing: list[dict]) -> list[dict]:
+    """The `McpResource` objects of `mcp_resources`, from the listing (wire spelling; absent fields `""`)."""
+    return [{"uri": _text(item, "uri"), "name": _text(item, "name"),
                                    "description": _text(item, "description"),
-                                   "mime_type": _text(item, "mimeType")}) for item in listing]
+                                   "mime_type": _text(item, "mimeType")} for item in listing]
 
 
-def resource_templates_records(listing: list[dict]) -> list[Record]:
-    """`mcp_resource_templates` from the template objects of the listing."""
-    return [Record("McpResourceTemplate", {"uri_template": _text(item, "uriTemplate"), "name": _text(item, "name"),
+def resource_templates_objects(listing: list[dict]) -> list[dict]:
+    """The `McpResourceTemplate` objects of `mcp_resource_templates`, from the listing."""
+    return [{"uri_template": _text(item, "uriTemplate"), "name": _text(item, "name"),
                                            "description": _text(item, "description"),
-                                           "mime_type": _text(item, "mimeType")}) for item in listing]
+                                           "mime_type": _text(item, "mimeType")} for item in listing]
 
 
-def prompts_records(listing: list[dict]) -> list[Record]:
-    """`mcp_prompts` from the prompt objects of the listing: argument names, and the required ones."""
+def prompts_objects(listing: list[dict]) -> list[dict]:
+    """The `McpPrompt` objects of `mcp_prompts`, from the listing: argument names, and the required ones."""
     records = []
     for item in listing:
         arguments = [a for a in item.get("arguments") or [] if isinstance(a, dict) and isinstance(a.get("name"), str)]
-        records.append(Record("McpPrompt", {
+        records.append({
             "name": _text(item, "name"), "description": _text(item, "description"),
             "arguments": [a["name"] for a in arguments],
-            "required": [a["name"] for a in arguments if a.get("required") is True]}))
+            "required": [a["name"] for a in arguments if a.get("required") is True]})
     return records
 
 
-def server_info_record(info: dict) -> Record:
-    """`mcp_server_info` from the server's `name` and `version`."""
-    return Record("McpServerInfo", {"name": info["name"], "version": info["version"]})
+def server_info_object(info: dict) -> dict:
+    """The `McpServerInfo` object of `mcp_server_info`, from the server's `name` and `version`."""
+    return {"name": info["name"], "version": info["version"]}
+
+
+# The fields of the prelude records (stdlib/mcp.sg) in declaration order: what `records` builds from JSON.
+RECORD_FIELDS = {
+    "McpTool": ("name", "description", "input_schema", "safety"),
+    "McpServerInfo": ("name", "version"),
+    "McpResource": ("uri", "name", "description", "mime_type"),
+    "McpResourceTemplate": ("uri_template", "name", "description", "mime_type"),
+    "McpPrompt": ("name", "description", "arguments", "required"),
+}
+# The builtins of §8.5 and §8.11 whose value is a prelude record, or a list of them.
+RECORD_BUILTINS = {"mcp_tools": "McpTool", "mcp_resources": "McpResource",
+                   "mcp_resource_templates": "McpResourceTemplate", "mcp_prompts": "McpPrompt"}
+
+
+def record(name: str, data: dict) -> Record:
+    """A prelude record from its JSON object (every field present: the `*_objects` functions, a mock
+    checked against the record's type, or the journal's record of one of them)."""
+    return Record(name, {field: data[field] for field in RECORD_FIELDS[name]})
+
+
+def builtin_value(name: str, data: Any) -> Any:
+    """The Sage value of a dynamic MCP builtin's outcome: prelude records for `mcp_tools`,
+    `mcp_server_info` and the listings of §8.11; the String itself otherwise."""
+    listed = RECORD_BUILTINS.get(name)
+    if listed is not None:
+        return [record(listed, item) for item in data]
+    if name == "mcp_server_info":
+        return record("McpServerInfo", data)
+    return data
 
 
 def connection_record(n: int | None) -> Variant:

@@ -60,16 +60,13 @@ class World:
             self._descriptions.clear()
         self.tracer.emit(None, kind, data)
 
-    def server_key(self, tool: str) -> str:
-        """The `[tools.X]` key a tool block binds to (SPEC §8.1)."""
-        return self.settings.tools.server_key(tool)
-
     def prestart(self, tools: set[str]) -> None:
         """Start, in the background, the servers of the tool blocks that some agent `use`s (SPEC §8.3)."""
         configured = self.settings.tools
         if not tools or not configured:
             return
-        keys = sorted({configured.server_key(t) for t in tools} & set(configured))
+        # the bindings the checker will record: it has not run yet, and the servers start meanwhile
+        keys = sorted({configured.binding(t)[0] for t in tools} & set(configured))
         if keys:
             from ..deepstack import start_thread
             # importing the MCP SDK alone takes about a second: do it off the main thread too
@@ -84,16 +81,20 @@ class World:
         if known is not None:
             return known
         manager = self.mcp()
-        server = self.server_key(info.tool)
+        server = info.server
         safety = manager.safety(server, info.remote)   # connects and lists the tools when needed
         if manager.listed(server):   # a failed connect is not remembered: the next call tries again
             self._safety[info.label] = safety
         return safety
 
-    def remote_description(self, tool: str, remote: str) -> str | None:
-        """The server's description of a typed tool function (SPEC §4.12), from its tool listing, fetched
-        once per connection; None when the server has none or cannot be listed (the call will say why)."""
-        server = self.server_key(tool)
+    def known_safety(self, label: str) -> str | None:
+        """The class of typed MCP tool function `T.f` if its server's current listing gave it already."""
+        return self._safety.get(label)
+
+    def remote_description(self, server: str, remote: str) -> str | None:
+        """The description by the server of `[tools.<server>]` of a typed tool function (SPEC §4.12), from
+        its tool listing, fetched once per connection; None when the server has none or cannot be listed
+        (the call will say why)."""
         known = self._descriptions.get(server)
         if known is None:
             from ..mcp.failures import McpFailure

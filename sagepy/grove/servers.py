@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..check.symbols import BUILTIN_TOOLS
+from ..check.symbols import bound_key
 from ..diagnostics import Diagnostic
 from ..secrecy import looks_like_token
 from .keys import (Collector, apply_keys, boolean, one_of, port, positive_int, string, string_list, string_table,
@@ -89,10 +89,6 @@ class McpSettings:
         self.client_version = client_version or __version__
         self.elicitation = elicitation
         self.oauth_open = oauth_open
-
-
-class AmbiguousBinding(Exception):
-    """A tool block whose name matches several `[tools.X]` keys case-insensitively (E090)."""
 
 
 # key -> (parser returning None on a bad value, description of the expected value)
@@ -267,12 +263,5 @@ def bind_tool_block(name: str, servers: Mapping[str, ServerConfig]) -> ServerCon
 
     The built-in tool names bind by exact key only. Raises AmbiguousBinding when two keys match.
     """
-    if name in servers:
-        return servers[name]
-    if name in BUILTIN_TOOLS:
-        return None
-    matches = [key for key in servers if key.lower() == name.lower()]
-    if len(matches) > 1:
-        tables = ", ".join(f"[tools.{key}]" for key in sorted(matches))
-        raise AmbiguousBinding(f"tool block {name} matches several tables in grove.toml: {tables}")
-    return servers[matches[0]] if matches else None
+    key = bound_key(name, servers)
+    return servers[key] if key is not None else None

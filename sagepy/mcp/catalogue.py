@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.json_text import parse_json
 from .dynamic import handle_id
-from .failures import McpFailure, dynamic_error
+from .failures import DynamicFailure, McpFailure
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -43,7 +43,7 @@ class Catalogue:
                 folded = [s for name, s in self._servers.items() if name.casefold() == server.casefold()]
                 slot = folded[0] if len(folded) == 1 else None
         if slot is None:
-            raise dynamic_error(f"unknown MCP server or handle: {server}")
+            raise DynamicFailure(f"unknown MCP server or handle: {server}")
         return slot
 
     def _listing(self, server: str, kind: str) -> list[dict]:
@@ -51,7 +51,7 @@ class Catalogue:
         try:
             return self._run(self._list_kind(slot, kind))  # type: ignore[attr-defined]
         except McpFailure as failure:
-            raise dynamic_error(f"mcp_{kind} failed: {failure.display()}") from None
+            raise DynamicFailure(f"mcp_{kind} failed: {failure.display()}") from None
 
     async def _list_kind(self, slot: Any, kind: str) -> list[dict]:
         conn: Connection = await self._connection(slot)  # type: ignore[attr-defined]
@@ -76,9 +76,9 @@ class Catalogue:
         try:
             return self._run(self._read(slot, uri))  # type: ignore[attr-defined]
         except McpFailure as failure:
-            raise dynamic_error(f"mcp_read_resource '{uri}' failed: {failure.display()}") from None
+            raise DynamicFailure(f"mcp_read_resource '{uri}' failed: {failure.display()}") from None
         except _Binary as binary:
-            raise dynamic_error(f"mcp_read_resource '{uri}' failed: binary content ({binary})") from None
+            raise DynamicFailure(f"mcp_read_resource '{uri}' failed: binary content ({binary})") from None
 
     async def _read(self, slot: Any, uri: str) -> str:
         conn: Connection = await self._connection(slot)  # type: ignore[attr-defined]
@@ -100,11 +100,11 @@ class Catalogue:
         try:
             arguments = prompt_arguments(args_json)
         except ValueError as exc:
-            raise dynamic_error(f"invalid arguments JSON: {exc}") from None
+            raise DynamicFailure(f"invalid arguments JSON: {exc}") from None
         try:
             return self._run(self._prompt(slot, name, arguments))  # type: ignore[attr-defined]
         except McpFailure as failure:
-            raise dynamic_error(f"mcp_get_prompt '{name}' failed: {failure.display()}") from None
+            raise DynamicFailure(f"mcp_get_prompt '{name}' failed: {failure.display()}") from None
 
     async def _prompt(self, slot: Any, name: str, arguments: dict[str, str]) -> str:
         conn: Connection = await self._connection(slot)  # type: ignore[attr-defined]

@@ -1,13 +1,11 @@
-"""MCP failures inside the client layer, and their Sage error values (SPEC §8.5, §8.10).
+"""MCP failures inside the client layer (SPEC §8.5, §8.10): wire failures, which know nothing of Sage values.
 
-Everything below the manager raises `McpFailure(sub_kind, message)`; the manager turns it into the Sage
-error the caller sees: for a typed call `MCP <sub-kind>: <message>` (kind `Mcp`, `e.message` without the
-prefix), for a dynamic builtin a message that embeds that display (`mcp_call 'x' failed: MCP timeout: …`).
+Everything in the MCP package raises `McpFailure(sub_kind, message)`; a dynamic builtin's failure
+(`mcp_call`, `mcp_connect`, …) is a `DynamicFailure` whose text is the whole message the program sees
+(`mcp_call 'x' failed: MCP timeout: …`). The effects boundary turns either into a Sage error, in one place
+(sagepy.effects.wire.mcp_error).
 """
 from __future__ import annotations
-
-from ..core.errors import SageRaise
-from ..core.values import ErrorValue
 
 SUB_KINDS = (
     "connection failed", "protocol error", "tool not found", "tool error", "deserialisation error",
@@ -32,11 +30,11 @@ class McpFailure(Exception):
         return f"MCP {self.sub_kind}: {self.message}"
 
 
-def typed_error(failure: McpFailure) -> SageRaise:
-    """The error of a typed tool call: kind Mcp, message without prefix, display `MCP <sub-kind>: …`."""
-    return SageRaise(ErrorValue("Mcp", failure.message, display_text=failure.display()))
+class DynamicFailure(McpFailure):
+    """The failure of a dynamic `mcp_*` builtin: `message` is all the program sees (its display too)."""
 
+    def __init__(self, message: str) -> None:
+        super().__init__("dynamic", message)
 
-def dynamic_error(message: str) -> SageRaise:
-    """The error of a dynamic `mcp_*` builtin: kind Mcp, display = message."""
-    return SageRaise(ErrorValue("Mcp", message))
+    def display(self) -> str:
+        return self.message

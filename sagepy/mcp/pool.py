@@ -27,11 +27,10 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..secrecy import private_directory
 from .. import aio as loop
 from ..progress import waiting
-from ..core.errors import SageRaise
 from ..grove.servers import McpSettings, ServerConfig
 from .catalogue import Catalogue
 from .dynamic import handle_id, listing_object, log_name, parse_arguments, parse_connect_config
-from .failures import McpFailure, dynamic_error, typed_error
+from .failures import DynamicFailure, McpFailure
 from .results import dynamic_text, error_text
 from .safety import safety_of
 from .sdk_logs import route_sdk_logs
@@ -223,15 +222,12 @@ class ConnectionPool(Catalogue):
             slot.pending = exc if isinstance(exc, McpFailure) else McpFailure("connection failed", str(exc))
 
     def call_typed(self, server: str, sage_label: str, remote: str, arguments: dict) -> dict:
-        """Call a typed tool function with its arguments object; the successful result in wire form, or
-        SageRaise with an `Mcp` error (a result with `isError` included)."""
-        try:
-            result = self._run(self._call_typed(server, sage_label, remote, arguments))
-            if result.get("isError"):
-                raise McpFailure("tool error", error_text(result))
-            return result
-        except McpFailure as failure:
-            raise typed_error(failure) from None
+        """Call a typed tool function with its arguments object; the successful result in wire form.
+        Raises McpFailure (a result with `isError` included)."""
+        result = self._run(self._call_typed(server, sage_label, remote, arguments))
+        if result.get("isError"):
+            raise McpFailure("tool error", error_text(result))
+        return result
 
     async def _call_typed(self, server: str, label: str, remote: str, arguments: dict) -> dict:
         slot = self._servers.get(server)
@@ -298,13 +294,13 @@ class ConnectionPool(Catalogue):
         try:
             config = parse_connect_config(config_json, n)
         except McpFailure as failure:
-            raise dynamic_error(f"invalid MCP config: {failure.message}") from None
+            raise DynamicFailure(f"invalid MCP config: {failure.message}") from None
         handle = f"mcp:{n}"
         slot = _Slot(config.name, config, log_name(config.name, n))
         try:
             self._run(self._connect(slot, n))
         except McpFailure as failure:
-            raise dynamic_error(_connect_message(failure)) from None
+            raise DynamicFailure(_connect_message(failure)) from None
         return handle
 
     async def _connect(self, slot: _Slot, n: int) -> None:
@@ -315,7 +311,7 @@ class ConnectionPool(Catalogue):
         n = handle_id(handle)
         slot = self._dynamic.get(n) if n is not None else None
         if slot is None:
-            raise dynamic_error(f"unknown MCP handle: {handle}")
+            raise DynamicFailure(f"unknown MCP handle: {handle}")
         return slot
 
     def list_tools(self, handle: str) -> str:
@@ -327,7 +323,7 @@ class ConnectionPool(Catalogue):
         try:
             return self._run(self._list(slot))
         except McpFailure as failure:
-            raise dynamic_error(f"mcp_list_tools failed: {failure.display()}") from None
+            raise DynamicFailure(f"mcp_list_tools failed: {failure.display()}") from None
 
     async def _list(self, slot: _Slot) -> list[dict]:
         conn = await self._connection(slot)
@@ -338,7 +334,7 @@ class ConnectionPool(Catalogue):
         not listed or the listing fails."""
         try:
             listing = self.listing(handle)
-        except SageRaise:
+        except McpFailure:
             return "destructive"
         return next((item["safety"] for item in listing if item.get("name") == tool), "destructive")
 
@@ -348,7 +344,7 @@ class ConnectionPool(Catalogue):
         try:
             conn = self._run(self._connection(slot))
         except McpFailure as failure:
-            raise dynamic_error(f"mcp_list_tools failed: {failure.display()}") from None
+            raise DynamicFailure(f"mcp_list_tools failed: {failure.display()}") from None
         return {"name": conn.server_name, "version": conn.server_version}
 
     def handle_label(self, handle: str) -> str:
@@ -374,13 +370,13 @@ class ConnectionPool(Catalogue):
         try:
             arguments = parse_arguments(args_json)
         except ValueError as exc:
-            raise dynamic_error(f"invalid arguments JSON: {exc}") from None
+            raise DynamicFailure(f"invalid arguments JSON: {exc}") from None
         try:
             result = self._run(self._call(slot, tool, arguments))
         except McpFailure as failure:
-            raise dynamic_error(f"mcp_call '{tool}' failed: {failure.display()}") from None
+            raise DynamicFailure(f"mcp_call '{tool}' failed: {failure.display()}") from None
         if result.get("isError"):
-            raise dynamic_error(f"mcp_call '{tool}' failed: MCP tool error: {error_text(result)}")
+            raise DynamicFailure(f"mcp_call '{tool}' failed: MCP tool error: {error_text(result)}")
         return dynamic_text(result)
 
     async def _call(self, slot: _Slot, tool: str, arguments: dict) -> dict:
@@ -392,7 +388,7 @@ class ConnectionPool(Catalogue):
         try:
             self._run(self._disconnect(handle_id(handle), slot))
         except McpFailure as failure:
-            raise dynamic_error(f"MCP shutdown failed: {failure.message}") from None
+            raise DynamicFailure(f"MCP shutdown failed: {failure.message}") from None
 
     async def _disconnect(self, n: int | None, slot: _Slot) -> None:
         self._dynamic.pop(n, None)  # type: ignore[arg-type]

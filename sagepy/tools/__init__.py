@@ -1,7 +1,7 @@
 """The built-in tools Http, Fs, Shell and Database (SPEC §7), implemented natively.
 
 The effects layer routes every built-in tool call here through `call_builtin_tool`. Arguments and results
-are Sage values (see core/values.py); a failure raises a `Tool` error whose message names the tool
+are wire data (Strings in, JSON out); a failure raises a `Tool` error whose message names the tool
 function and the reason (`Fs.read: path '../x' leaves the root`). Each tool lives in its own module, which
 is imported on the first call only: a program that never calls Http never imports httpx.
 """
@@ -104,7 +104,8 @@ def seconds_text(seconds: float) -> str:
 
 def call_builtin_tool(tool: str, fn: str, args: list, *, cancel: threading.Event | None = None,
                       overrides: Mapping[str, str] | None = None) -> Any:
-    """Run `tool.fn(*args)` and return its Sage value.
+    """Run `tool.fn(*args)` and return its result as wire data: the JSON (§5) of the declared return type's
+    value (`null` for Unit, an object for a record); the effects boundary turns it into the Sage value.
 
     `overrides` are the session's variables; without them (a call from outside a session) the environment
     is read as it is now.

@@ -28,7 +28,6 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from ..core.errors import AgentCancelled
-from ..core.values import Record
 from . import setting, time_limit, timed_out, tool_error
 
 _MEMORY_LOCK = threading.Lock()
@@ -135,7 +134,7 @@ def _run(where: str, sql: str, cancel: threading.Event | None, fetch: bool) -> A
                 rows = cursor.fetchall()
                 columns = [d[0] for d in cursor.description or ()]
                 # Lists are never mutated once built, so every row can share one list of column names.
-                return [Record("DbRow", {"columns": columns, "values": [_text(v) for v in row]}) for row in rows]
+                return [{"columns": columns, "values": [_text(v) for v in row]} for row in rows]   # DbRows
             return max(cursor.rowcount, 0)
         except sqlite3.Error as exc:
             if limits.reached():

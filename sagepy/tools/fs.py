@@ -34,7 +34,6 @@ import time
 from typing import Any, Callable, TypeVar
 
 from ..core.errors import AgentCancelled, SageRaise
-from ..core.values import UNIT
 from . import setting, time_limit, timed_out, tool_error
 
 T = TypeVar("T")
@@ -328,7 +327,7 @@ def write(path: str, content: str, *, cancel: threading.Event | None = None) -> 
         _walk("Fs.write", path, _write_bytes(data), create=True)
     except (OSError, ValueError) as exc:
         raise tool_error("Fs.write", f"cannot write '{path}': {_os_reason(exc)}") from None
-    return UNIT
+    return None
 
 
 def exists(path: str, *, cancel: threading.Event | None = None) -> bool:
@@ -363,7 +362,7 @@ def delete(path: str, *, cancel: threading.Event | None = None) -> Any:
         _walk("Fs.delete", path, remove, follow_final=False)
     except OSError as exc:
         raise tool_error("Fs.delete", f"cannot delete '{path}': {_os_reason(exc)}") from None
-    return UNIT
+    return None
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {

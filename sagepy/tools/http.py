@@ -18,14 +18,13 @@ from typing import Any, Callable
 
 from .. import __version__, aio, net
 from ..core.errors import AgentCancelled
-from ..core.values import Record
 from . import seconds_text, time_limit, tool_error
 
 # How often a running request checks its cancel flag; bounds how long cancellation takes.
 _POLL_SECONDS = 0.05
 
 
-def _request(method: str, url: str, body: str | None, cancel: threading.Event | None) -> Record:
+def _request(method: str, url: str, body: str | None, cancel: threading.Event | None) -> dict:
     import httpx
 
     where = f"Http.{method.lower()}"
@@ -44,7 +43,7 @@ def _request(method: str, url: str, body: str | None, cancel: threading.Event | 
     except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
         raise tool_error(where, f"request failed: {net.failure_reason(exc)}") from None
     headers = {name.lower(): value for name, value in response.headers.items()}
-    return Record("HttpResponse", {"status": response.status_code, "body": response.text, "headers": headers})
+    return {"status": response.status_code, "body": response.text, "headers": headers}   # an HttpResponse
 
 
 def _cancel_point(cancel: threading.Event | None) -> Callable[[], None] | None:
@@ -58,19 +57,19 @@ def _cancel_point(cancel: threading.Event | None) -> Callable[[], None] | None:
     return check
 
 
-def get(url: str, *, cancel: threading.Event | None = None) -> Record:
+def get(url: str, *, cancel: threading.Event | None = None) -> dict:
     return _request("GET", url, None, cancel)
 
 
-def delete(url: str, *, cancel: threading.Event | None = None) -> Record:
+def delete(url: str, *, cancel: threading.Event | None = None) -> dict:
     return _request("DELETE", url, None, cancel)
 
 
-def post(url: str, body: str, *, cancel: threading.Event | None = None) -> Record:
+def post(url: str, body: str, *, cancel: threading.Event | None = None) -> dict:
     return _request("POST", url, body, cancel)
 
 
-def put(url: str, body: str, *, cancel: threading.Event | None = None) -> Record:
+def put(url: str, body: str, *, cancel: threading.Event | None = None) -> dict:
     return _request("PUT", url, body, cancel)
 
 

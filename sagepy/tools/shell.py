@@ -21,7 +21,6 @@ import time
 from typing import Any, Callable
 
 from ..core.errors import AgentCancelled
-from ..core.values import Record
 from . import env_seconds, seconds_text, tool_error
 
 WHERE = "Shell.run"
@@ -49,7 +48,7 @@ def _decode(data: bytes | None) -> str:
     return (data or b"").decode("utf-8", errors="replace")
 
 
-def run(cmd: str, *, cancel: threading.Event | None = None) -> Record:
+def run(cmd: str, *, cancel: threading.Event | None = None) -> dict:
     timeout = env_seconds("SAGE_SHELL_TIMEOUT", WHERE)
     try:
         proc = subprocess.Popen(["sh", "-c", cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -77,8 +76,7 @@ def run(cmd: str, *, cancel: threading.Event | None = None) -> Record:
             _kill_group(proc)
         raise
     code = proc.returncode
-    return Record("ShellResult", {"exit_code": -1 if code < 0 else code, "stdout": _decode(stdout),
-                                  "stderr": _decode(stderr)})
+    return {"exit_code": -1 if code < 0 else code, "stdout": _decode(stdout), "stderr": _decode(stderr)}
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {"run": run}

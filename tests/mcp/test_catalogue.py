@@ -16,8 +16,10 @@ LIBRARY = os.path.join(SERVERS, "library.py")
 
 def library_server(**keys) -> dict:
     return {"command": sys.executable, "args": [LIBRARY], **keys}
-from sagepy.effects.wire import prompts_records, resource_templates_records, resources_records
+from sagepy.effects import wire
+from sagepy.effects.wire import builtin_value
 from sagepy.core.errors import SageRaise
+from sagepy.effects.wire import mcp_errors
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,7 @@ def server(request, manager):
 
 
 def error_of(fn, *args) -> str:
-    with pytest.raises(SageRaise) as caught:
+    with pytest.raises(SageRaise) as caught, mcp_errors():
         fn(*args)
     error = caught.value.error
     assert error.kind == "Mcp" and error.display() == error.message
@@ -54,17 +56,17 @@ def error_of(fn, *args) -> str:
 def test_resources_of_every_page(manager, server):
     listing = manager.resources(server)
     assert [item["uri"] for item in listing] == ["library://notes/readme", "library://notes/plain", "library://images/pixel"]
-    records = resources_records(listing)
+    records = builtin_value("mcp_resources", wire.resources_objects(listing))
     assert records[0].fields == {"uri": "library://notes/readme", "name": "readme", "description": "The readme.",
                                  "mime_type": "text/markdown"}
     assert records[1].fields["description"] == ""
 
 
 def test_templates_and_prompts(manager, server):
-    templates = resource_templates_records(manager.resource_templates(server))
+    templates = builtin_value("mcp_resource_templates", wire.resource_templates_objects(manager.resource_templates(server)))
     assert [t.fields for t in templates] == [{"uri_template": "library://notes/{topic}", "name": "note",
                                               "description": "A note on a topic.", "mime_type": "text/plain"}]
-    prompts = prompts_records(manager.prompts(server))
+    prompts = builtin_value("mcp_prompts", wire.prompts_objects(manager.prompts(server)))
     assert [p.fields["name"] for p in prompts] == ["review", "hello", "goodbye"]   # two pages
     assert prompts[0].fields == {"name": "review", "description": "Review some code.",
                                  "arguments": ["code", "language"], "required": ["code"]}
@@ -135,7 +137,7 @@ def test_server_everything(module_managers):
     assert len(resources) >= 7
     markdown = next(item for item in resources if item.get("mimeType") == "text/markdown")
     assert manager.read_resource("Everything", markdown["uri"]).startswith("#")
-    prompts = {p.fields["name"]: p.fields for p in prompts_records(manager.prompts("Everything"))}
+    prompts = {p.fields["name"]: p.fields for p in builtin_value("mcp_prompts", wire.prompts_objects(manager.prompts("Everything")))}
     assert prompts["args-prompt"]["arguments"] == ["city", "state"]
     assert prompts["args-prompt"]["required"] == ["city"]
     assert manager.get_prompt("Everything", "args-prompt", '{"city": "Paris", "state": "IDF"}') == \

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sagepy.core.json_text import compact_json
-from sagepy.effects.wire import typed_value
-from sagepy.grove.servers import AmbiguousBinding, bind_tool_block, parse_mcp_settings, parse_tools_config
+from sagepy.effects import wire
+from sagepy.check.symbols import AmbiguousBinding
+from sagepy.grove.servers import bind_tool_block, parse_mcp_settings, parse_tools_config
 from sagepy.mcp.references import resolve_args, resolve_env, unset_references
 from sagepy.mcp.failures import McpFailure
 from sagepy.mcp.results import dynamic_text, error_text
@@ -158,6 +159,11 @@ def test_unset_references_never_show_values(tmp_path):
 ])
 def test_safety_classes(annotations, trust, override, expected):
     assert safety_of(annotations, trust, override) == expected
+
+
+def typed_value(result: dict, return_type, label: str, remote: str):
+    """A typed result's Sage value as the real layer (the JSON it sends up) and the boundary make it."""
+    return wire.typed_value(wire.typed_json(result, return_type, label, remote), return_type, label, remote)
 
 
 def _text(*texts: str) -> list[dict]:

@@ -13,7 +13,8 @@ from mcp_helpers import SUITE, call_typed, suite_server
 from sagepy.mcp.elicitation import (CANCEL, DECLINE, ElicitationAnswer, ElicitationRefused,
                                     TerminalElicitation)
 from sagepy.core.errors import SageRaise
-from sagepy.effects.wire import tool_records
+from sagepy.effects.wire import mcp_errors
+from sagepy.effects.wire import builtin_value, tool_objects
 from sagepy.core.values import Record
 
 
@@ -56,7 +57,7 @@ def handle(request, dyn):
 
 
 def dyn_error(fn, *args) -> str:
-    with pytest.raises(SageRaise) as caught:
+    with pytest.raises(SageRaise) as caught, mcp_errors():
         fn(*args)
     error = caught.value.error
     assert error.kind == "Mcp" and error.display() == error.message
@@ -75,7 +76,7 @@ def test_all_pages_are_listed(dyn, handle):
 
 
 def test_typed_tool_records(dyn, handle):
-    tools = tool_records(dyn.listing(handle))
+    tools = builtin_value("mcp_tools", tool_objects(dyn.listing(handle)))
     assert all(isinstance(t, Record) and t.name == "McpTool" for t in tools)
     add = next(t for t in tools if t.fields["name"] == "add")
     assert add.fields["safety"] == "idempotent"

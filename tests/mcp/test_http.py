@@ -8,6 +8,7 @@ import pytest
 
 from mcp_helpers import POINT, call_typed, free_port, start_http_suite
 from sagepy.core.errors import SageRaise
+from sagepy.effects.wire import mcp_errors
 from sagepy.core.values import Record
 from sagepy.core.types import STRING
 
@@ -23,7 +24,7 @@ def url(tmp_path_factory):
 
 
 def error_of(fn, *args) -> str:
-    with pytest.raises(SageRaise) as caught:
+    with pytest.raises(SageRaise) as caught, mcp_errors():
         fn(*args)
     return caught.value.error.display()
 

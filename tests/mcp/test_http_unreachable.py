@@ -5,11 +5,12 @@ import pytest
 
 from mcp_helpers import call_typed, start_http_suite
 from sagepy.core.errors import SageRaise
+from sagepy.effects.wire import mcp_errors
 from sagepy.core.types import STRING
 
 
 def error_of(fn, *args) -> str:
-    with pytest.raises(SageRaise) as caught:
+    with pytest.raises(SageRaise) as caught, mcp_errors():
         fn(*args)
     return caught.value.error.display()
 

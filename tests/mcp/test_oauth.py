@@ -28,6 +28,7 @@ import pytest
 from mcp_helpers import SERVERS, call_typed
 from sagepy.mcp.oauth import token_path
 from sagepy.core.errors import SageRaise
+from sagepy.effects.wire import mcp_errors
 from sagepy.core.types import STRING
 
 STACK = os.path.join(SERVERS, "oauth_stack.py")
@@ -81,7 +82,7 @@ def echo(manager, text: str) -> str:
 
 
 def error_of(fn, *args) -> str:
-    with pytest.raises(SageRaise) as caught:
+    with pytest.raises(SageRaise) as caught, mcp_errors():
         fn(*args)
     return caught.value.error.display()
 
@@ -276,13 +277,13 @@ def test_client_credentials_renew_before_expiry(stack, managers, monkeypatch):
 def test_client_credentials_failures(stack, managers, monkeypatch):
     monkeypatch.setenv("MACHINE_ID", "sage-machine")
     monkeypatch.setenv("MACHINE_SECRET", "wrong-secret")
-    with pytest.raises(SageRaise) as caught:
+    with pytest.raises(SageRaise) as caught, mcp_errors():
         echo(managers(machine(stack)), "x")
     message = caught.value.error.display()
     assert message.startswith("MCP auth error: client-credentials token request for 'Docs' failed: ")
     assert "wrong-secret" not in message
     monkeypatch.delenv("MACHINE_SECRET")
-    with pytest.raises(SageRaise) as caught:
+    with pytest.raises(SageRaise) as caught, mcp_errors():
         echo(managers(machine(stack)), "x")
     assert caught.value.error.display() == \
         "MCP auth error: [tools.Docs] client_secret_env refers to unset environment variable 'MACHINE_SECRET'"

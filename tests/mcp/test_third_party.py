@@ -12,6 +12,7 @@ import pytest
 from mcp_helpers import TIME_RESULT, call_typed, installed, node_server
 from sagepy.mcp.elicitation import DECLINE
 from sagepy.core.errors import SageRaise
+from sagepy.effects.wire import mcp_errors
 from sagepy.core.types import STRING, RecordInfo, RecordT, INT
 
 # The Node servers are installed on first use (tests/conftest.py).
@@ -61,7 +62,7 @@ def test_time_record_from_structured_content(servers):
     assert now.name == "TimeResult" and now.fields["timezone"] == "Europe/Paris"
     assert now.fields["datetime"][:2] == "20" and isinstance(now.fields["is_dst"], bool)
     assert servers.safety("Time", "get_current_time") == "read_only"
-    with pytest.raises(SageRaise) as caught:
+    with pytest.raises(SageRaise) as caught, mcp_errors():
         call_typed(servers, "Time", "Time.now", "get_current_time", {"timezone": "Mars/Olympus"}, TIME_RESULT)
     assert caught.value.error.display().startswith("MCP tool error: ")
 
@@ -99,7 +100,7 @@ def test_filesystem(servers):
     text = call_typed(servers, "Files", "Files.read", "read_text_file", {"path": os.path.join(root, "hello.txt")},
                               STRING)
     assert text == "hello from disk\n"
-    with pytest.raises(SageRaise) as caught:
+    with pytest.raises(SageRaise) as caught, mcp_errors():
         call_typed(servers, "Files", "Files.read", "read_text_file", {"path": "/etc/passwd"}, STRING)
     assert caught.value.error.display().startswith("MCP tool error: ")
     assert "outside allowed directories" in caught.value.error.message

@@ -9,6 +9,7 @@ import pytest
 
 from mcp_helpers import EXITS, HANGS, PERSON, POINT, SUITE, call_typed, suite_server
 from sagepy.core.errors import SageRaise
+from sagepy.effects.wire import mcp_errors
 from sagepy.core.values import NONE, UNIT, Record
 from sagepy.core.types import INT, STRING, UNIT as UNIT_TYPE, ListT
 
@@ -40,7 +41,7 @@ def call(manager, remote, arguments, return_type, block="Suite"):
 
 
 def failure(manager, remote, arguments, return_type, block="Suite") -> str:
-    with pytest.raises(SageRaise) as caught:
+    with pytest.raises(SageRaise) as caught, mcp_errors():
         call(manager, remote, arguments, return_type, block)
     error = caught.value.error
     assert error.kind == "Mcp"

@@ -8,7 +8,6 @@ import time
 import pytest
 
 from sagepy.core.errors import AgentCancelled, SageRaise
-from sagepy.core.values import Record
 from sagepy.tools import call_builtin_tool
 
 MEMORY = "sqlite::memory:"
@@ -25,8 +24,8 @@ def db_error(fn: str, sql: str) -> str:
     return info.value.error.message
 
 
-def row(columns: list, values: list) -> Record:
-    return Record("DbRow", {"columns": columns, "values": values})
+def row(columns: list, values: list) -> dict:
+    return {"columns": columns, "values": values}   # a DbRow as wire data
 
 
 @pytest.fixture
@@ -35,7 +34,7 @@ def memory(monkeypatch):
     monkeypatch.setenv("SAGE_DATABASE_URL", MEMORY)
     yield
     for table in db("query", "SELECT name FROM sqlite_master WHERE type = 'table'"):
-        db("execute", f"DROP TABLE {table.fields['values'][0]}")
+        db("execute", f"DROP TABLE {table['values'][0]}")
 
 
 def test_execute_returns_rows_affected_and_query_returns_rows(memory):
@@ -58,7 +57,7 @@ def test_values_are_strings_and_null_is_the_string_null(memory):
 
 def test_blob_text_matches_sqlites_hex_function(memory):
     (result,) = db("query", "SELECT x'deadbeef', hex(x'deadbeef')")
-    values = result.fields["values"]
+    values = result["values"]
     assert values[0] == values[1] == "DEADBEEF"
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from sagepy.core.errors import AgentCancelled, SageRaise
-from sagepy.core.values import UNIT
 from sagepy.tools import call_builtin_tool
 from sagepy.tools import fs as fs_module
 
@@ -41,7 +40,7 @@ def root(tmp_path, monkeypatch) -> Path:
 
 def test_write_then_read_round_trips_exact_text(root):
     text = "héllo 😀\r\nline two\n"
-    assert fs("write", "a.txt", text) is UNIT
+    assert fs("write", "a.txt", text) is None
     assert (root / "a.txt").read_bytes() == text.encode("utf-8")
     assert fs("read", "a.txt") == text
     fs("write", "a.txt", "")
@@ -131,7 +130,7 @@ def test_write_to_a_directory_is_an_error(root):
 def test_delete_removes_files_only(root):
     (root / "f.txt").write_text("f")
     (root / "d").mkdir()
-    assert fs("delete", "f.txt") is UNIT
+    assert fs("delete", "f.txt") is None
     assert not (root / "f.txt").exists()
     assert fs_error("delete", "f.txt") == "Fs.delete: cannot delete 'f.txt': No such file or directory"
     assert fs_error("delete", "d") == "Fs.delete: 'd' is a directory (delete removes files only)"

@@ -94,22 +94,22 @@ def http_error(fn: str, *args) -> str:
 
 def test_get_returns_status_body_and_headers(base):
     response = http("get", base + "/status/200")
-    assert response.name == "HttpResponse"
-    assert response.fields["status"] == 200
-    assert response.fields["body"] == "status 200"
-    assert response.fields["headers"]["content-length"] == "10"
-    assert isinstance(response.fields["headers"], dict)
+    assert set(response) == {"status", "body", "headers"}   # an HttpResponse as wire data
+    assert response["status"] == 200
+    assert response["body"] == "status 200"
+    assert response["headers"]["content-length"] == "10"
+    assert isinstance(response["headers"], dict)
 
 
 @pytest.mark.parametrize("status", [201, 204, 400, 404, 418, 500, 503])
 def test_non_2xx_statuses_are_results_not_errors(base, status):
     response = http("get", f"{base}/status/{status}")
-    assert response.fields["status"] == status
-    assert response.fields["body"] == ("" if status == 204 else f"status {status}")
+    assert response["status"] == status
+    assert response["body"] == ("" if status == 204 else f"status {status}")
 
 
 def test_header_names_are_lower_cased_and_repeats_joined(base):
-    headers = http("get", base + "/headers").fields["headers"]
+    headers = http("get", base + "/headers")["headers"]
     assert headers["x-custom-header"] == "Value One"
     assert headers["x-multi"] == "a, b"
     assert headers["content-type"] == "text/plain; charset=utf-8"
@@ -118,21 +118,21 @@ def test_header_names_are_lower_cased_and_repeats_joined(base):
 
 
 def test_user_agent_names_sagepy_and_its_version(base):
-    echo = json.loads(http("get", base + "/echo").fields["body"])
+    echo = json.loads(http("get", base + "/echo")["body"])
     assert echo["user_agent"] == f"sagepy/{sagepy.__version__}"
 
 
 @pytest.mark.parametrize("fn, method", [("post", "POST"), ("put", "PUT")])
 def test_post_and_put_send_the_body_raw_as_json(base, fn, method):
     body = '{"name": "héllo", "n": [1, 2]}  not even json'
-    echo = json.loads(http(fn, base + "/echo", body).fields["body"])
+    echo = json.loads(http(fn, base + "/echo", body)["body"])
     assert echo == {"method": method, "body": body, "content_type": "application/json",
                     "user_agent": f"sagepy/{sagepy.__version__}"}
 
 
 @pytest.mark.parametrize("fn, method", [("get", "GET"), ("delete", "DELETE")])
 def test_get_and_delete_send_no_body(base, fn, method):
-    echo = json.loads(http(fn, base + "/echo").fields["body"])
+    echo = json.loads(http(fn, base + "/echo")["body"])
     assert echo["method"] == method
     assert echo["body"] == ""
     assert echo["content_type"] is None
@@ -140,19 +140,19 @@ def test_get_and_delete_send_no_body(base, fn, method):
 
 def test_redirects_are_followed(base):
     response = http("get", base + "/redirect")
-    assert response.fields["status"] == 201
-    assert response.fields["body"] == "status 201"
+    assert response["status"] == 201
+    assert response["body"] == "status 201"
 
 
 def test_body_is_decoded_with_the_declared_charset(base):
-    assert http("get", base + "/text/latin1").fields["body"] == "café"
+    assert http("get", base + "/text/latin1")["body"] == "café"
 
 
 def test_timeout_from_the_environment(base, monkeypatch):
     monkeypatch.setenv("SAGE_HTTP_TIMEOUT", "0.3")
     assert http_error("get", base + "/slow") == "Http.get: request timed out after 0.3 s"
     monkeypatch.setenv("SAGE_HTTP_TIMEOUT", "5")
-    assert http("get", base + "/status/200").fields["status"] == 200
+    assert http("get", base + "/status/200")["status"] == 200
 
 
 def test_whole_second_timeouts_are_shown_without_a_fraction(base, monkeypatch):
@@ -195,4 +195,4 @@ def test_cancel_aborts_a_request_promptly(base):
 
 
 def test_an_unset_cancel_flag_lets_the_request_finish(base):
-    assert http("put", base + "/echo", "[]", cancel=threading.Event()).fields["status"] == 200
+    assert http("put", base + "/echo", "[]", cancel=threading.Event())["status"] == 200

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from sagepy.core.errors import AgentCancelled, SageRaise
-from sagepy.core.values import Record
 from sagepy.tools import call_builtin_tool
 
 
@@ -29,8 +28,8 @@ def run_error(cmd: str) -> str:
     return info.value.error.message
 
 
-def result(exit_code: int, stdout: str, stderr: str) -> Record:
-    return Record("ShellResult", {"exit_code": exit_code, "stdout": stdout, "stderr": stderr})
+def result(exit_code: int, stdout: str, stderr: str) -> dict:
+    return {"exit_code": exit_code, "stdout": stdout, "stderr": stderr}   # a ShellResult as wire data
 
 
 def stat_fields(pid: int) -> list[str] | None:
@@ -101,23 +100,23 @@ def test_stdout_stderr_and_exit_code_are_captured():
 def test_a_non_zero_exit_is_a_result_not_an_error():
     assert run("exit 255") == result(255, "", "")
     missing = run("nonexistent-command-xyz")
-    assert missing.fields["exit_code"] == 127
-    assert "nonexistent-command-xyz" in missing.fields["stderr"]
+    assert missing["exit_code"] == 127
+    assert "nonexistent-command-xyz" in missing["stderr"]
 
 
 def test_output_is_utf8_text_without_newline_translation():
-    assert run("printf 'h\\303\\251llo\\r\\nbad:\\377'").fields["stdout"] == "héllo\r\nbad:\ufffd"
+    assert run("printf 'h\\303\\251llo\\r\\nbad:\\377'")["stdout"] == "héllo\r\nbad:\ufffd"
 
 
 def test_the_command_runs_under_sh_c():
-    assert run('echo "$0"').fields["stdout"] == "sh\n"
-    assert run("a=1; b=2; echo $((a + b)) | tr 3 x").fields["stdout"] == "x\n"
+    assert run('echo "$0"')["stdout"] == "sh\n"
+    assert run("a=1; b=2; echo $((a + b)) | tr 3 x")["stdout"] == "x\n"
 
 
 def test_large_output_does_not_deadlock():
     out = run("head -c 1000000 /dev/zero | tr '\\0' a; head -c 300000 /dev/zero | tr '\\0' b >&2")
-    assert out.fields["stdout"] == "a" * 1_000_000
-    assert out.fields["stderr"] == "b" * 300_000
+    assert out["stdout"] == "a" * 1_000_000
+    assert out["stderr"] == "b" * 300_000
 
 
 @pytest.mark.parametrize("sig", ["KILL", "TERM", "INT"])
@@ -137,11 +136,11 @@ def test_stdin_is_empty_and_not_the_programs_stdin():
         os.dup2(saved, 0)
         for fd in (saved, read_end, write_end):
             os.close(fd)
-    assert out.fields["stdout"] == "/dev/null\n"
+    assert out["stdout"] == "/dev/null\n"
 
 
 def test_the_command_runs_in_a_process_group_of_its_own():
-    out = run("cut -d' ' -f5 /proc/$$/stat; echo $$").fields["stdout"].split()
+    out = run("cut -d' ' -f5 /proc/$$/stat; echo $$")["stdout"].split()
     assert out[0] == out[1]
     assert int(out[0]) != os.getpgrp()
 
@@ -178,7 +177,7 @@ def test_an_invalid_timeout_is_a_tool_error(monkeypatch, value):
 
 def test_an_empty_timeout_means_no_timeout(monkeypatch):
     monkeypatch.setenv("SAGE_SHELL_TIMEOUT", "")
-    assert run("sleep 0.2; echo ok").fields["stdout"] == "ok\n"
+    assert run("sleep 0.2; echo ok")["stdout"] == "ok\n"
 
 
 def test_cancel_kills_the_group_promptly_and_raises_agent_cancelled(tmp_path):
@@ -224,7 +223,7 @@ def test_an_exception_while_waiting_kills_the_group(tmp_path):
 
 
 def test_the_shell_is_reaped_after_a_normal_run():
-    shell = int(run("echo $$").fields["stdout"])
+    shell = int(run("echo $$")["stdout"])
     assert not running(shell)
     assert stat_fields(shell) is None
 
