@@ -180,6 +180,13 @@ def from_json(data: Any, t: Type) -> Any:
     return _from(data, t, None)
 
 
+def fitted_json(data: Any, t: Type) -> Any:
+    """JSON data checked against type t and written as the value it reads as would be (`to_json` of
+    `from_json`): an absent Option field left out, an integral Float written as a Float, a record's fields in
+    their declared order. Raises ConversionError as `from_json` does."""
+    return _to(_from(data, t, None), None)
+
+
 def _from(data: Any, t: Type, path: Path) -> Any:
     convert = _FROM.get(type(t))
     if convert is None:

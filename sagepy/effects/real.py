@@ -78,12 +78,7 @@ class RealLayer:
         if turn is not None:   # a turn of `divine(p, tools: [...])`
             return client.turn(step.arguments["messages"], turn.offer.definitions, turn.target, step=turn.turn,
                                **(turn.overrides or {}))
-        value = client.divine(step.arguments[0], step.ret, infer=step.target == "infer", **(step.overrides or {}))
-        if type(value) is str:   # a String is its own JSON
-            return value
-        # the client checks a typed answer by converting it: its JSON goes up
-        from ..core.convert import to_json
-        return to_json(value)
+        return client.divine(step.arguments[0], step.ret, infer=step.target == "infer", **(step.overrides or {}))
 
     def _tool(self, step: Step) -> Any:
         info = step.tool

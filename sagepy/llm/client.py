@@ -4,8 +4,9 @@ A call resolves its model (the effect handler's override, else the configuration
 the model is `echo` or the key is `mock`, fails with the no-model message when nothing is configured, and
 otherwise sends requests through `ChatTransport`, in the API of the provider (sagepy.llm.provider: OpenAI
 chat completions or the Anthropic Messages API), from one provider-neutral conversation. Typed calls ask for
-JSON matching the target type's schema, read the reply leniently, convert it (§5) and, on a failure, ask
-again quoting the error.
+JSON matching the target type's schema, read the reply leniently, check it against the type (§5) and, on a
+failure, ask again quoting the error. A typed answer leaves as wire data (its JSON, written as the value's
+would be); the effects boundary makes the Sage value of it.
 
 Every call is traced as `llm.request` followed by `llm.response` or `llm.error`. The key appears in no
 trace event and no error message: the transport redacts it from everything a server sends back.
@@ -18,7 +19,7 @@ import time
 from typing import Any, Callable
 
 from ..core import types as T
-from ..core.convert import ConversionError, compact_json, from_json, json_schema, to_json
+from ..core.convert import ConversionError, compact_json, fitted_json, json_schema
 from ..core.errors import SageRaise
 from ..core.values import ErrorValue
 from .config import ECHO_MODEL, LlmConfig
@@ -105,7 +106,7 @@ class LlmClient:
     # ---------------------------------------------------------------- public API
     def divine(self, prompt: str, target: T.Type, *, infer: bool = False, model: str | None = None,
                temperature: float | None = None, max_tokens: int | None = None) -> Any:
-        """Answer `divine(prompt)` (a `str`) or `divine(prompt -> target)` (a Sage value of `target`).
+        """Answer `divine(prompt)` (a `str`) or `divine(prompt -> target)` (the JSON of a value of `target`).
 
         `infer` names the call form only (`infer` is an alias of `divine`); model, temperature and max_tokens
         are an effect handler's overrides.
@@ -117,7 +118,7 @@ class LlmClient:
             offline = self._offline(model)
             if offline is not None:
                 value = offline(prompt, target)
-                return value, len(value) if isinstance(value, str) else 0, True
+                return value, 0 if typed else len(value), True
             self._check_ready(model)
             messages = [{"role": "user", "content": prompt}]
             if typed:
@@ -142,7 +143,7 @@ class LlmClient:
             offline = self._offline(model)
             if offline is not None:
                 value = offline(_first_user_text(messages), target)
-                text = value if isinstance(value, str) else compact_json(to_json(value))
+                text = compact_json(value) if typed else value
                 return {"role": "assistant", "content": text}, len(text), True
             self._check_ready(model)
             body = self._body(model, messages, temperature, max_tokens, tools())
@@ -234,7 +235,7 @@ class LlmClient:
 
     def _typed(self, model: str, messages: list[dict], temperature: float | None, max_tokens: int | None,
                target: T.Type, tally: _Tally) -> tuple[Any, str]:
-        """(value, last raw reply) for a typed call, asking again after each unusable reply."""
+        """(the answer's JSON, last raw reply) for a typed call, asking again after each unusable reply."""
         schema, response_format = _response_format(target)
         if not self._provider.response_format:
             response_format = None
@@ -245,7 +246,7 @@ class LlmClient:
         for _ in range(attempts):
             reply = self._complete(self._body(model, messages, temperature, max_tokens), response_format, tally)
             try:
-                return from_json(extract_json(reply), target), reply
+                return fitted_json(extract_json(reply), target), reply
             except (ValueError, ConversionError) as exc:
                 error = str(exc)
             messages = messages + [{"role": "assistant", "content": reply},
