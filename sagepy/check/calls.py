@@ -20,6 +20,9 @@ from .typeops import ANY, PersistedT, contains_hole, fits, instantiate, is_open,
 
 # builtins whose type parameter only the result mentions: the runtime passes them the type to produce
 RESULT_TYPED = ("json_decode",)
+# builtins that are effects steps whose value holds prelude records: the runtime gives the step the declared
+# type, by which a mock's value becomes wire data under `sage test`
+STEP_TYPED = ("mcp_server_info", "mcp_resources", "mcp_resource_templates", "mcp_prompts")
 
 
 class Calls:
@@ -85,7 +88,7 @@ class Calls:
         sig = self.prelude.fns.get(name)
         if sig is not None:
             result = self.call_sig(sig, node, cx, lc, expected)
-            if name in RESULT_TYPED:
+            if name in RESULT_TYPED or name in STEP_TYPED:
                 node.target = result
             return result
         if name in self.prelude.consts:

@@ -126,13 +126,14 @@ class Effects:
     def _tool_safety(self, step: Step) -> str:
         return self.world.tool_safety(step.tool)
 
-    def mcp_builtin(self, ctx: Any, name: str, args: list) -> Any:
-        """The dynamic MCP builtins of SPEC §8.5 (their arguments are Strings: wire data already)."""
+    def mcp_builtin(self, ctx: Any, name: str, args: list, ret: T.Type | None = None) -> Any:
+        """The dynamic MCP builtins of SPEC §8.5 (their arguments are Strings: wire data already); `ret`, the
+        declared type of those whose value holds prelude records (the checker's), becomes the step's."""
         if name == "mcp_connection":   # a lookup of this run's handles, not a step
             return self._connection(args[0])
         if name == "mcp_call":
             return self.perform(self.mcp_call_step(ctx, args))
-        data = self.perform(Step(MCP, name, args, None, _MCP_SAFETY[name], ctx))
+        data = self.perform(Step(MCP, name, args, ret, _MCP_SAFETY[name], ctx))
         if name == "mcp_disconnect":
             return UNIT
         return (_wire or _load_wire()).builtin_value(name, data)

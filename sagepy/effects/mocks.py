@@ -175,9 +175,8 @@ class MockLayer:
             return value
         if name == "mcp_disconnect":
             return None
-        if name == "mcp_server_info" or name in _RECORD_LISTS:
-            from ..check.prelude import load_prelude   # loaded already: the test file was checked
-            return wire_mock(key, mock, load_prelude().fns[name].ret)
+        if name == "mcp_server_info" or name in _RECORD_LISTS:   # the step has the declared type
+            return wire_mock(key, mock, step.ret)
         if name == "mcp_tools":
             from ..core.json_text import parse_json
             text = convert_mock(key, mock, T.STRING)

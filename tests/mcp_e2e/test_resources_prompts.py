@@ -75,6 +75,10 @@ test "resources and prompts are mocked" {
     mock tool mcp.read_resource -> fail("gone");
     mock tool mcp.prompts -> [McpPrompt { name: "p", description: "d", arguments: ["x"], required: [] }];
     mock tool mcp.get_prompt -> fail("bad prompt");
+    mock tool mcp.server_info -> McpServerInfo { name: "srv", version: "2.1" };
+    mock tool mcp.server_info -> '{"name": "text", "version": "3"}';
+    assert_eq(try mcp_server_info("mcp:77"), McpServerInfo { name: "srv", version: "2.1" });
+    assert_eq((try mcp_server_info("mcp:77")).name, "text");
     let listed = try mcp_resources("mcp:77");
     assert_eq(map(listed, |r: McpResource| r.uri), ["a://1"]);
     let none = mcp_resource_templates("AnyName") catch(e) {

@@ -155,10 +155,12 @@ class Calls:
         args = [self.expr(a) for a in node.args]
         file, span = self.file, node.span
         if name in MCP_BUILTINS:
+            ret = node.target   # the declared type of a builtin whose value holds prelude records, else None
+
             def mcp(frame: list) -> Any:
                 values = [a(frame) for a in args]
                 try:
-                    return frame[0].runtime.effects.mcp_builtin(frame[0], name, values)
+                    return frame[0].runtime.effects.mcp_builtin(frame[0], name, values, ret)
                 except SageRaise as exc:
                     raise located(exc, file, span, frame[0])
             return mcp
