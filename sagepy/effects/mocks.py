@@ -142,7 +142,7 @@ class MockLayer:
             return scripted_answer(mock.calls, turn.offer, turn.turn)
         if turn is None:
             return wire_mock(name, mock, step.ret)
-        return final_answer(convert_mock(name, mock, turn.target))
+        return final_answer(wire_mock(name, mock, turn.target), turn.target)
 
     def _tool(self, step: Step, next: Perform) -> Any:
         info = step.tool

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from ..core import types as T
 from ..check.symbols import ToolRef
+from ..core.convert import from_json
 from ..core.json_text import compact_json
 from ..llm.client import opening_messages
 from ..llm.offer import Offer, OfferedFunction
@@ -52,7 +53,7 @@ def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer
 
     callbacks = Callbacks(ask, call_step, effects.value, lambda step: step.safety, ctx.check,
                           # under `sage test` the calls of one answer take their mocks in the model's order
-                          concurrent=effects.mocks is None, run_in_thread=_thread_of(ctx))
+                          concurrent=effects.mocks is None, run_in_thread=_thread_of(ctx), value=from_json)
     return run_tool_loop(opening_messages(prompt, target), offer, target, settings, callbacks)
 
 

@@ -5,7 +5,7 @@ is one step built exactly as the program's own call would be (`call_step`), so m
 timeouts, safety classes and the built-in tools' sandbox apply to both alike. The loop itself only keeps the
 conversation: it appends the model's answer and one tool message per call, sends every failure of a call back
 to the model as `error: <display>`, and ends with the first answer that calls no tool (parsed and converted to
-the target type for a typed `divine`, with the retries of §4.10).
+the target type by the boundary for a typed `divine`, with the retries of §4.10).
 
 Calls of one answer run concurrently when every one of them is `read_only` (and `concurrent` allows it);
 their tool messages keep the order of the model's calls either way.
@@ -48,13 +48,15 @@ class Callbacks:
     - perform(step) -> its outcome; safety(step) -> its class;
     - checkpoint() raises when the agent has been cancelled;
     - concurrent: whether calls of one answer may run at once; run_in_thread(fn) -> a started thread running
-      fn for the calling agent.
+      fn for the calling agent;
+    - value(data, target) -> the Sage value of a typed final answer's JSON, raising ConversionError when it
+      does not fit.
     """
 
-    __slots__ = ("ask", "call_step", "perform", "safety", "checkpoint", "concurrent", "run_in_thread")
+    __slots__ = ("ask", "call_step", "perform", "safety", "checkpoint", "concurrent", "run_in_thread", "value")
 
     def __init__(self, ask: Callable, call_step: Callable, perform: Callable, safety: Callable,
-                 checkpoint: Callable, concurrent: bool, run_in_thread: Callable) -> None:
+                 checkpoint: Callable, concurrent: bool, run_in_thread: Callable, value: Callable) -> None:
         self.ask = ask
         self.call_step = call_step
         self.perform = perform
@@ -62,6 +64,7 @@ class Callbacks:
         self.checkpoint = checkpoint
         self.concurrent = concurrent
         self.run_in_thread = run_in_thread
+        self.value = value
 
 
 def llm_error(message: str) -> SageRaise:
@@ -100,7 +103,7 @@ def run_tool_loop(messages: list[dict], offer: Offer, target: T.Type, settings: 
         if target == T.STRING:
             return text
         try:
-            return from_json(extract_json(text), target)
+            return callbacks.value(extract_json(text), target)
         except (ValueError, ConversionError) as exc:
             error = str(exc)
         failed_parses += 1
@@ -270,7 +273,8 @@ def scripted_answer(calls: list[tuple[str, str, dict]], offer: Offer, turn: int)
     return {"role": "assistant", "content": None, "tool_calls": tool_calls}
 
 
-def final_answer(value: Any) -> dict:
-    """The assistant message of a scripted final answer `mock divine -> v;`."""
-    return {"role": "assistant", "content": value if type(value) is str else compact_json(to_json(value))}
+def final_answer(data: Any, target: T.Type) -> dict:
+    """The assistant message of a scripted final answer `mock divine -> v;` (`data`: v's JSON for a typed
+    `divine`, whose answer is that JSON's text)."""
+    return {"role": "assistant", "content": data if target == T.STRING else compact_json(data)}
 
