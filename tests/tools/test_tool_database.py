@@ -181,7 +181,7 @@ def test_cancel_interrupts_a_long_statement(memory):
     timer.start()
     try:
         with pytest.raises(AgentCancelled):
-            db("query", counting(5_000_000), cancel)
+            db("query", ENDLESS, cancel)
     finally:
         timer.cancel()
     # The shared connection is usable afterwards and no longer watches the (set) flag.
@@ -199,7 +199,7 @@ def test_concurrent_calls_do_not_disturb_each_others_cancel_check(memory):
 
     def long_query() -> None:
         try:
-            outcome["value"] = db("query", counting(5_000_000), cancel)
+            outcome["value"] = db("query", ENDLESS, cancel)
         except BaseException as exc:  # asserted on below
             outcome["exc"] = exc
 
@@ -216,16 +216,29 @@ def test_concurrent_calls_do_not_disturb_each_others_cancel_check(memory):
 
 
 def test_cancel_while_waiting_for_the_in_memory_database(memory):
-    # The busy statement must still hold the database when the cancel fires, 0.5 s after it started, even on
-    # a loaded machine: about 3 s of work.
-    busy = threading.Thread(target=db, args=("query", counting(3_000_000)))
+    # The busy statement holds the database until it is cancelled itself, after the waiting call's cancel has
+    # fired: however fast the machine, the second call is still waiting for the database when told to stop.
+    stop_busy = threading.Event()
+    busy_outcome: dict = {}
+
+    def busy_query() -> None:
+        try:
+            db("query", ENDLESS, stop_busy)
+        except BaseException as exc:  # asserted on below
+            busy_outcome["exc"] = exc
+
+    busy = threading.Thread(target=busy_query)
     busy.start()
     time.sleep(0.3)
     cancel = threading.Event()
     threading.Timer(0.2, cancel.set).start()
-    with pytest.raises(AgentCancelled):
-        db("query", "SELECT 1", cancel)
-    busy.join()
+    try:
+        with pytest.raises(AgentCancelled):
+            db("query", "SELECT 1", cancel)
+    finally:
+        stop_busy.set()
+        busy.join(10)
+    assert isinstance(busy_outcome.get("exc"), AgentCancelled), busy_outcome
 
 
 ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
