@@ -123,11 +123,7 @@ class Schedule:
         self.attempts += 1
         self.outcome.resumes += args[1:2] == ["--resume"]
         log = self.root / f"{self.number}-{self.attempts}.log"
-        if delay is None:
-            result = run_sage(self.project, args, self.env, log)
-            hit, code, stderr = False, result.code, result.stderr
-        else:
-            hit, code, stderr = killed_attempt(self.project, args, self.env, log, delay)
+        hit, code, stderr = self.sage(args, log, delay)
         self.outcome.crashes += hit
         self.run_id = self.run_id or run_id_in(stderr)
         self.outcome.left_behind += len(wait_for_servers_to_end(self.project))
@@ -136,6 +132,14 @@ class Schedule:
             resolve_halt(self.project, self.env, self.run_id, stderr)
         return hit, code, stderr
 
+    def sage(self, args: list[str], log: Path, delay: float | None) -> tuple[bool, int, str]:
+        """One sage process: run to its end (delay None), or killed after `delay` seconds unless it ends
+        first. (killed or not, exit code, stderr)"""
+        if delay is None:
+            result = run_sage(self.project, args, self.env, log)
+            return False, result.code, result.stderr
+        return killed_attempt(self.project, args, self.env, log, delay)
+
     def worker_attempt(self, delay: float | None) -> tuple[bool, int, str]:
         if self.run_id is None:
             self.submit()
@@ -143,11 +147,7 @@ class Schedule:
         self.outcome.resumes += self.attempts > 1
         args = ["worker", "--drain", "--poll-ms", "50"]
         log = self.root / f"{self.number}-{self.attempts}.log"
-        if delay is None:
-            result = run_sage(self.project, args, self.env, log)
-            hit, code, stderr = False, result.code, result.stderr
-        else:
-            hit, code, stderr = killed_attempt(self.project, args, self.env, log, delay)
+        hit, code, stderr = self.sage(args, log, delay)
         # a kill crashes the run when the worker had started it: the run's process dies with its worker
         self.outcome.crashes += hit and any(f"run {self.run_id}: {event}" in stderr for event in ("started", "resumed"))
         self.outcome.left_behind += len(wait_for_servers_to_end(self.project))
