@@ -65,8 +65,7 @@ def plain_run(argv: list[str]) -> SimpleNamespace | None:
     any other line. Building the argparse parser (and importing argparse, gettext, locale and shutil) costs a
     plain run more than checking its program; a line with an option, or anything argparse might refuse, is
     left to argparse."""
-    split = argv.index("--") if "--" in argv else len(argv)
-    line, program_args = argv[:split], argv[split + 1:]
+    line, program_args = _take_program_arguments(argv)
     if line[:1] != ["run"] or len(line) > 2 or any(arg.startswith("-") for arg in line):
         return None
     return SimpleNamespace(command="run", path=line[1] if len(line) == 2 else None, trace=False, trace_file=None,
