@@ -14,6 +14,7 @@ from .outcome import COMPLETED, FAILED, RunOutcome, status_of
 
 if TYPE_CHECKING:
     from ..runtime.agents import Runtime
+    from ..session import Session
     from .host import Host
     from .program import Program
 
@@ -90,11 +91,8 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
             host.err(store_open_failure(_target(settings), exc))
             return RunOutcome(FAILED, 1)
     durable = persistent and (host.durable is not False or resume)
-    runtime = session.build_runtime(out=host.out, err=host.err, store=store, durable=durable,
-                                    trace=(host.trace_file, host.trace_stderr), mocks=host.mocks,
-                                    real_llm=host.real_llm, program_args=program_args,
-                                    export=display_path(program.path) if host.telemetry else None)
-    host.effects = runtime.effects
+    runtime = runtime_for(session, host, store=store, durable=durable, program_args=program_args,
+                          export=display_path(program.path) if host.telemetry else None)
     if host.mocks is None:
         runtime.effects.prestart(set(program.uses))
     try:
@@ -122,6 +120,18 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
         runtime.effects.close()
         if host.store is None:
             runtime.store.close()
+
+
+def runtime_for(session: Session, host: Host, *, store: Any = None, durable: bool = False,
+                program_args: Sequence[str] = (), export: str | None = None) -> Runtime:
+    """A run's Runtime and effects chain, assembled from its Host (a test's too: `sage test` runs each test
+    block on a runtime of its own); `store`: the opened `@persistent` store, else process memory; `durable`:
+    the chain journals into it; `export`: the entry file as displayed, when spans may be exported."""
+    runtime = session.build_runtime(out=host.out, err=host.err, store=store, durable=durable,
+                                    trace=(host.trace_file, host.trace_stderr), mocks=host.mocks,
+                                    real_llm=host.real_llm, program_args=list(program_args), export=export)
+    host.effects = runtime.effects
+    return runtime
 
 
 def _target(settings: Any) -> Any:
