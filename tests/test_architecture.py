@@ -25,11 +25,12 @@ ORDER: tuple[tuple[str, ...], ...] = (
      "secrecy", "terminal", "testfiles", "tls", "traceview"),  # helpers that need nothing of sagepy but core; the trace viewer
     ("net", "progress"),                         # helpers on helpers (tls, render)
     ("syntax",),                                 # source -> AST
-    ("fmt", "loader", "project"),                # the formatter; programs and their modules; the project
+    ("fmt", "loader", "project", "variables"),   # the formatter; programs and their modules; the project; SAGE_*
     ("check",),                                  # the only resolver
     ("grove", "link"),                           # grove.toml checked into typed data; extern functions found
     ("builtins", "llm", "mcp", "store", "telemetry", "tools"),  # the world: each knows wire data and core only
-    ("settings", "workers"),                     # one command's grove.toml and SAGE_* variables; queued runs
+    ("settings",),                               # one command's grove.toml
+    ("workers",),                                # queued runs
     ("effects",),                                # the boundary: steps, the chain of layers
     ("runtime",),                                # compiled closures, agents
     ("session",),                                # one command's wiring: builds and connects the above
