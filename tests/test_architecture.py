@@ -30,7 +30,7 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("grove", "link"),                           # grove.toml checked into typed data; extern functions found
     ("builtins", "llm", "mcp", "store", "telemetry", "tools"),  # the world: each knows wire data and core only
     ("settings",),                               # one command's grove.toml
-    ("workers",),                                # queued runs
+    ("mcptools", "workers"),                     # MCP developer tooling (sage tools, --verify-tools); queued runs
     ("effects",),                                # the boundary: steps, the chain of layers
     ("runtime",),                                # compiled closures, agents
     ("session",),                                # one command's wiring: builds and connects the above
