@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
+from .binding import AmbiguousBinding, bound_key
 from .variables import Overrides
 
 if TYPE_CHECKING:
@@ -29,9 +30,8 @@ if TYPE_CHECKING:
 
 class ToolSettings:
     """The `[tools.<Name>]` tables: the keys as written (what the checker's E086/W084 rules look at), the
-    valid server configurations, and the binding of a tool block by SPEC §8.1's rule (the exact key, else
-    the one key equal ignoring case; the built-in tool names by exact key only), which the checker asks
-    for once per block and records on its `ToolRef`s (sagepy.check.symbols.ToolTables)."""
+    valid server configurations, and the binding of a tool block by sagepy.binding's rule, which the checker
+    asks for once per block and records on its `ToolRef`s (sagepy.check.symbols.ToolTables)."""
 
     __slots__ = ("tables", "servers", "grove_path")
 
@@ -51,15 +51,12 @@ class ToolSettings:
 
     def bind(self, name: str) -> ServerConfig | None:
         """The server tool block `name` binds to; raises AmbiguousBinding when two keys match (E090)."""
-        if not self.servers:
-            return None
-        from .grove.servers import bind_tool_block
-        return bind_tool_block(name, self.servers)
+        key = bound_key(name, self.servers)
+        return self.servers[key] if key is not None else None
 
     def binding(self, name: str) -> tuple[str | None, Diagnostic | None]:
         """The `[tools.X]` key tool block `name` binds to (None: none), and the E090 of an ambiguous
         binding (SPEC §8.1, §11), pointing at the first matching key in grove.toml."""
-        from .check.symbols import AmbiguousBinding, bound_key
         try:
             return bound_key(name, self.servers), None
         except AmbiguousBinding as exc:

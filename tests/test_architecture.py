@@ -23,9 +23,9 @@ MAX_LINES = 600
 # `check`, beside `cli`.
 ORDER: tuple[tuple[str, ...], ...] = (
     ("core",),                                   # values, errors, types, Sage<->JSON conversion, JSON text
-    ("aio", "approval_policy", "deepstack", "diagnostics", "errorcodes", "render", "resources", "sagepy",
+    ("aio", "binding", "deepstack", "diagnostics", "errorcodes", "render", "resources", "sagepy",
      "secrecy", "terminal", "testfiles", "tls", "traceview"),  # helpers that need nothing of sagepy but core; the trace viewer
-    ("net", "progress"),                         # helpers on helpers (tls, render)
+    ("approval_policy", "net", "progress"),      # helpers on helpers (binding, tls, render)
     ("syntax",),                                 # source -> AST
     ("fmt", "loader", "project", "variables"),   # the formatter; programs and their modules; the project; SAGE_*
     ("check",),                                  # the only resolver

@@ -22,7 +22,7 @@ def report(diags: list[Diagnostic]) -> None:
 def resolve_target(args: argparse.Namespace, settings: Settings) -> tuple[str | None, ServerConfig] | int:
     """The server the arguments name (NAME, `--stdio CMD` or `--http URL`): (configured name or None,
     its configuration), or an exit code after the error was printed."""
-    from ..check.symbols import AmbiguousBinding
+    from ..binding import AmbiguousBinding
     from ..mcptools.inspect import AdhocError, adhoc_config, parse_pairs, with_extras
     chosen = [x for x in (args.name, args.stdio, args.http) if x is not None]
     if len(chosen) != 1:

@@ -23,7 +23,7 @@ from ..syntax import ast as A
 from ..core.types import (BOOL, FLOAT, INT, STRING, UNIT, EnumT, ListT, MapT, OptionT, Prim, RecordT, ResultT,
                      TupleT, Type, type_name)
 from ..grove.keys import Locator
-from ..check.symbols import AmbiguousBinding
+from ..binding import AmbiguousBinding
 from ..grove.servers import ServerConfig
 from ..mcp.references import private_key_reference, reference_places, referenced_names
 from ..mcp.failures import McpFailure
