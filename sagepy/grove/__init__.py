@@ -199,13 +199,13 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
     return grove
 
 
-_LLM_OWN_KEYS = ("providers", "prices", "fallback")
+LLM_OWN_KEYS = ("providers", "prices", "fallback")
 
 
 def _llm_tables(data: dict, grove: Grove, out: Collector) -> dict:
     """The sub-tables of `[llm]` and its fallback chain (SPEC §23), checked on their own; the rest of the
     table is returned."""
-    if not any(key in data for key in _LLM_OWN_KEYS):
+    if not any(key in data for key in LLM_OWN_KEYS):
         return data
     from .llm import check_fallback, check_prices, check_providers
     if "providers" in data:
@@ -216,7 +216,7 @@ def _llm_tables(data: dict, grove: Grove, out: Collector) -> dict:
         fallback = check_fallback(data["fallback"], out)
         if fallback is not None:
             grove.llm["fallback"] = fallback
-    return {key: value for key, value in data.items() if key not in _LLM_OWN_KEYS}
+    return {key: value for key, value in data.items() if key not in LLM_OWN_KEYS}
 
 
 def _remember_masked(path: str) -> None:

@@ -8,7 +8,7 @@ from ..diagnostics import did_you_mean
 from .keys import Collector, toml_type
 
 PROVIDERS = ("openai", "anthropic")
-_PROVIDER_KEYS = ("url", "api_key_env")
+PROVIDER_KEYS = ("url", "api_key_env")
 
 
 def check_providers(value: Any, out: Collector) -> dict[str, dict[str, str]]:
@@ -33,9 +33,9 @@ def check_providers(value: Any, out: Collector) -> dict[str, dict[str, str]]:
             continue
         entry: dict[str, str] = {}
         for key, setting in table.items():
-            if key not in _PROVIDER_KEYS:
+            if key not in PROVIDER_KEYS:
                 report(f"unknown key `{key}` in [llm.providers.{name}]", where, key,
-                       did_you_mean(key, _PROVIDER_KEYS, cutoff=0.6))
+                       did_you_mean(key, PROVIDER_KEYS, cutoff=0.6))
             elif not isinstance(setting, str) or not setting:
                 report(f"[llm.providers.{name}] {key} must be a non-empty string, found {toml_type(setting)}",
                        where, key, None)
@@ -45,7 +45,7 @@ def check_providers(value: Any, out: Collector) -> dict[str, dict[str, str]]:
     return providers
 
 
-_PRICE_KEYS = ("input_per_mtok", "output_per_mtok", "cached_input_per_mtok")
+PRICE_KEYS = ("input_per_mtok", "output_per_mtok", "cached_input_per_mtok")
 
 
 def check_prices(value: Any, out: Collector) -> dict[str, dict[str, float]]:
@@ -66,15 +66,15 @@ def check_prices(value: Any, out: Collector) -> dict[str, dict[str, float]]:
             continue
         entry: dict[str, float] = {}
         for key, setting in table.items():
-            if key not in _PRICE_KEYS:
+            if key not in PRICE_KEYS:
                 report(f'unknown key `{key}` in [llm.prices."{model}"]', where, key,
-                       did_you_mean(key, _PRICE_KEYS, cutoff=0.6))
+                       did_you_mean(key, PRICE_KEYS, cutoff=0.6))
             elif not _amount(setting):
                 report(f'[llm.prices."{model}"] {key} must be a number ≥ 0 (dollars per million tokens), '
                        f"found {_shown(setting)}", where, key)
             else:
                 entry[key] = float(setting)
-        missing = [key for key in _PRICE_KEYS[:2] if key not in table]
+        missing = [key for key in PRICE_KEYS[:2] if key not in table]
         if missing:
             report(f'[llm.prices."{model}"] needs {" and ".join(missing)}', where, None)
             continue
