@@ -105,14 +105,15 @@ def check_fallback(value: Any, out: Collector) -> list[str] | None:
 
 
 def check_prices_cover(llm: dict, out: Collector) -> None:
-    """A dollar budget needs a price for every model the run is configured to use (`[llm] model`, or the
-    provider's default, and each fallback): a model without one is E090, not a silent zero cost."""
+    """A dollar budget needs a price for every model grove.toml names (`[llm] model` and each fallback): a
+    model without one is E090, not a silent zero cost. (A model named elsewhere — `SAGE_MODEL`, the
+    provider's default, a `divine(p, model: …)` — fails its first turn with an Llm error instead.)"""
     if "max_cost_per_run" not in llm:
         return
     prices = llm.get("prices") or {}
     provider = llm.get("provider", "openai")
     models = []
-    model = llm.get("model", "gpt-4o-mini" if provider == "openai" else None)
+    model = llm.get("model")
     if model is not None and model != "echo":
         models.append((provider, model))
     for entry in llm.get("fallback") or ():
