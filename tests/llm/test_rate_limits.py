@@ -95,3 +95,49 @@ def test_workers_and_a_run_share_the_limit_through_sqlite(tmp_path: Path) -> Non
 
 def test_workers_and_a_run_share_the_limit_through_postgres(tmp_path: Path, pg_url: str) -> None:
     assert_within_the_bucket(share_one_limit(tmp_path / "postgres", pg_url))
+
+
+def test_max_concurrent_requests_bounds_the_requests_in_flight(tmp_path: Path) -> None:
+    """Four agents ask at once; with `max_concurrent_requests = 2` the server never has more than two
+    requests in hand. Each answer waits until a second request is in hand (so two are, at some point), then
+    takes a moment in which a third could arrive."""
+    import threading
+    import time
+    in_flight, most, changed = [0], [0], threading.Condition()
+
+    def slow(body: dict) -> str:
+        with changed:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+            changed.notify_all()
+            changed.wait_for(lambda: most[0] >= 2, timeout=30)
+        time.sleep(0.2)
+        with changed:
+            in_flight[0] -= 1
+        return "ok"
+    program = """\
+        agent Asker {
+            on start {
+                yield(try divine("one"));
+            }
+        }
+        agent Main {
+            on start {
+                let askers = [summon Asker {}, summon Asker {}, summon Asker {}, summon Asker {}];
+                for a in askers {
+                    print(try await a);
+                }
+            }
+        }
+        run Main;
+        """
+    with StrictChatServer([slow] * 4) as srv:
+        (tmp_path / "grove.toml").write_text(
+            f'[project]\nentry = "main.sg"\n\n[llm]\nurl = "{srv.url}"\nmodel = "gpt-test"\n'
+            "max_concurrent_requests = 2\n", encoding="utf-8")
+        (tmp_path / "main.sg").write_text(textwrap.dedent(program), encoding="utf-8")
+        done = subprocess.run([sys.executable, "-m", "sagepy", "run"], cwd=tmp_path,
+                              env=environment(tmp_path, None), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "ok\n" * 4 and len(srv.requests) == 4
+    assert most[0] == 2
