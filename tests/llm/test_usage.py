@@ -171,3 +171,21 @@ def test_no_fallback_on_a_request_the_primary_refused(tmp_path: Path) -> None:
         assert r.returncode == 1
         assert claude.requests == []
     assert "API error 400" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_run_outcome_usage_of_each_run_of_one_program(tmp_path: Path) -> None:
+    """`RunOutcome.usage` (SPEC §20, §23): each run of a compiled program counts its own turns."""
+    import sagepy
+    with StrictChatServer(["hi", '{"ok": true}', "again", '{"ok": false}']) as srv:
+        root = project(tmp_path, TWO_TURNS, srv.url)
+        program = sagepy.compile(str(root))
+        lines: list[str] = []
+        first = program.run(host=sagepy.Host(out=lines.append, err=lines.append))
+        second = program.run(host=sagepy.Host(out=lines.append, err=lines.append))
+        assert srv.errors == []
+    assert lines == ["hi", "true", "again", "false"]
+    for outcome in (first, second):
+        usage = outcome.usage
+        assert outcome.status == "completed" and usage["turns"] == 2 and usage["unknown_turns"] == 0
+        assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+        assert usage["cost"] == round((usage["input_tokens"] * 2.0 + usage["output_tokens"] * 10.0) / 1e6, 9)
