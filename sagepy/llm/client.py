@@ -1,9 +1,13 @@
 """`divine`/`infer` and MCP sampling against the configured model API (SPEC §4.10, §4.13).
 
-A call resolves its model (the effect handler's override, else the configuration), then answers offline when
-the model is `echo` or the key is `mock`, fails with the no-model message when nothing is configured, and
-otherwise sends requests through `ChatTransport`, in the API of the provider (sagepy.llm.provider: OpenAI
-chat completions or the Anthropic Messages API), from one provider-neutral conversation. Typed calls ask for
+A call resolves its model (the `model:` option or the effect handler's override, else the configuration;
+`"<provider>:<model>"` names another provider, SPEC §23), then answers offline when the model is `echo` or the
+key is `mock`, fails with the no-model message when nothing is configured, and otherwise sends requests
+through the `Route` of that provider (its settings, its API — sagepy.llm.provider: OpenAI chat completions or
+the Anthropic Messages API — and its `ChatTransport`), from one provider-neutral conversation. Each request
+is checked against the run's budgets and counted in its usage (sagepy.llm.usage), waits for the project's
+limits (sagepy.llm.limits), and, when it fails after its retries with a transient error, goes to each
+`[llm] fallback` in turn. Typed calls ask for
 JSON matching the target type's schema, read the reply leniently, check it against the type (§5) and, on a
 failure, ask again quoting the error. A typed answer leaves as wire data (its JSON, written as the value's
 would be); the effects boundary makes the Sage value of it.
