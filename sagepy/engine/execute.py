@@ -142,7 +142,8 @@ def runtime_for(session: Session, host: Host, *, store: Any = None, durable: boo
     the chain journals into it; `export`: the entry file as displayed, when spans may be exported."""
     runtime = session.build_runtime(out=host.out, err=host.err, store=store, durable=durable,
                                     trace=(host.trace_file, host.trace_stderr), mocks=host.mocks,
-                                    real_llm=host.real_llm, program_args=list(program_args), export=export)
+                                    real_llm=host.real_llm, program_args=list(program_args), export=export,
+                                    io=host.io_functions())
     host.effects = runtime.effects
     return runtime
 
