@@ -51,6 +51,7 @@ class Host:
         self.clock = clock
         self.cancel = cancel if cancel is not None else threading.Event()
         self.cancel_code = 130
+        self.claim: Any = None     # the worker's claim a resumed run executes under (sagepy.workers.child)
         self.effects: Any = None   # the run's effects chain while it runs (set by the engine)
 
     def io_functions(self) -> dict[str, Callable[..., Any]]:
