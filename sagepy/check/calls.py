@@ -28,7 +28,7 @@ STEP_TYPED = ("mcp_server_info", "mcp_resources", "mcp_resource_templates", "mcp
 class Calls:
     """Mixin of the checker."""
 
-    def e_Call(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
+    def e_Call(self, node: A.Call, cx: Body, lc: Locals, expected: Any) -> T.Type:
         fn = node.fn
         node.ref = None
         if isinstance(fn, A.Name) and lc.find(fn.name) is None:

@@ -29,7 +29,7 @@ CONTEXT_BUILTINS = ("print", "print_err", "map_set", "map_delete", "sleep_ms", "
 class Calls:
     """Mixin of the compiler."""
 
-    def e_Call(self, node: Any) -> Code:
+    def e_Call(self, node: A.Call) -> Code:
         ref = node.ref
         if ref is BUILTIN:
             return self.builtin_call(node)
