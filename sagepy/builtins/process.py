@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, TextIO
 
 from ..core.errors import SageRaise
 from ..core.values import ErrorValue
@@ -24,9 +24,10 @@ def now_s() -> int:
     return time.time_ns() // 1_000_000_000
 
 
-def read_line() -> str:
+def read_line(stream: TextIO | None = None) -> str:
+    """One line of `stream` (a run's host's stdin), else of the process's."""
     with _stdin_lock:
-        line = sys.stdin.readline()
+        line = (stream or sys.stdin).readline()
     if line == "":
         raise SageRaise(ErrorValue("Agent", "end of input"))
     if line.endswith("\n"):
@@ -36,9 +37,9 @@ def read_line() -> str:
     return line
 
 
-def read_all() -> str:
+def read_all(stream: TextIO | None = None) -> str:
     with _stdin_lock:
-        data = sys.stdin.read()
+        data = (stream or sys.stdin).read()
     if data == "":
         raise SageRaise(ErrorValue("Agent", "end of input"))
     return data

@@ -14,8 +14,10 @@ from .chain import Perform
 from .step import APPROVAL, AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
 from .world import World
 
+
 class RealLayer:
-    """`io_builtins`: the native functions of the `io` steps (sagepy.builtins.load_io_builtins), by name."""
+    """`io_builtins`: the native functions of the `io` steps (sagepy.builtins.load_io_builtins), by name, with
+    the run's own clock, stdin or environment functions when its host supplies them."""
 
     def __init__(self, world: World, io_builtins: dict[str, Callable[..., Any]]) -> None:
         self.world = world

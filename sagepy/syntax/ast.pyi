@@ -485,6 +485,7 @@ class DivineExpr(Node):
     target: Any
     offered: Any
     max_steps: Any
+    model: Any
     def __init__(self, prompt: Expr, type: TypeExpr | None, infer: bool, options: list[DivineOption], *, span: Span | None = None) -> None: ...
 
 

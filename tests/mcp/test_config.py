@@ -6,7 +6,7 @@ import pytest
 
 from sagepy.core.json_text import compact_json
 from sagepy.effects import wire
-from sagepy.check.symbols import AmbiguousBinding
+from sagepy.binding import AmbiguousBinding
 from sagepy.grove.servers import bind_tool_block, parse_mcp_settings, parse_tools_config
 from sagepy.mcp.references import resolve_args, resolve_env, unset_references
 from sagepy.mcp.failures import McpFailure
