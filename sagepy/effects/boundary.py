@@ -76,7 +76,7 @@ class Effects:
         ref = step.tool
         if ref.builtin:
             return sage_value(data, ref.ret)
-        wire = _wire or _load_wire()
+        wire = _wire()
         with wire.mcp_errors():
             return wire.typed_value(data, ref.ret, ref.label, ref.remote)
 
@@ -87,7 +87,7 @@ class Effects:
             approval = self._tool_gate(ctx, ref, args, source) if self.gated else None
             step = Step(TOOL, ref.label, args, ref.ret, self.world.tool_safety(ref), ctx, tool=ref, source=source)
         else:
-            arguments = (_wire or _load_wire()).tool_arguments(ref, args)
+            arguments = _wire().tool_arguments(ref, args)
             approval = self._tool_gate(ctx, ref, arguments, source) if self.gated else None
             # the class is the step's from the start once the server's listing gave it (World.known_safety);
             # before, it is looked up when first read, so that a mocked or replayed call connects to nothing
@@ -128,7 +128,7 @@ class Effects:
         data = self.perform(Step(MCP, name, args, ret, builtin.safety, ctx))
         if builtin.unit:
             return UNIT
-        return (_wire or _load_wire()).builtin_value(name, data)
+        return _wire().builtin_value(name, data)
 
     def mcp_call_step(self, ctx: Any, args: list, caller: ToolRef | None = None) -> Step:
         """The step of `mcp_call(handle, tool, args_json)`; `caller` describes a call the model asked for."""
@@ -182,12 +182,12 @@ class Effects:
         return self.journal.live_handle(handle, self._connect_again)
 
     def _connect_again(self, step: Step) -> str:
-        wire = _wire or _load_wire()
+        wire = _wire()
         with wire.mcp_errors():
             return self.world.mcp().connect(*step.arguments)
 
     def _connection(self, handle: str) -> Variant:
-        connection_record = (_wire or _load_wire()).connection_record
+        connection_record = _wire().connection_record
         if self.mocks is not None and handle in self.mocks.issued_handles:
             suffix = handle.split(":", 1)[-1]
             return connection_record(int(suffix) if suffix.isdigit() else 0)
@@ -286,13 +286,9 @@ class Effects:
             self.otel.close()
 
 
-_wire: Any = None   # sagepy.effects.wire, loaded when a program first calls an MCP tool
-
-
-def _load_wire() -> Any:
-    global _wire
+def _wire() -> Any:
+    """sagepy.effects.wire, imported when a program first calls an MCP tool."""
     from . import wire
-    _wire = wire
     return wire
 
 
