@@ -115,7 +115,8 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
         from ..store.base import Busy, Unavailable
         try:
             try:
-                run = DurableRun.prepare(runtime.store.backend, (run_id or "last") if resume else None, host.err)
+                run = DurableRun.prepare(runtime.store.backend, (run_id or "last") if resume else None, host.err,
+                                         host.claim)
                 run.check_version(program.version)
                 run.start(display_path(program.path), runtime, runtime.effects.journal, run_id)
             except DurableExit as exc:
@@ -142,7 +143,8 @@ def runtime_for(session: Session, host: Host, *, store: Any = None, durable: boo
     the chain journals into it; `export`: the entry file as displayed, when spans may be exported."""
     runtime = session.build_runtime(out=host.out, err=host.err, store=store, durable=durable,
                                     trace=(host.trace_file, host.trace_stderr), mocks=host.mocks,
-                                    real_llm=host.real_llm, program_args=list(program_args), export=export)
+                                    real_llm=host.real_llm, program_args=list(program_args), export=export,
+                                    io=host.io_functions())
     host.effects = runtime.effects
     return runtime
 

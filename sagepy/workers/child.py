@@ -22,35 +22,31 @@ from ..store.base import RunRecord
 WORKER_VAR = "SAGE_WORKER_PARENT"
 LEFT_EXIT = 75          # the run was left for a worker of its version
 _PR_SET_PDEATHSIG = 1
-_claim_lock = threading.Lock()
-_read = False
-_claim: "WorkerClaim | None" = None
 
 
 class WorkerClaim:
-    def __init__(self, pid: int, version: str, was_queued: bool) -> None:
+    """The claim a worker holds on a run it executes: the worker's pid and program version, whether the run was
+    queued (else interrupted), and whether the run has a process of its own whose output is to be stored (a
+    thread-mode worker's runs store theirs through their hosts)."""
+
+    def __init__(self, pid: int, version: str, was_queued: bool, capture: bool = False) -> None:
         self.pid = pid
         self.version = version
         self.was_queued = was_queued
+        self.capture = capture
 
     @classmethod
     def from_environment(cls) -> "WorkerClaim | None":
         """The claim this process runs under, None when no worker started it. Ties this process's life to the
-        worker's; exits at once when the worker has already gone. Read once per process (`sage run` looks at
-        the run before the engine starts it): every later call gets the same claim."""
-        global _read, _claim
-        with _claim_lock:
-            if _read:
-                return _claim
-            _read = True
-            text = os.environ.pop(WORKER_VAR, "")   # not inherited by the program's own child processes
-            pid, _, rest = text.partition(":")
-            version, _, state = rest.partition(":")
-            if not pid.isdigit():
-                return None
-            _claim = cls(int(pid), version, state == "queued")
-            _claim._follow_parent()
-            return _claim
+        worker's; exits at once when the worker has already gone."""
+        text = os.environ.pop(WORKER_VAR, "")   # not inherited by the program's own child processes
+        pid, _, rest = text.partition(":")
+        version, _, state = rest.partition(":")
+        if not pid.isdigit():
+            return None
+        claim = cls(int(pid), version, state == "queued", capture=True)
+        claim._follow_parent()
+        return claim
 
     def _follow_parent(self) -> None:
         if sys.platform.startswith("linux"):
