@@ -189,3 +189,24 @@ def test_run_outcome_usage_of_each_run_of_one_program(tmp_path: Path) -> None:
         assert outcome.status == "completed" and usage["turns"] == 2 and usage["unknown_turns"] == 0
         assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
         assert usage["cost"] == round((usage["input_tokens"] * 2.0 + usage["output_tokens"] * 10.0) / 1e6, 9)
+
+
+def test_a_dollar_budget_refuses_a_turn_of_a_model_without_a_price(tmp_path: Path) -> None:
+    """A model grove.toml does not name (here a `model:` option) and has no price for: its turn is not sent,
+    rather than costing a silent zero."""
+    program = """\
+        agent Main {
+            on start {
+                print(try divine("priced"));
+                print(divine("unpriced", model: "gpt-other") catch(e) { e.message });
+            }
+        }
+        run Main;
+        """
+    with StrictChatServer(["a"]) as srv:
+        root = project(tmp_path, program, srv.url, "max_cost_per_run = 1.0\n")
+        r = sage(root, "run", "--usage")
+        assert r.returncode == 0, r.stderr
+        assert [q["model"] for q in srv.requests] == ["gpt-test"]
+    assert r.stdout.splitlines() == ["a", 'no price for model gpt-other: [llm] max_cost_per_run needs '
+                                          '[llm.prices."gpt-other"]']
