@@ -5,7 +5,6 @@ message, never a Python traceback — and the server keeps serving."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
