@@ -164,7 +164,7 @@ def build(events: list[dict]) -> Trace:
             totals["duration_ms"] = event.get("duration_ms") or 0
             continue
         if kind.startswith("mcp."):
-            _server_event(server_of(event), kind, t, event, connecting, totals)
+            _server_event(server_of(event), kind, t, event, connecting, totals, trace.start)
             continue
         lane = lane_of(event)
         if kind == "agent.stop":
@@ -251,7 +251,8 @@ def _end_life(life: Bar, t: int, event: dict) -> None:
     life.fields.update({k: v for k, v in event.items() if k not in ("t", "kind", "path", "agent")})
 
 
-def _server_event(lane: Lane, kind: str, t: int, event: dict, connecting: dict[str, Bar], totals: dict) -> None:
+def _server_event(lane: Lane, kind: str, t: int, event: dict, connecting: dict[str, Bar], totals: dict,
+                  first: int) -> None:
     """MCP events in the server's lane: `mcp.connecting`…`mcp.connect` (or `mcp.connect_failed`) is the
     connecting bar — from a trace without `mcp.connecting`, the `duration_ms` before `mcp.connect` —, the
     connection's life runs on to `mcp.disconnect`, and the rest are marks."""
@@ -262,7 +263,7 @@ def _server_event(lane: Lane, kind: str, t: int, event: dict, connecting: dict[s
     elif kind in ("mcp.connect", "mcp.connect_failed"):
         bar = connecting.pop(lane.path, None)
         if bar is None:
-            start = t - int(event.get("duration_ms") or 0)
+            start = max(first, t - int(event.get("duration_ms") or 0))
             bar = Bar("connect", f"connecting to {lane.path}", start, fields)
             lane.bars.append(bar)
         _close(bar, t, event)
