@@ -33,8 +33,8 @@ from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInva
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-from .. import __version__
 from ..project import ProjectError
+from ..version import __version__
 from . import features as F
 from .frames import SageProtocol, serve_io
 from .workspace import Workspace
