@@ -66,7 +66,7 @@ class Host:
             functions["env"] = lambda name: env(name, environ)
             functions["env_or"] = lambda name, default: env_or(name, default, environ)
         if stdin is not None:
-            from ..effects.real import read_all, read_line
+            from ..builtins.process import read_all, read_line
             functions["read_line"] = lambda: read_line(stdin)
             functions["read_all"] = lambda: read_all(stdin)
         return functions
