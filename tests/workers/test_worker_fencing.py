@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from worker_harness import (make_project, open_store, read_field, read_ledger, resolve_halted, run_process,
-                            runs_json, sage, sage_env, start_worker, submit, wait_until_gone)
+from worker_harness import (leased_by, make_project, open_store, read_field, read_ledger, resolve_halted,
+                            run_process, runs_json, sage, sage_env, start_worker, submit, wait_until_gone)
 from sagepy.store.leases import FRESH_SECONDS, process_alive
 
 CHARGES = 6
@@ -94,22 +94,6 @@ def test_a_worker_run_stopped_past_its_lease_writes_nothing_after_another_worker
     assert accounts == [f"acct-{i}" for i in range(CHARGES)]   # every charge once
     assert read_field(project, env, "Main", "total") == CHARGES
     assert not wait_until_gone(project)
-
-
-def leased_by(project: Path, env: dict[str, str], run_id: str, pid: int, timeout: float = 120) -> None:
-    """Until the run's own execution holds its lease under `pid` (a thread-mode worker's runs are its own)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        store = open_store(project, env)
-        try:
-            run = store.get_run(run_id)
-            steps = store.steps(run_id)
-        finally:
-            store.close()
-        if run.lease_pid == pid and run.lease_heartbeat is not None and steps:
-            return
-        assert time.monotonic() < deadline, "the run never started under its worker"
-        time.sleep(0.05)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])

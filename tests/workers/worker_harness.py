@@ -316,3 +316,19 @@ def run_process(project: Path, env: dict[str, str], run_id: str, worker_pid: int
             return run.lease_pid
         assert time.monotonic() < deadline, "the run's process never took its lease"
         time.sleep(0.05)
+
+
+def leased_by(project: Path, env: dict[str, str], run_id: str, pid: int, timeout: float = 120) -> None:
+    """Until the run's own execution holds its lease under `pid` (a thread-mode worker's runs are its own)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        store = open_store(project, env)
+        try:
+            run = store.get_run(run_id)
+            steps = store.steps(run_id)
+        finally:
+            store.close()
+        if run.lease_pid == pid and run.lease_heartbeat is not None and steps:
+            return
+        assert time.monotonic() < deadline, "the run never started under its worker"
+        time.sleep(0.05)
