@@ -45,6 +45,11 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     journaling.add_argument("--resume", metavar="RUN_ID", help="resume a durable run (`last`: the newest one)")
     journaling.add_argument("--no-journal", action="store_true",
                             help="run without journaling, also in a project with [persistence]")
+    recording = run.add_mutually_exclusive_group()
+    recording.add_argument("--record", metavar="FILE",
+                           help="write the run's model turns and tool calls to FILE (a cassette)")
+    recording.add_argument("--replay", metavar="FILE",
+                           help="answer the run's model turns and tool calls from the cassette FILE")
 
 
 def _check_arguments(check: argparse.ArgumentParser) -> None:

@@ -29,20 +29,36 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
 
 def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False,
               program_args: list[str] | None = None, resume: str | None = None, journal: bool = True,
-              whole_process: bool = False) -> int:
+              whole_process: bool = False, cassette: tuple[str | None, str | None] = (None, None)) -> int:
     """Run the entry file; `resume`: the RUN_ID (or `last`) of a durable run to resume; `journal`: False
     for `--no-journal` (SPEC §14: with `[persistence]` every run is durable unless told otherwise);
-    `whole_process`: the run is the process (the `sage` command), which ends when it does."""
+    `whole_process`: the run is the process (the `sage` command), which ends when it does; `cassette`:
+    the files of `--record` and `--replay` (SPEC §22.2), at most one of them given."""
+    from ..effects.cassette import Cassette, CassetteRefused
+    record, replay = cassette
+    try:
+        tape = Cassette.replay(replay) if replay else Cassette.record(record) if record else None
+    except CassetteRefused as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 1
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot write the cassette {record}: {exc.strerror or exc}\n")
+        return 1
     # Sage calls nest several Python frames deep: the limit is raised while the program runs and restored
     # afterwards (sagepy.deepstack), so that the caller's thread (pytest's, for an in-process run) keeps its
     # small C stack's limit
     with deep_recursion():
-        return _run_program(session, entry_path, trace_file, trace_stderr, program_args or [], resume, journal,
-                            whole_process)
+        try:
+            return _run_program(session, entry_path, trace_file, trace_stderr, program_args or [], resume, journal,
+                                whole_process, tape)
+        finally:
+            if tape is not None:
+                tape.close()
 
 
 def _run_program(session: Session, entry_path: str, trace_file: str | None, trace_stderr: bool,
-                 program_args: list[str], resume: str | None, journal: bool, whole_process: bool) -> int:
+                 program_args: list[str], resume: str | None, journal: bool, whole_process: bool,
+                 tape: Any) -> int:
     from ..session import store_open_failure
     trace = session.trace_target(trace_file, trace_stderr)
     target = None
@@ -58,7 +74,8 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
             from ..runtime.durable import NEEDS_PERSISTENCE
             sys.stderr.write(NEEDS_PERSISTENCE + "\n")
             return 1
-        runtime = session.build_runtime(trace=trace, program_args=program_args, export=display_path(entry_path))
+        runtime = session.build_runtime(trace=trace, program_args=program_args, export=display_path(entry_path),
+                                        cassette=tape)
         try:
             return _run_runtime(session, runtime, entry_path, None, whole_process)
         finally:
@@ -69,7 +86,7 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
     durable = journal or resume is not None
     try:
         runtime = session.build_runtime(trace=trace, persistent=True, durable=durable, program_args=program_args,
-                                        export=display_path(entry_path))
+                                        export=display_path(entry_path), cassette=tape)
     except (Unavailable, NewerFormat, StoreConfigError) as exc:   # SPEC §4.8, §14: refused before anything runs
         sys.stderr.write(store_open_failure(target, exc) + "\n")
         return 1
@@ -197,6 +214,11 @@ def _run_agent(runtime: Runtime, agent: Any, journal: Any) -> tuple[int, str]:
         if journal.stop_message:   # a pause says which steps wait once the run has released its lease
             runtime.write_err(journal.stop_message)
         return journal.stop_code, journal.kind if journal.kind in ("halted", "cancelled", "paused") else "stopped"
+    cassette = runtime.effects.cassette
+    if cassette is not None and cassette.missed is not None:   # a replay miss stopped the run (SPEC §22.2)
+        from ..render import write_diagnostics
+        write_diagnostics(cassette.missed + "\n")
+        return 1, "failed"
     for failed in runtime.unawaited_failures():
         if failed is inst:
             continue

@@ -49,6 +49,7 @@ class Effects:
         self.world = World(settings, tracer, self.elicit, self.sample)
         self.journal: Any = None        # the journal of a durable run (effects.journal.Journal), else None
         self.otel: Any = None           # the spans of an exported run (telemetry.spans.SpanExport), else None
+        self.cassette: Any = None       # the recorded run written or replayed (effects.cassette.Cassette), else None
         policy = settings.approvals
         self.gated = policy is not None and bool(policy.rules)   # some calls may need approval (SPEC §17)
         self._people: Any = None
@@ -275,7 +276,8 @@ class Effects:
         return TerminalElicitation()(server, request)
 
     def prestart(self, tools: set[str]) -> None:
-        self.world.prestart(tools)
+        if self.cassette is None or self.cassette.mode != "replay":   # a replayed run starts no server
+            self.world.prestart(tools)
 
     def interrupt_form(self) -> bool:
         return self.world.interrupt_form()
@@ -286,6 +288,8 @@ class Effects:
             self.otel.event(ctx, kind, data)
 
     def close(self) -> None:
+        if self.cassette is not None:
+            self.cassette.close()
         self.world.close()
         self.tracer.close()
         if self.otel is not None:
