@@ -33,7 +33,7 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("effects",),                                # the boundary: steps, the chain of layers
     ("runtime",),                                # compiled closures, agents
     ("session",),                                # one command's wiring: builds and connects the above
-    ("lsp", "testing"),                          # the language server; sage test, the pytest plugin
+    ("evals", "lsp", "testing"),                 # sage eval; the language server; sage test, the pytest plugin
     ("cli",),                                    # the sage command
     ("__main__",),
 )

@@ -327,7 +327,8 @@ class Items:
         names[decl.name] = decl
         cx = Body(scope, "eval", fallible=True)
         lc = Locals()
-        row = lc.vars[decl.row] = Var(self.resolve_type(decl.row_type, scope), cx)
+        decl.row_t = self.resolve_type(decl.row_type, scope)
+        row = lc.vars[decl.row] = Var(decl.row_t, cx)
         self.note(scope.path, decl.span, decl.row, row, "as", True)
         decl.row_slot = row.slot
         self.direct_scores.update(id(s) for s in decl.body.stmts if type(s) is A.ScoreStmt)

@@ -70,6 +70,11 @@ def _test_arguments(test: argparse.ArgumentParser) -> None:
     add_arguments(test)
 
 
+def _eval_arguments(evals: argparse.ArgumentParser) -> None:
+    from .eval import add_arguments
+    add_arguments(evals)
+
+
 def _tools_arguments(tools: argparse.ArgumentParser) -> None:
     from .tools import add_arguments
     add_arguments(tools)
@@ -113,6 +118,8 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
             "Rewrite .sg files (the project's, or PATHs) in the one canonical layout.", _fmt_arguments),
     "test": ("run the tests of *_test.sg files", "Discover and run `test` blocks in *_test.sg files.",
              _test_arguments),
+    "eval": ("run the evals of *_eval.sg files", "Run each `eval` block over its dataset against the model and "
+             "report its scores.", _eval_arguments),
     "tools": ("list, inspect, generate and verify MCP servers", "Work with the MCP servers configured in grove.toml.",
               _tools_arguments),
     "runs": ("list, show, resolve, prune and answer durable runs",

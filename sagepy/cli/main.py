@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--resume runs with the arguments the run recorded: it takes no `-- ARGS`")
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
                    "fmt": _fmt, "worker": _worker, "new": _new, "explain": _explain, "lsp": _lsp,
-                   "trace": _trace}[args.command]
+                   "trace": _trace, "eval": _eval}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -114,6 +114,11 @@ def _run(args: argparse.Namespace | SimpleNamespace) -> int:
     return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace,
                      program_args=args.program_args, resume=args.resume, journal=not args.no_journal,
                      whole_process=args.whole_process, cassette=(args.record, args.replay))
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .eval import run_eval_command
+    return run_eval_command(args)
 
 
 def _fmt(args: argparse.Namespace) -> int:
