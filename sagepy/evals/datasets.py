@@ -126,5 +126,5 @@ def _cells(header: list[str], cells: list[str], fields: dict[str, T.Type]) -> tu
         try:
             data[name] = json.loads(cell)
         except ValueError:
-            return None, f"cell `{name}` is not JSON for a {T.type_name(t)}: {cell[:200]!r}"
+            return None, f"cell `{name}` is not JSON for type {T.type_name(t)}: {cell[:200]!r}"
     return data, None
