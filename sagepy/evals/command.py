@@ -42,15 +42,16 @@ def parse_gates(values: list[list[str]] | None) -> list[tuple[str, float]]:
 
 def find_specs(session: Any, files: list[str], name_filter: str | None) -> tuple[list[EvalSpec], list]:
     """The compiled evals of `files` (declaration order), and the diagnostics of files that have errors."""
-    from ..syntax import ast as A
+    from ..engine.program import CheckFailed, compile_session
     specs, problems = [], []
     for path in files:
-        program, diags = session.compile(path, session.build_runtime(), test_file=True)
-        if any(d.severity == "error" for d in diags):
-            problems.extend(diags)
+        try:
+            program = compile_session(session, path, require_run=False, test_file=True)
+        except CheckFailed as failed:
+            problems.extend(failed.diagnostics)
             continue
-        for decl, body, env in program.compiler.evals:
-            if os.path.abspath(env.path) != os.path.abspath(path) or not isinstance(decl, A.EvalDecl):
+        for decl, body, env in program.code.evals:
+            if os.path.abspath(env.path) != os.path.abspath(path):
                 continue
             if name_filter is not None and name_filter not in decl.name:
                 continue
