@@ -34,7 +34,7 @@ MISS_CODE = "E213"
 
 
 def _version() -> str:
-    from .. import __version__
+    from ..version import __version__
     return __version__
 
 
