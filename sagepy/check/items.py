@@ -329,7 +329,7 @@ class Items:
         lc = Locals()
         decl.row_t = self.resolve_type(decl.row_type, scope)
         row = lc.vars[decl.row] = Var(decl.row_t, cx)
-        self.note(scope.path, decl.span, decl.row, row, "as", True)
+        self.note(scope.path, decl.span, decl.row, row, decl.row_at, True)
         decl.row_slot = row.slot
         self.direct_scores.update(id(s) for s in decl.body.stmts if type(s) is A.ScoreStmt)
         self.block_type(decl.body, cx, lc, discard=True)

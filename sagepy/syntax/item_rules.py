@@ -257,7 +257,8 @@ class ItemRules(BuilderBase):
 
     def eval_decl(self, meta, c):
         name, dataset, row, row_type, body = c
-        return A.EvalDecl(name.value[1:-1], dataset.value[1:-1], row.value, row_type, body, span=meta_span(meta))
+        return A.EvalDecl(name.value[1:-1], dataset.value[1:-1], row.value, (row.line, row.column), row_type, body,
+                          span=meta_span(meta))
 
     def run_decl(self, meta, c):
         return A.RunDecl(c[0].value, span=meta_span(meta))
