@@ -111,9 +111,9 @@ class CaseRunner:
         last: list = [None]
         perform = effects.perform
 
-        def observed(step: Any) -> Any:   # the last model answer: the value the report quotes
-            outcome = perform(step)
-            if step.kind == LLM:
+        def observed(step: Any) -> Any:   # the first model answer: the value the report quotes (a judge's
+            outcome = perform(step)       # comes after it)
+            if step.kind == LLM and last[0] is None:
                 last[0] = outcome
             return outcome
         effects.perform = observed
@@ -201,7 +201,7 @@ def _error_text(error: Any) -> str:
 
 
 def _shown(answer: Any) -> str:
-    """The first characters of the last model answer (a neutral assistant message's content, for a turn of
+    """The first characters of the case's first model answer (a neutral assistant message's content, for a turn of
     a `divine` with tools)."""
     if answer is None:
         return ""

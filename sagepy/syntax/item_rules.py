@@ -257,8 +257,9 @@ class ItemRules(BuilderBase):
 
     def eval_decl(self, meta, c):
         name, dataset, row, row_type, body = c
-        return A.EvalDecl(name.value[1:-1], dataset.value[1:-1], row.value, (row.line, row.column), row_type, body,
-                          span=meta_span(meta))
+        node = A.EvalDecl(name.value[1:-1], dataset.value[1:-1], row.value, row_type, body, span=meta_span(meta))
+        node.row_at = (row.line, row.column)   # where the row variable is declared, for the language server
+        return node
 
     def run_decl(self, meta, c):
         return A.RunDecl(c[0].value, span=meta_span(meta))
