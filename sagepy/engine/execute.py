@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from .outcome import COMPLETED, FAILED, RunOutcome, status_of
 
@@ -16,7 +16,20 @@ if TYPE_CHECKING:
     from ..runtime.agents import Runtime
     from ..session import Session
     from .host import Host
-    from .program import Program
+
+
+class Program(Protocol):
+    """What a run reads of its compiled program (sagepy.engine.program.Program, which calls this module)."""
+
+    session: Session
+    path: str
+    entry: str | None
+    uses: frozenset[str]
+
+    @property
+    def version(self) -> str: ...
+
+    def agent(self, name: str) -> Any: ...
 
 
 def execute(program: Program, host: Host, args: Sequence[str] | Mapping[str, Any], entry: str | None,
