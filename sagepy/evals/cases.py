@@ -214,11 +214,13 @@ def _shown(answer: Any) -> str:
 
 
 def _usage(runtime: Any, default: dict) -> dict:
-    """The run's model usage (SPEC §23) where the runtime keeps it."""
-    usage = getattr(runtime, "usage", None)
+    """The run's model usage (SPEC §23), as the engine reports it in `RunOutcome.usage`."""
+    usage = getattr(runtime.effects, "usage", None)
     if usage is None:
         return default
-    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "cost": usage.cost}
+    summary = usage.summary()
+    return {"input_tokens": summary.get("input_tokens", 0), "output_tokens": summary.get("output_tokens", 0),
+            "cost": summary.get("cost")}
 
 
 def _discard(text: str) -> None:
