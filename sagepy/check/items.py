@@ -330,9 +330,9 @@ class Items:
         names[decl.name] = decl
         cx = Body(scope, "eval", fallible=True)
         lc = Locals()
-        decl.row_t = self.resolve_type(decl.row_type, scope)
-        row = lc.vars[decl.row] = Var(decl.row_t, cx)
-        self.note(scope.path, decl.span, decl.row, row, decl.row_at, True)
+        decl.row_t = self.resolve_type(decl.row.type, scope)
+        row = lc.vars[decl.row.name] = Var(decl.row_t, cx)
+        self.note(scope.path, decl.row.span, decl.row.name, row, "h", True)
         decl.row_slot = row.slot
         self.direct_scores.update(id(s) for s in decl.body.stmts if type(s) is A.ScoreStmt)
         self.block_type(decl.body, cx, lc, discard=True)

@@ -170,8 +170,8 @@ class ItemPrinter(StatementPrinter):
         text = self.source(node.span)
         name = _quote_of(text, node.name)
         data = _quote_of(text, node.dataset)
-        return [f"eval {name}{node.name}{name} over {data}{node.dataset}{data} as {node.row}: ",
-                self.type(node.row_type), " ", self.block(node.body)]
+        return [f"eval {name}{node.name}{name} over {data}{node.dataset}{data} as {node.row.name}: ",
+                self.type(node.row.type), " ", self.block(node.body)]
 
     def i_RunDecl(self, node: A.RunDecl) -> Doc:
         return f"run {node.name};"

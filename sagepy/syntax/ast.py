@@ -71,7 +71,7 @@ _TABLE: dict[str, tuple[str, str]] = {
     "EffectHandlerDecl": ("name effect entries pub", ""),
     "TestDecl": ("name annotation body", "nslots"),
     "RunDecl": ("name", ""),
-    "EvalDecl": ("name dataset row row_type body", "row_at nslots row_slot row_t"),   # SPEC §22.1; row_at: (line, col)
+    "EvalDecl": ("name dataset row body", "nslots row_slot row_t"),   # SPEC §22.1; row: a Param
     # ---- types
     "TypeExpr": ("kind name args", ""),   # kind: prim list option oracle map result agent fn tuple named
     # ---- statements

@@ -257,9 +257,8 @@ class ItemRules(BuilderBase):
 
     def eval_decl(self, meta, c):
         name, dataset, row, row_type, body = c
-        node = A.EvalDecl(name.value[1:-1], dataset.value[1:-1], row.value, row_type, body, span=meta_span(meta))
-        node.row_at = (row.line, row.column)   # where the row variable is declared, for the language server
-        return node
+        row_param = A.Param(row.value, row_type, span=token_span(row))
+        return A.EvalDecl(name.value[1:-1], dataset.value[1:-1], row_param, body, span=meta_span(meta))
 
     def run_decl(self, meta, c):
         return A.RunDecl(c[0].value, span=meta_span(meta))
