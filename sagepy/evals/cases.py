@@ -1,9 +1,9 @@
 """One case of an eval (SPEC §22.1): the eval block run once on one dataset row, in a run of its own, with its
 scores, its latency, its model usage and what went wrong.
 
-A case is a run of its own (SPEC §20): a runtime built from the eval file's compiled program and a Host of the
-case's (its own agents, output and effects, so nothing of one case reaches another), against the real model, or its cassette: recorded to or replayed from
-`DIR/<eval-slug>/<row>-<repeat>.jsonl` (§22.2). A case fails when its block raises an uncaught error (that
+A case is a run of its own (SPEC §20): a runtime built from the eval file's compiled program and a Host of
+the case's (its own agents, output and effects, so nothing of one case reaches another), against the real
+model, or its cassette: recorded to or replayed from `DIR/<eval-slug>/<row>-<repeat>.jsonl` (§22.2). A case fails when its block raises an uncaught error (that
 includes a failed assertion, a score expression that fails and a replay miss), when a `Bool` score is
 false, or when a `Float` score lies outside 0.0–1.0; only the first of these is an *error*.
 """

@@ -219,7 +219,8 @@ _NOT_RUN = TestResult("", "not run")
 
 
 def run_all(cases: list, timeout_ms: int, real_llm: bool, serial_all: bool,
-            emit: Callable[[TestResult], None], exit_first: bool = False, replay: str | None = None) -> list[TestResult]:
+            emit: Callable[[TestResult], None], exit_first: bool = False,
+            replay: str | None = None) -> list[TestResult]:
     """Concurrent tests first (at most max(2, CPUs) at a time), then @serial ones alone; results are passed
     to `emit` in declaration order as soon as a result and all before it are known. An entry that is
     already a TestResult (a file with errors) stands in its place. With `exit_first`, nothing after the
