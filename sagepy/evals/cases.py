@@ -134,7 +134,8 @@ class CaseRunner:
             effects.close()
         if cassette is not None and cassette.missed is not None:
             result.error = cassette.missed
-        result.value = _shown(last[0])
+        if not result.passed:   # only a failed case's value is shown: a passed one keeps no text
+            result.value = _shown(last[0])
         result.usage = _usage(runtime, result.usage)
         return result
 

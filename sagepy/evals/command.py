@@ -94,15 +94,20 @@ class Progress:
 
 
 def _expected_cases(path: str, limit: int | None, repeats: int) -> int | None:
-    """How many cases an eval will have, for its bar: its rows (lines, less a CSV header) at most `limit`."""
-    if limit is not None:
-        return limit * repeats
+    """How many cases an eval will have, for its bar: its rows (non-blank lines, less a CSV header), at most
+    `limit` (counting stops there, so a huge dataset is not read through for it)."""
+    header = 1 if path.endswith(".csv") else 0
+    lines = 0
     try:
         with open(path, "rb") as handle:
-            lines = sum(1 for line in handle if line.strip())
+            for line in handle:
+                if line.strip():
+                    lines += 1
+                    if limit is not None and lines >= limit + header:
+                        break
     except OSError:
         return None
-    return max(0, lines - path.endswith(".csv")) * repeats
+    return max(0, lines - header) * repeats
 
 
 def run_evals(specs: list[EvalSpec], options: Any, out: Any) -> tuple[list[EvalReport], bool]:
