@@ -76,6 +76,8 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
 
 def _open_cassette(record: str | None, replay: str | None) -> tuple[Any, int | None]:
     """The cassette of `--record FILE` or `--replay FILE` (or None), or the exit code of a refusal."""
+    if not record and not replay:
+        return None, None
     from ..effects.cassette import Cassette, CassetteRefused
     try:
         if replay:
