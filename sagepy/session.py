@@ -107,6 +107,7 @@ class Session:
                       trace: tuple[str | None, bool] = (None, False), persistent: bool = False,
                       store: StateStore | None = None, durable: bool = False, mocks: Any = None, real_llm: bool = False,
                       program_args: list[str] | None = None, export: str | None = None,
+                      io: dict[str, Callable[..., Any]] | None = None,
                       cassette: Any = None) -> Runtime:
         """The one place a Runtime, its effects chain (assembled here, once: `runtime.effects`) and its store
         (`runtime.store`) are built.
@@ -116,8 +117,10 @@ class Session:
         (`runtime.effects.journal`, which `runtime.durable` starts);
         `mocks`: the test's mock queues (`sage test`), consulted before the real world; `program_args`: what
         `args()` returns (SPEC §6.1: what follows `--` on the `sage run` line, `[]` under `sage test`); `export`:
-        the entry file as displayed, for `sage run`, whose spans are exported when an OTLP endpoint is set.;
-        `cassette`: the recorded run written or replayed (sagepy.effects.cassette, SPEC §22.2)."""
+        the entry file as displayed, for `sage run`, whose spans are exported when an OTLP endpoint is set; `io`:
+        the run's own functions for some `io` builtins (`now_ms`, `env`, `read_line`, …: its host's clock,
+        environment or stdin), instead of the process's; `cassette`: the recorded run written or replayed
+        (sagepy.effects.cassette, SPEC §22.2)."""
         from .builtins import load_io_builtins
         from .effects import build_effects
         from .runtime.agents import Runtime
@@ -129,7 +132,7 @@ class Session:
             from .effects.journal import Journal
             journal = Journal(runtime.store.backend, runtime)
         trace_path, trace_stderr = trace
-        build_effects(runtime, self.settings, load_io_builtins(), trace_path=trace_path, trace_stderr=trace_stderr,
+        build_effects(runtime, self.settings, {**load_io_builtins(), **(io or {})}, trace_path=trace_path, trace_stderr=trace_stderr,
                       mocks=mocks, real_llm=real_llm, journal=journal, export=export, cassette=cassette)
         return runtime
 

@@ -121,8 +121,8 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
             except DurableExit as exc:
                 if exc.message:
                     host.err(exc.message)
-                return RunOutcome(status_of(_exit_status(exc.code), exc.code), exc.code,
-                                  run_id=run_id if resume else None)
+                # an ended run keeps its status; a run this process may not execute now failed to run here
+                return RunOutcome(exc.status or FAILED, exc.code, run_id=run_id if resume else None)
             return _run(program, host, runtime, target, fields, run)
         except (Busy, Unavailable) as exc:   # the run's record could not be read or written
             from ..session import store_open_failure
@@ -143,7 +143,7 @@ def runtime_for(session: Session, host: Host, *, store: Any = None, durable: boo
     runtime = session.build_runtime(out=host.out, err=host.err, store=store, durable=durable,
                                     trace=(host.trace_file, host.trace_stderr), mocks=host.mocks,
                                     real_llm=host.real_llm, program_args=list(program_args), export=export,
-                                    cassette=host.cassette)
+                                    io=host.io_functions(), cassette=host.cassette)
     host.effects = runtime.effects
     return runtime
 
@@ -153,14 +153,6 @@ def _target(settings: Any) -> Any:
         return settings.state_target()
     except Exception:   # the same problem opening the store reported: the message names no target then
         return None
-
-
-def _exit_status(code: int) -> str:
-    """The status of a durable run refused before it started (an ended, cancelled or running run)."""
-    from ..runtime.durable import CANCELLED_EXIT
-    if code == 0:
-        return COMPLETED
-    return "cancelled" if code == CANCELLED_EXIT else FAILED
 
 
 def _run(program: Program, host: Host, runtime: Runtime, target: Any, fields: dict, run: Any) -> RunOutcome:

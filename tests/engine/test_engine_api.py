@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import io
 import threading
 import tracemalloc
 from pathlib import Path
@@ -157,3 +158,27 @@ def test_a_thousand_runs_of_one_program_keep_no_memory(program: sagepy.Program) 
         tracemalloc.stop()
     # a run builds a runtime, an effects chain and a thread: anything kept per run would be kilobytes each
     assert grown < 1000 * 200, f"{grown} bytes kept after 1,000 runs"
+
+
+def test_a_host_gives_the_run_its_stdin_environment_and_clock(tmp_path: Path) -> None:
+    path = tmp_path / "world.sg"
+    path.write_text("""
+agent Main {
+    on start {
+        let first = try read_line();
+        let who = env_or("WHO", "nobody");
+        print("{first} {who} {now_s()} {now_ms()}");
+        match env("HOME") {
+            Some(h) => print("home {h}"),
+            None => print("no home"),
+        }
+        yield(0);
+    }
+}
+run Main;
+""")
+    seen = Captured()
+    host = seen.host(stdin=io.StringIO("line one\nline two\n"), environ={"WHO": "ada"}, clock=lambda: 1234.5)
+    outcome = sagepy.compile(path).run(host=host)
+    assert outcome.status == "completed", seen.err
+    assert seen.out == ["line one ada 1234 1234500", "no home"]
