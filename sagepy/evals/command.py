@@ -190,7 +190,7 @@ def report_and_exit(reports: list[EvalReport], options: Any, session: Any, start
     regressed = [f"regression: score \"{score}\" of eval \"{name}\" fell by {-change:.3f}"
                  for (name, score), (change, bad) in changes.items() if bad]
     errors = sum(r.errors for r in reports)
-    cases = sum(len(r.cases) for r in reports)
+    cases = sum(r.count for r in reports)
     failed = sum(r.failed for r in reports)
     verdict = "incomplete" if interrupted else "FAILED" if (errors or gates or (
         regressed and options.fail_on_regression)) else "ok"
@@ -198,7 +198,9 @@ def report_and_exit(reports: list[EvalReport], options: Any, session: Any, start
                  f"case{'s' * (cases != 1)}, {failed} failed, {errors} error{'s' * (errors != 1)} [{elapsed:.2f}s]")
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
-    _write_reports(data, changes, options, session)
+    _write_reports(data, reports, changes, options, session)
+    for report in reports:
+        report.close()
     if interrupted:
         return 130
     if errors or gates or (regressed and options.fail_on_regression):
@@ -219,24 +221,37 @@ def _read_baseline(path: str) -> dict:
     return data
 
 
-def _write_reports(data: dict, changes: dict, options: Any, session: Any) -> None:
-    text = json.dumps(data, ensure_ascii=False) + "\n"   # one line: a report of 100,000 cases is written fast
-    keep = os.path.join(session.root, ".sage", "evals")
+def _write_reports(data: dict, reports: list[EvalReport], changes: dict, options: Any, session: Any) -> None:
+    """The JSON report is written once, under .sage/evals/, then copied to --json; the HTML page is made from
+    it. A file that cannot be written is an error message; the others are still written."""
+    import shutil
+    from .report import write_json
     stamp = data["started_at"].replace("-", "").replace(":", "").replace("T", "-").rstrip("Z")
-    targets = [(os.path.join(keep, f"{stamp}.json"), text)]
-    if options.json:
-        targets.append((options.json, text))
-    if options.html:
-        from .html import render
-        targets.append((options.html, render(data, changes)))
-    for path, content in targets:
+    kept = os.path.join(session.root, ".sage", "evals", f"{stamp}.json")
+    try:
+        os.makedirs(os.path.dirname(kept), exist_ok=True)
+        with open(kept, "w", encoding="utf-8") as handle:
+            write_json(handle, data, reports)
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot write {kept}: {exc.strerror or exc}\n")
+        return
+    for path, make in ((options.json, lambda target: shutil.copyfile(kept, target)),
+                       (options.html, lambda target: _write_html(kept, target, changes))):
+        if not path:
+            continue
         try:
-            folder = os.path.dirname(os.path.abspath(path))
-            os.makedirs(folder, exist_ok=True)
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(content)
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            make(path)
         except OSError as exc:
             sys.stderr.write(f"error: cannot write {path}: {exc.strerror or exc}\n")
+
+
+def _write_html(source: str, target: str, changes: dict) -> None:
+    from .html import render
+    with open(source, encoding="utf-8") as handle:
+        data = json.load(handle)
+    with open(target, "w", encoding="utf-8") as handle:
+        handle.write(render(data, changes))
 
 
 def eval_command(options: Any) -> int:

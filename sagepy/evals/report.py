@@ -4,8 +4,11 @@ JSON document of `--json` (and of the copy kept under `.sage/evals/`), and the c
 """
 from __future__ import annotations
 
+import heapq
+import json
 import math
-from typing import Any
+from array import array
+from typing import Any, Iterator, TextIO
 
 from .cases import CaseResult
 
@@ -13,57 +16,89 @@ FAILED_SHOWN = 20   # failed cases listed per eval; the JSON report has them all
 
 
 class EvalReport:
-    """The cases of one eval, as they finish."""
+    """The cases of one eval, as they finish: counted and summed at once, each written to a temporary file
+    (so that an eval of 100,000 cases keeps little in memory), read back in row order for the JSON report."""
 
     def __init__(self, name: str, file: str, dataset: str) -> None:
+        import tempfile
         self.name = name
         self.file = file
         self.dataset = dataset
-        self.cases: list[CaseResult] = []
+        self.count = 0
+        self.passed = 0
+        self.errors = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self._cost: float | None = None
+        self.latencies = array("l")
+        self.names: list[str] = []                       # score names, in order of first appearance
+        self.sums: dict[str, dict[int, list[float]]] = {}   # score -> repeat -> [sum, count]
+        self.first_failed: list[tuple[int, int, CaseResult]] = []   # the FAILED_SHOWN first by (row, repeat)
+        self.spill = tempfile.TemporaryFile("w+b")
+        self.index = array("q")   # (row, repeat, offset in the spill file) of each case, flat
 
     def add(self, case: CaseResult) -> None:
-        self.cases.append(case)
+        self.count += 1
+        self.passed += case.passed
+        self.errors += case.error is not None
+        self.input_tokens += case.usage.get("input_tokens") or 0
+        self.output_tokens += case.usage.get("output_tokens") or 0
+        if case.usage.get("cost") is not None:
+            self._cost = (self._cost or 0.0) + case.usage["cost"]
+        self.latencies.append(case.latency_ms)
+        for name, value in case.scores.items():
+            if name not in self.sums:
+                self.names.append(name)
+                self.sums[name] = {}
+            total = self.sums[name].setdefault(case.repeat, [0.0, 0])
+            total[0] += value
+            total[1] += 1
+        if not case.passed:
+            heapq.heappush(self.first_failed, (-case.row, -case.repeat, case))
+            if len(self.first_failed) > FAILED_SHOWN:
+                heapq.heappop(self.first_failed)
+        self.index.extend((case.row, case.repeat, self.spill.tell()))
+        self.spill.write(json.dumps(case.as_json(), ensure_ascii=False).encode("utf-8") + b"\n")
 
     @property
     def failed(self) -> int:
-        return sum(1 for c in self.cases if not c.passed)
-
-    @property
-    def errors(self) -> int:
-        return sum(1 for c in self.cases if c.error is not None)
+        return self.count - self.passed
 
     def cost(self) -> float | None:
-        costs = [c.usage.get("cost") for c in self.cases]
-        known = [c for c in costs if c is not None]
-        return sum(known) if known else None
+        return self._cost
+
+    def failed_cases(self) -> list[CaseResult]:
+        """The first failed cases in row order (at most FAILED_SHOWN)."""
+        return [c for _, _, c in sorted(self.first_failed, key=lambda t: (-t[0], -t[1]))]
 
     def summary(self) -> dict:
-        ordered = sorted(self.cases, key=lambda c: (c.row, c.repeat))
-        names: list[str] = []
-        for case in ordered:
-            names.extend(n for n in case.scores if n not in names)
         scores = {}
-        for name in names:
-            values = [c.scores[name] for c in ordered if name in c.scores]
-            by_repeat: dict[int, list[float]] = {}
-            for c in ordered:
-                if name in c.scores:
-                    by_repeat.setdefault(c.repeat, []).append(c.scores[name])
-            means = [sum(v) / len(v) for v in by_repeat.values()]
-            scores[name] = {"mean": _round(sum(values) / len(values)), "stdev": _round(_pstdev(means))}
-        latencies = sorted(c.latency_ms for c in ordered)
-        total = len(ordered)
+        for name in self.names:
+            by_repeat = self.sums[name]
+            total = sum(t[0] for t in by_repeat.values())
+            count = sum(t[1] for t in by_repeat.values())
+            means = [t[0] / t[1] for _, t in sorted(by_repeat.items())]
+            scores[name] = {"mean": _round(total / count), "stdev": _round(_pstdev(means))}
+        latencies = sorted(self.latencies)
         return {"scores": scores,
-                "pass_rate": _round(sum(1 for c in ordered if c.passed) / total) if total else 0.0,
-                "usage": {"input_tokens": sum(c.usage.get("input_tokens") or 0 for c in ordered),
-                          "output_tokens": sum(c.usage.get("output_tokens") or 0 for c in ordered),
-                          "cost": self.cost()},
+                "pass_rate": _round(self.passed / self.count) if self.count else 0.0,
+                "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost": self._cost},
                 "latency_ms": {"p50": _percentile(latencies, 50), "p95": _percentile(latencies, 95)}}
 
-    def as_json(self) -> dict:
-        return {"name": self.name, "file": self.file, "dataset": self.dataset,
-                "cases": [c.as_json() for c in sorted(self.cases, key=lambda c: (c.row, c.repeat))],
-                "summary": self.summary()}
+    def case_lines(self) -> Iterator[str]:
+        """Every case's JSON text, in row order, read back one at a time from the temporary file."""
+        index = self.index
+        order = sorted(range(0, len(index), 3), key=lambda i: (index[i], index[i + 1]))
+        for i in order:
+            self.spill.seek(index[i + 2])
+            yield self.spill.readline().decode("utf-8").rstrip("\n")
+        self.spill.seek(0, 2)
+
+    def header(self) -> dict:
+        return {"name": self.name, "file": self.file, "dataset": self.dataset, "summary": self.summary()}
+
+    def close(self) -> None:
+        self.spill.close()
 
 
 def _round(x: float) -> float:
@@ -86,11 +121,26 @@ def _percentile(ordered: list[int], p: int) -> int:
 
 
 def document(reports: list[EvalReport], model: str | None, started_at: str, incomplete: bool) -> dict:
-    data: dict[str, Any] = {"version": 1, "evals": [r.as_json() for r in reports], "model": model,
+    """The report without its cases: what the table, the baseline comparison and the gates read."""
+    data: dict[str, Any] = {"version": 1, "evals": [r.header() for r in reports], "model": model,
                             "started_at": started_at}
     if incomplete:
         data["incomplete"] = True
     return data
+
+
+def write_json(handle: TextIO, data: dict, reports: list[EvalReport]) -> None:
+    """Write the JSON report (`--json`, and the copy under .sage/evals/): `data` with every eval's cases in row
+    order, each put in as the JSON text it was written as, one at a time."""
+    handle.write('{"version": 1, "evals": [')
+    for n, (header, report) in enumerate(zip(data["evals"], reports)):
+        head = json.dumps({k: header[k] for k in ("name", "file", "dataset")}, ensure_ascii=False)[:-1]
+        handle.write((", " if n else "") + head + ', "cases": [')
+        for k, line in enumerate(report.case_lines()):
+            handle.write((", " if k else "") + line)
+        handle.write('], "summary": ' + json.dumps(header["summary"], ensure_ascii=False) + "}")
+    rest = json.dumps({k: v for k, v in data.items() if k not in ("version", "evals")}, ensure_ascii=False)[1:]
+    handle.write("], " + rest + "\n")
 
 
 # ---------------------------------------------------------------- baseline and gates
@@ -131,7 +181,7 @@ def gate_failures(data: dict, gates: list[tuple[str, float]]) -> list[str]:
 # ---------------------------------------------------------------- the table
 def table_lines(report: EvalReport, summary: dict, repeats: int,
                 changes: dict[tuple[str, str], tuple[float, bool]]) -> list[str]:
-    cases = len(report.cases)
+    cases = report.count
     rows = cases // repeats if repeats else cases
     lines = [f"eval \"{report.name}\" ({report.file}: {rows} row{'s' * (rows != 1)} x {repeats} "
              f"repeat{'s' * (repeats != 1)})"]
@@ -147,18 +197,18 @@ def table_lines(report: EvalReport, summary: dict, repeats: int,
             line += f"  {change[0]:+.3f}" + (" regression" if change[1] else "")
         lines.append(line)
     usage = summary["usage"]
-    passed = sum(1 for c in report.cases if c.passed)
+    passed = report.passed
     cost = f"${usage['cost']:.4f}" if usage["cost"] is not None else "-"
     lines.append(f"  pass rate {summary['pass_rate'] * 100:.1f}% ({passed}/{cases})  tokens "
                  f"{usage['input_tokens']} in / {usage['output_tokens']} out  cost {cost}  latency p50 "
                  f"{summary['latency_ms']['p50']} ms  p95 {summary['latency_ms']['p95']} ms")
-    failed = [c for c in sorted(report.cases, key=lambda c: (c.row, c.repeat)) if not c.passed]
+    failed = report.failed_cases()
     if failed:
         lines.append("  failed cases:")
-        for case in failed[:FAILED_SHOWN]:
+        for case in failed:
             lines.extend(_failed_lines(case))
-        if len(failed) > FAILED_SHOWN:
-            lines.append(f"    … and {len(failed) - FAILED_SHOWN} more (see the JSON report)")
+        if report.failed > len(failed):
+            lines.append(f"    … and {report.failed - len(failed)} more (see the JSON report)")
     return lines
 
 
