@@ -125,7 +125,14 @@ class Effects:
         return server.safety.get(ref.remote, "destructive") if server is not None else "destructive"
 
     def _tool_safety(self, step: Step) -> str:
+        if self._replaying():
+            return "destructive"
         return self.world.tool_safety(step.tool)
+
+    def _replaying(self) -> bool:
+        """A run answered from a cassette connects to no server, not even for a remote tool's safety class:
+        such a call counts as destructive (the model's calls of one answer then run one after another)."""
+        return self.cassette is not None and self.cassette.mode == "replay"
 
     def mcp_builtin(self, ctx: Any, name: str, args: list, ret: T.Type | None = None) -> Any:
         """The dynamic MCP builtins of SPEC §8.5 (their arguments are Strings: wire data already); `ret`, the
@@ -180,6 +187,8 @@ class Effects:
         return "mcp" + handle.rpartition(":")[2]
 
     def _dynamic_safety(self, step: Step) -> str:
+        if self._replaying():
+            return "destructive"
         return self.world.dynamic_safety(self.live_handle(step.arguments[0]), step.arguments[1])
 
     def live_handle(self, handle: str) -> str:

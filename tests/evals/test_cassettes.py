@@ -123,3 +123,40 @@ test "from the command line" {
     assert "PASS main_test.sg::from the command line" in done.stdout
     assert "FAIL main_test.sg::misses\n    error[E213]: replay miss: llm divine" in done.stdout
     assert any(line.lstrip().startswith("+") and '"content": "third"' in line for line in done.stdout.splitlines())
+
+
+def test_the_calls_a_model_asks_for_are_recorded_and_replayed(tmp_path: Path) -> None:
+    from strict_server import StrictChatServer, ToolCall
+    server = _project(tmp_path)
+    (tmp_path / "notes.txt").write_text("buy milk")
+    (tmp_path / "src" / "main.sg").write_text("""\
+tool Suite {
+    fn add(a: Int, b: Int) -> Int
+}
+
+agent Main {
+    use Suite, Fs;
+    on start {
+        print(try divine("What do I need, and what is 2 + 3?", tools: [Suite.add, Fs.read]));
+        yield(0);
+    }
+}
+
+run Main;
+""")
+    script = [[ToolCall("Suite__add", {"a": 2, "b": 3}), ToolCall("Fs__read", {"path": "notes.txt"})],
+              "Milk, and 5."]
+    with StrictChatServer(script) as model:
+        done = sage("run", "--record", "loop.jsonl", cwd=tmp_path,
+                    env=sage_env(SAGE_LLM_URL=model.url, SAGE_API_KEY="sk-test"))
+        assert (done.returncode, done.stdout) == (0, "Milk, and 5.\n"), done.stderr
+        assert model.errors == [] and len(model.requests) == 2
+    records = [json.loads(line) for line in (tmp_path / "loop.jsonl").read_text().splitlines()[1:-1]]
+    assert [(r["kind"], r["target"]) for r in records] == [
+        ("llm", "divine"), ("tool", "Suite.add"), ("tool", "Fs.read"), ("llm", "divine")]
+    assert records[1]["outcome"] == 5 and records[2]["outcome"] == "buy milk"
+    server.unlink()
+    (tmp_path / "notes.txt").unlink()   # Fs.read is a tool call: answered from the cassette too
+    again = sage("run", "--replay", "loop.jsonl", cwd=tmp_path,
+                 env=sage_env(SAGE_LLM_URL="http://127.0.0.1:9/v1", SAGE_API_KEY="sk-test"))
+    assert (again.returncode, again.stdout, again.stderr) == (0, "Milk, and 5.\n", "")
