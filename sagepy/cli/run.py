@@ -45,7 +45,11 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
     tape, refused = _open_cassette(*cassette)
     if refused is not None:
         return refused
-    store, refused = _open_store(session, resume)
+    claim = None
+    if resume is not None:   # a worker's run in a process of its own: it dies with the worker
+        from ..workers.child import WorkerClaim
+        claim = WorkerClaim.from_environment()
+    store, refused = _open_store(session, resume, claim)
     if refused is not None:
         if tape is not None:
             tape.close()
@@ -54,7 +58,7 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
         try:
             program = compile_session(session, entry_path)
         except CheckFailed as failed:
-            return _refused(session, failed, store, resume)
+            return _refused(session, failed, store, resume, claim)
         if whole_process:
             # What loading and compiling left (modules, the parser, the prelude, the ASTs and their closures)
             # lives until the process ends: frozen, it is skipped by the collections of the run and of the
@@ -66,6 +70,7 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
         trace = session.trace_target(trace_file, trace_stderr)
         host = TerminalHost(store=store, durable=journal or resume is not None, trace_file=trace[0],
                             trace_stderr=trace[1], cassette=tape)
+        host.claim = claim
         return _run_with_signals(program, host, program_args or [], resume)
     finally:
         if store is not None:
@@ -90,7 +95,7 @@ def _open_cassette(record: str | None, replay: str | None) -> tuple[Any, int | N
     return None, 1
 
 
-def _open_store(session: Session, resume: str | None) -> tuple[Any, int | None]:
+def _open_store(session: Session, resume: str | None, claim: Any) -> tuple[Any, int | None]:
     """The project's store of a run with `[persistence]` (or None), or the exit code of a refusal: a store
     that cannot be opened, or a run to resume that has ended, is refused before the program is loaded."""
     from ..session import store_open_failure
@@ -116,7 +121,7 @@ def _open_store(session: Session, resume: str | None) -> tuple[Any, int | None]:
         return store, None
     from ..runtime.durable import DurableExit, DurableRun
     try:
-        DurableRun.prepare(store.backend, resume, _stderr_line)
+        DurableRun.prepare(store.backend, resume, _stderr_line, claim)
     except DurableExit as exc:
         store.close()
         sys.stderr.write(exc.message + "\n")
@@ -128,14 +133,14 @@ def _open_store(session: Session, resume: str | None) -> tuple[Any, int | None]:
     return store, None
 
 
-def _refused(session: Session, failed: CheckFailed, store: Any, resume: str | None) -> int:
+def _refused(session: Session, failed: CheckFailed, store: Any, resume: str | None, claim: Any) -> int:
     """A program with errors is reported, unless it is a worker's run whose files changed since the worker
     started: that run is left, before anything is reported, for a worker of its version (SPEC §14.2)."""
     if store is not None and resume is not None:
         from ..runtime.durable import DurableExit, DurableRun
         from ..workers.version import program_version, version_files
         try:
-            run = DurableRun.prepare(store.backend, resume, _stderr_line)
+            run = DurableRun.prepare(store.backend, resume, _stderr_line, claim)
             run.check_version(program_version(session.root, version_files(session, failed.modules)))
         except DurableExit as exc:
             return exc.code
