@@ -47,6 +47,11 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     journaling.add_argument("--resume", metavar="RUN_ID", help="resume a durable run (`last`: the newest one)")
     journaling.add_argument("--no-journal", action="store_true",
                             help="run without journaling, also in a project with [persistence]")
+    recording = run.add_mutually_exclusive_group()
+    recording.add_argument("--record", metavar="FILE",
+                           help="write the run's model turns and tool calls to FILE (a cassette)")
+    recording.add_argument("--replay", metavar="FILE",
+                           help="answer the run's model turns and tool calls from the cassette FILE")
 
 
 def _check_arguments(check: argparse.ArgumentParser) -> None:
@@ -65,6 +70,11 @@ def _fmt_arguments(fmt: argparse.ArgumentParser) -> None:
 def _test_arguments(test: argparse.ArgumentParser) -> None:
     from .test import add_arguments
     add_arguments(test)
+
+
+def _eval_arguments(evals: argparse.ArgumentParser) -> None:
+    from .eval import add_arguments
+    add_arguments(evals)
 
 
 def _tools_arguments(tools: argparse.ArgumentParser) -> None:
@@ -110,6 +120,8 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
             "Rewrite .sg files (the project's, or PATHs) in the one canonical layout.", _fmt_arguments),
     "test": ("run the tests of *_test.sg files", "Discover and run `test` blocks in *_test.sg files.",
              _test_arguments),
+    "eval": ("run the evals of *_eval.sg files", "Run each `eval` block over its dataset against the model and "
+             "report its scores.", _eval_arguments),
     "tools": ("list, inspect, generate and verify MCP servers", "Work with the MCP servers configured in grove.toml.",
               _tools_arguments),
     "runs": ("list, show, resolve, prune and answer durable runs",

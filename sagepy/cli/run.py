@@ -37,18 +37,25 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
 
 def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False,
               program_args: list[str] | None = None, resume: str | None = None, journal: bool = True,
-              whole_process: bool = False, usage: bool = False) -> int:
+              whole_process: bool = False, usage: bool = False,
+              cassette: tuple[str | None, str | None] = (None, None)) -> int:
     """Run the entry file; `resume`: the RUN_ID (or `last`) of a durable run to resume; `journal`: False
     for `--no-journal` (SPEC §14: with `[persistence]` every run is durable unless told otherwise);
     `whole_process`: the run is the process (the `sage` command), which ends when it does; `usage`:
-    `--usage`, the run's model usage on stderr at the end (SPEC §23)."""
+    `--usage`, the run's model usage on stderr at the end (SPEC §23); `cassette`: the files of `--record`
+    and `--replay` (SPEC §22.2), at most one of them given."""
     from ..engine.program import CheckFailed, compile_session
+    tape, refused = _open_cassette(*cassette)
+    if refused is not None:
+        return refused
     claim = None
     if resume is not None:   # a worker's run in a process of its own: it dies with the worker
         from ..workers.child import WorkerClaim
         claim = WorkerClaim.from_environment()
     store, refused = _open_store(session, resume, claim)
     if refused is not None:
+        if tape is not None:
+            tape.close()
         return refused
     try:
         try:
@@ -65,7 +72,7 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
             gc.enable()
         trace = session.trace_target(trace_file, trace_stderr)
         host = TerminalHost(store=store, durable=journal or resume is not None, trace_file=trace[0],
-                            trace_stderr=trace[1])
+                            trace_stderr=trace[1], cassette=tape)
         host.claim = claim
         outcome = _run_with_signals(program, host, program_args or [], resume)
         if usage:
@@ -75,6 +82,24 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
     finally:
         if store is not None:
             store.close()
+        if tape is not None:
+            tape.close()
+
+
+def _open_cassette(record: str | None, replay: str | None) -> tuple[Any, int | None]:
+    """The cassette of `--record FILE` or `--replay FILE` (or None), or the exit code of a refusal."""
+    if not record and not replay:
+        return None, None
+    from ..effects.cassette import Cassette, CassetteRefused
+    try:
+        if replay:
+            return Cassette.replay(replay), None
+        return (Cassette.record(record) if record else None), None
+    except CassetteRefused as exc:
+        sys.stderr.write(f"{exc}\n")
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot write the cassette {record}: {exc.strerror or exc}\n")
+    return None, 1
 
 
 def _open_store(session: Session, resume: str | None, claim: Any) -> tuple[Any, int | None]:

@@ -39,6 +39,7 @@ class Effects:
         self.world = World(settings, tracer, self.elicit, self.sample, runtime)
         self.journal: Any = None        # the journal of a durable run (effects.journal.Journal), else None
         self.otel: Any = None           # the spans of an exported run (telemetry.spans.SpanExport), else None
+        self.cassette: Any = None       # the recorded run written or replayed (effects.cassette.Cassette), else None
         policy = settings.approvals
         self.gated = policy is not None and bool(policy.rules)   # some calls may need approval (SPEC §17)
         self._people: Any = None
@@ -126,7 +127,14 @@ class Effects:
         return server.safety.get(ref.remote, "destructive") if server is not None else "destructive"
 
     def _tool_safety(self, step: Step) -> str:
+        if self._replaying():
+            return "destructive"
         return self.world.tool_safety(step.tool)
+
+    def _replaying(self) -> bool:
+        """A run answered from a cassette connects to no server, not even for a remote tool's safety class:
+        such a call counts as destructive (the model's calls of one answer then run one after another)."""
+        return self.cassette is not None and self.cassette.mode == "replay"
 
     def mcp_builtin(self, ctx: Any, name: str, args: list, ret: T.Type | None = None) -> Any:
         """The dynamic MCP builtins of SPEC §8.5 and §8.11 (sagepy.effect_builtins; their arguments are Strings:
@@ -183,6 +191,8 @@ class Effects:
         return "mcp" + handle.rpartition(":")[2]
 
     def _dynamic_safety(self, step: Step) -> str:
+        if self._replaying():
+            return "destructive"
         return self.world.dynamic_safety(self.live_handle(step.arguments[0]), step.arguments[1])
 
     def live_handle(self, handle: str) -> str:
@@ -281,7 +291,8 @@ class Effects:
         return TerminalElicitation()(server, request)
 
     def prestart(self, tools: set[str]) -> None:
-        self.world.prestart(tools)
+        if self.cassette is None or self.cassette.mode != "replay":   # a replayed run starts no server
+            self.world.prestart(tools)
 
     def interrupt_form(self) -> bool:
         return self.world.interrupt_form()
@@ -292,6 +303,8 @@ class Effects:
             self.otel.event(ctx, kind, data)
 
     def close(self) -> None:
+        if self.cassette is not None:
+            self.cassette.close()
         self.world.close()
         self.tracer.close()
         if self.otel is not None:

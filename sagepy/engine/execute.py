@@ -144,7 +144,7 @@ def runtime_for(session: Session, host: Host, *, store: Any = None, durable: boo
     runtime = session.build_runtime(out=host.out, err=host.err, store=store, durable=durable,
                                     trace=(host.trace_file, host.trace_stderr), mocks=host.mocks,
                                     real_llm=host.real_llm, program_args=list(program_args), export=export,
-                                    io=host.io_functions())
+                                    io=host.io_functions(), cassette=host.cassette)
     host.effects = runtime.effects
     return runtime
 
@@ -224,6 +224,10 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any, fields: dict, journal: 
         if journal.stop_message:   # a pause says which steps wait once the run has released its lease
             runtime.write_err(journal.stop_message)
         return journal.stop_code, journal.kind if journal.kind in ("halted", "cancelled", "paused") else "stopped", inst
+    cassette = host.cassette
+    if cassette is not None and cassette.missed is not None:   # a replay miss stopped the run (SPEC §22.2)
+        host.err(cassette.missed)
+        return 1, FAILED, inst
     for failed in runtime.unawaited_failures():
         if failed is inst:
             continue
