@@ -110,10 +110,12 @@ class Cassette:
         self._file.write(canonical(line) + "\n")
         self._file.flush()
 
-    def add(self, step: Step, key: str, request: Any, outcome: Any, failed: bool) -> None:
+    def add(self, step: Step, key: str, request: Any, outcome: Any, failed: bool, usage: dict | None = None) -> None:
         line = {"kind": step.kind, "target": step.target, "key": key, "outcome": outcome, "request": request}
         if failed:
             line["failed"] = True
+        if usage is not None:   # what the provider counted for a model turn: a replay counts it again
+            line["usage"] = usage
         with self.lock:
             if self._file is not None:
                 self._write(line)
@@ -206,18 +208,23 @@ class CassetteLayer:
         key = step_key(step.kind, step.target, request)
         if self.cassette.mode == "replay":
             return self._replay(step, key, request)
+        usage = self.effects.world.usage if step.kind == LLM else None
+        if usage is not None:
+            usage.take_last_turn()   # a turn this thread made before, not this step's
         try:
             outcome = next(step)
         except SageRaise as exc:
             self.cassette.add(step, key, request, encode_error(exc.error), True)
             raise
-        self.cassette.add(step, key, request, outcome, False)
+        self.cassette.add(step, key, request, outcome, False, usage.take_last_turn() if usage is not None else None)
         return outcome
 
     def _replay(self, step: Step, key: str, request: Any) -> Any:
         record = self.cassette.take(key)
         if record is None:
             self._miss(step, request)
+        if isinstance(record.get("usage"), dict):
+            self.effects.world.usage.replayed(record["usage"])
         if record.get("failed"):
             raise decode_error(step, record["outcome"])
         return record["outcome"]

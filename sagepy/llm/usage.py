@@ -106,6 +106,7 @@ class RunUsage:
         self.max_tokens = max_tokens
         self.max_cost = max_cost
         self._lock = threading.Lock()
+        self._last = threading.local()   # per thread: the request it last added (`take_last_turn`)
         self.turns = 0
         self.input_tokens = 0
         self.output_tokens = 0
@@ -141,7 +142,9 @@ class RunUsage:
 
     # ---------------------------------------------------------------- counting
     def add(self, provider: str, model: str, counts: Counts) -> float | None:
-        """One answered request; returns its cost when known."""
+        """One answered request; returns its cost when known. The thread's last request is kept
+        (`last_turn`), so that a recorded run's cassette can carry each turn's counts."""
+        self._last.turn = (provider, model, counts)
         price = price_of(self.prices, provider, model)
         cost = price.cost(counts) if price is not None and counts.known else None
         with self._lock:
@@ -162,6 +165,21 @@ class RunUsage:
         return cost
 
     # ---------------------------------------------------------------- reading
+    def take_last_turn(self) -> dict | None:
+        """The counts of the request this thread last added (and forgets them): what a cassette records."""
+        turn = getattr(self._last, "turn", None)
+        self._last.turn = None
+        if turn is None:
+            return None
+        provider, model, counts = turn
+        return {"provider": provider, "model": model, "input": counts.input, "output": counts.output,
+                "cached": counts.cached}
+
+    def replayed(self, turn: dict) -> None:
+        """Count a turn a cassette answered as the recorded request was counted."""
+        self.add(turn.get("provider") or "", turn.get("model") or "",
+                 Counts(turn.get("input"), turn.get("output"), turn.get("cached")))
+
     def summary(self) -> dict:
         """`RunOutcome.usage`: turns, token counts, the cost in dollars (None when not every turn was priced
         and counted) and the turns whose usage is unknown."""
