@@ -12,6 +12,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..core.text import escape_surrogates
 from .groups import open_group
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ def _list(args: argparse.Namespace, store: Store | None) -> int:
     now = time.time()
     if args.format == "json":
         infos = store.run_infos() if store is not None else {}
-        print(json.dumps([_run_json(run, now, infos.get(run.id)) for run in runs], ensure_ascii=False))
+        print(escape_surrogates(json.dumps([_run_json(run, now, infos.get(run.id)) for run in runs], ensure_ascii=False)))
         return 0
     if not runs:
         print("no durable runs yet")
@@ -192,7 +193,7 @@ def _show(args: argparse.Namespace, store: Store | None) -> int:
     assert store is not None   # find_run found the run in it
     steps = store.steps(run.id)
     if args.format == "json":
-        print(json.dumps([_step_json(step) for step in steps], ensure_ascii=False))
+        print(escape_surrogates(json.dumps([_step_json(step) for step in steps], ensure_ascii=False)))
         return 0
     print(_run_lines([run], time.time())[0])
     if not steps:
@@ -204,7 +205,7 @@ def _show(args: argparse.Namespace, store: Store | None) -> int:
             print(path)
         line = f"  {step.number} {step.kind} {step.target} {step.safety} {step.status}"
         if step.status != "started":
-            line += " " + _cut(json.dumps(step.outcome, ensure_ascii=False))
+            line += " " + _cut(escape_surrogates(json.dumps(step.outcome, ensure_ascii=False)))
         print(line)
     return 0
 

@@ -28,9 +28,18 @@ def now_s() -> int:
     return time.time_ns() // 1_000_000_000
 
 
+def _stdin() -> Any:
+    """stdin, reading bytes that are not UTF-8 as the environment and the arguments are read (one U+DC80–U+DCFF
+    code point per byte, sagepy.core.text), never failing on them."""
+    stdin = sys.stdin
+    if getattr(stdin, "errors", "surrogateescape") == "strict" and hasattr(stdin, "reconfigure"):
+        stdin.reconfigure(errors="surrogateescape")
+    return stdin
+
+
 def read_line() -> str:
     with _stdin_lock:
-        line = sys.stdin.readline()
+        line = _stdin().readline()
     if line == "":
         raise SageRaise(ErrorValue("Agent", "end of input"))
     if line.endswith("\n"):
@@ -42,7 +51,7 @@ def read_line() -> str:
 
 def read_all() -> str:
     with _stdin_lock:
-        data = sys.stdin.read()
+        data = _stdin().read()
     if data == "":
         raise SageRaise(ErrorValue("Agent", "end of input"))
     return data

@@ -40,8 +40,8 @@ class Tracer:
         event = {"t": time.time_ns() // 1_000_000, "kind": kind,
                  "agent": getattr(ctx, "display_name", None), "path": getattr(ctx, "path", None)}
         event.update(data)
-        import json   # only when tracing: a run without it never imports json
-        line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        from ..core.json_text import compact_json   # only when tracing: a run without it never imports json
+        line = compact_json(event)
         with self.lock:
             stream.write(line + "\n")
             stream.flush()
