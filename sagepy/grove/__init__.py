@@ -138,6 +138,7 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
         return grove
     if project.toml_error is not None:
         grove.toml_broken = True
+        _remember_masked(project.config_path)   # an unterminated URL string is still a URL with a password
         grove.diagnostics = grove.tool_diagnostics = [toml_error_diagnostic(project.config_path,
                                                                             project.toml_error)]
         return grove
