@@ -97,10 +97,10 @@ def run_runs_command(args: argparse.Namespace) -> int:
         return opened
     command, session = opened
     settings = session.settings
-    if settings.toml_broken:
+    if settings.store_diagnostics:
         from ..diagnostics import format_diagnostics
         from ..render import write_diagnostics
-        write_diagnostics(format_diagnostics(settings.diagnostics) + "\n")
+        write_diagnostics(format_diagnostics(settings.store_diagnostics) + "\n")
         return 1
     from ..session import store_open_failure
     from ..store.base import Busy, NewerFormat, Unavailable

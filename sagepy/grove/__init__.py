@@ -126,6 +126,7 @@ class Grove:
         self.approvals: ApprovalPolicy | None = None   # `[approvals]` (SPEC §17.1), when grove.toml has it
         self.toml_broken = False
         self.diagnostics: list[Diagnostic] = []
+        self.persistence_diagnostics: list[Diagnostic] = []   # those of the [persistence] table (SPEC §14.1)
         self.tool_diagnostics: list[Diagnostic] = []
 
 
@@ -160,6 +161,8 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
             continue
         if not isinstance(data, dict):
             out.error(f"{out.file}: [{section}] must be a table, found {toml_type(data)}", section)
+            if section == "persistence":
+                grove.persistence_diagnostics.append(out.diagnostics[-1])
             continue
 
         def report(message: str, key: str | None, hint: str | None, section: str = section) -> None:
@@ -169,12 +172,17 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
             from ..approval_policy import parse_approvals
             grove.approvals = parse_approvals(data, report, lambda key: out.locator.span("approvals", key))
             continue
+        before = len(out.diagnostics)
         if section == "persistence":
             grove.persistence.backend = "sqlite"
             grove.persistence.present = True
         apply_keys(data, keys, section, report, targets[section])
+        if section == "persistence":
+            grove.persistence_diagnostics += out.diagnostics[before:]
     if grove.persistence.present:
+        before = len(out.diagnostics)
         _check_postgres(config, grove, state_url, out)
+        grove.persistence_diagnostics += out.diagnostics[before:]
     diagnostics = out.diagnostics
     for module in grove.extern.modules:
         if not os.path.isfile(os.path.join(project.root, module)):
