@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..core.text import escape_surrogates
+from ..secrecy import PASSWORD_MASK, shown_journal_value
 from .groups import open_group
 
 if TYPE_CHECKING:
@@ -205,14 +206,17 @@ def _show(args: argparse.Namespace, store: Store | None) -> int:
             print(path)
         line = f"  {step.number} {step.kind} {step.target} {step.safety} {step.status}"
         if step.status != "started":
-            line += " " + _cut(escape_surrogates(json.dumps(step.outcome, ensure_ascii=False)))
+            shown = shown_journal_value(step.kind, step.target, step.outcome)
+            line += " " + (PASSWORD_MASK if shown is PASSWORD_MASK
+                           else _cut(escape_surrogates(json.dumps(shown, ensure_ascii=False))))
         print(line)
     return 0
 
 
 def _step_json(step: StepRecord) -> dict[str, Any]:
     return {"path": step.path, "step": step.number, "kind": step.kind, "target": step.target,
-            "args_hash": step.args_hash, "class": step.safety, "status": step.status, "outcome": step.outcome}
+            "args_hash": step.args_hash, "class": step.safety, "status": step.status,
+            "outcome": shown_journal_value(step.kind, step.target, step.outcome)}
 
 
 def _cut(text: str) -> str:

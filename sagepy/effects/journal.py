@@ -55,9 +55,10 @@ class Journal:
     It joins the effects chain when the chain is built, before the run is created or found; `begin` gives it
     the run's id and records before the program's first step."""
 
-    def __init__(self, store: Any, runtime: Any) -> None:
+    def __init__(self, store: Any, runtime: Any, secret_names: frozenset[str] = frozenset()) -> None:
         self.store = store              # the base.Store of the project
         self.runtime = runtime
+        self.secret_names = secret_names   # variables grove.toml names in `*_env` keys: their reads are secret
         self.run_id = ""
         self.records: dict[tuple[str, int], StepRecord] = {}
         self.horizon: dict[str, int] = {}   # agent path -> its last recorded step
@@ -339,7 +340,7 @@ class JournalLayer:
         else:
             if step.kind == MCP and step.target == "mcp_connect":
                 value = journal.program_handle(value)
-            outcome = encode_value(step, value)
+            outcome = encode_value(step, value, journal.secret_names)
         journal.record(step, digest, safety, DONE, outcome)
         return value
 

@@ -127,6 +127,7 @@ class Grove:
         self.toml_broken = False
         self.diagnostics: list[Diagnostic] = []
         self.persistence_diagnostics: list[Diagnostic] = []   # those of the [persistence] table (SPEC §14.1)
+        self.secret_env_names: frozenset[str] = frozenset()   # every variable a `*_env` key names
         self.tool_diagnostics: list[Diagnostic] = []
 
 
@@ -150,6 +151,8 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
                                "persistence": grove.persistence, "supervision": grove.supervision,
                                "extern": grove.extern, "observability": grove.observability}
     out = Collector(path)
+    from ..secrecy import env_names_in
+    grove.secret_env_names = env_names_in(config)
     for section, data in config.items():
         if section in _MCP_SECTIONS:
             continue
