@@ -58,12 +58,18 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
             from ..runtime.durable import NEEDS_PERSISTENCE
             sys.stderr.write(NEEDS_PERSISTENCE + "\n")
             return 1
-        runtime = session.build_runtime(trace=trace, program_args=program_args, export=display_path(entry_path))
+        from ..effects.trace import TraceFileError
+        try:
+            runtime = session.build_runtime(trace=trace, program_args=program_args, export=display_path(entry_path))
+        except TraceFileError as exc:
+            sys.stderr.write(f"{exc}\n")
+            return 1
         try:
             return _run_runtime(session, runtime, entry_path, None, whole_process)
         finally:
             runtime.effects.close()
             runtime.store.close()
+    from ..effects.trace import TraceFileError
     from ..store.base import Busy, NewerFormat, Unavailable
     from ..store.config import StoreConfigError
     durable = journal or resume is not None
@@ -72,6 +78,9 @@ def _run_program(session: Session, entry_path: str, trace_file: str | None, trac
                                         export=display_path(entry_path))
     except (Unavailable, NewerFormat, StoreConfigError) as exc:   # SPEC §4.8, §14: refused before anything runs
         sys.stderr.write(store_open_failure(target, exc) + "\n")
+        return 1
+    except TraceFileError as exc:
+        sys.stderr.write(f"{exc}\n")
         return 1
     try:
         if not durable:
