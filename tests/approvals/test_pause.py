@@ -246,3 +246,14 @@ def test_a_model_call_paused_then_denied(tmp_path: Path) -> None:
         assert r.stdout == ("the tool said: error: a person denied this call: no one could approve it (no "
                             "terminal; a durable run would pause)\n")
         assert srv.errors == []
+
+
+def test_a_cancelled_run_takes_no_decision(tmp_path: Path) -> None:
+    root = project(tmp_path, DURABLE, {"main.sg": PROGRAM})
+    rid = run_id(sage(root, "run").stderr)
+    assert runs(root, "cancel", rid)[0] == 0
+    for args in (["approve", rid, "Main:1"], ["deny", rid, "Main:1"], ["answer", rid, "Main:1", "yes"]):
+        assert runs(root, *args) == (1, "", f"error: run {rid} already ended with exit code 130\n"), args
+    steps = json.loads(runs(root, "show", rid, "--format", "json")[1])
+    assert [(s["step"], s["status"]) for s in steps] == [(1, "waiting")]
+    assert "  cancelled  130  main.sg" in runs(root, "list")[1]
