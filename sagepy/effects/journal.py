@@ -180,8 +180,12 @@ class Journal:
                     None)
 
     def diverge(self, step: Step, record: StepRecord) -> None:
+        """Stop the run on a step that is not the one recorded: what differs is named (the kind or target
+        shows it; when only the arguments differ, it says so)."""
+        same = (record.kind, record.target) == (step.kind, step.target)
         self._stop(1, "diverged", f"error: journal divergence at {step.path} step {step.number}: recorded "
-                   f"{record.kind} {record.target}, now {step.kind} {step.target}")
+                   f"{record.kind} {record.target}, now {step.kind} {step.target}"
+                   + (" with other arguments" if same else ""))
 
     def cancel(self) -> None:
         """`sage runs cancel` (from the lease's heartbeat): every agent stops before its next step, and the
