@@ -44,7 +44,7 @@ def _common(parser: argparse.ArgumentParser, step_key: Any) -> None:
 
 def run_answer(args: argparse.Namespace, store: Store | None) -> int:
     """Record the answer; exit 1 with `error: …` when the run or the waiting step is not there."""
-    from ..effects.people import now_utc, person
+    from ..effects.people import NUMBERED, now_utc, person
     from ..runtime.durable import DurableExit, find_run
     from ..store.base import DONE, WAITING
     from ..store.queue import ENDED
@@ -77,7 +77,7 @@ def run_answer(args: argparse.Namespace, store: Store | None) -> int:
         step.outcome = {"approved": True, "by": by, "at": at, **({"always": True} if args.always else {})}
         done = "approved"
     else:
-        step.outcome = {"approved": False, "by": by, "at": at, "reason": args.reason or "denied"}
+        step.outcome = {"approved": False, "by": by, "at": at, "reason": args.reason or "denied", NUMBERED: False}
         done = "denied"
     step.status = DONE
     status = store.decide_step(run.id, step)
