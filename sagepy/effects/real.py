@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, TextIO
 
 from ..core.errors import SageRaise
 from ..core.values import UNIT, ErrorValue, Variant
@@ -28,18 +28,21 @@ def now_s() -> int:
     return time.time_ns() // 1_000_000_000
 
 
-def _stdin() -> Any:
-    """stdin, reading bytes that are not UTF-8 as the environment and the arguments are read (one U+DC80–U+DCFF
-    code point per byte, sagepy.core.text), never failing on them."""
+def _stdin(stream: TextIO | None) -> Any:
+    """The run's stdin (a Host's stream, else the process's); the process's reads bytes that are not UTF-8 as
+    the environment and the arguments are read (one U+DC80–U+DCFF code point per byte, sagepy.core.text),
+    never failing on them."""
+    if stream is not None:
+        return stream
     stdin = sys.stdin
     if getattr(stdin, "errors", "surrogateescape") == "strict" and hasattr(stdin, "reconfigure"):
         stdin.reconfigure(errors="surrogateescape")
     return stdin
 
 
-def read_line() -> str:
+def read_line(stream: TextIO | None = None) -> str:
     with _stdin_lock:
-        line = _stdin().readline()
+        line = _stdin(stream).readline()
     if line == "":
         raise SageRaise(ErrorValue("Agent", "end of input"))
     if line.endswith("\n"):
@@ -49,16 +52,17 @@ def read_line() -> str:
     return line
 
 
-def read_all() -> str:
+def read_all(stream: TextIO | None = None) -> str:
     with _stdin_lock:
-        data = _stdin().read()
+        data = _stdin(stream).read()
     if data == "":
         raise SageRaise(ErrorValue("Agent", "end of input"))
     return data
 
 
 class RealLayer:
-    """`io_builtins`: the builtins that are `io` steps (env and file builtins, sagepy.builtins), by name."""
+    """`io_builtins`: the builtins that are `io` steps (env and file builtins, sagepy.builtins), by name, and
+    the run's own clock, stdin or environment functions when its host supplies them."""
 
     def __init__(self, world: World, io_builtins: dict[str, Callable[..., Any]]) -> None:
         self.world = world
