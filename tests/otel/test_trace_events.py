@@ -66,6 +66,7 @@ def test_a_program_that_fails_checking_leaves_no_trace_file(tmp_path: Path) -> N
                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 1 and "error[E018]" in result.stderr, result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.ndjson", "main.sg"]
+    (tmp_path / "main.sg").write_text('agent Main { on start { print("hi"); } }\nrun Main;\n', encoding="utf-8")
     unwritable = subprocess.run([sys.executable, "-m", "sagepy", "run", "--trace-file", "no/such/dir/t.ndjson",
                                  "main.sg"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert (unwritable.returncode, unwritable.stderr) == (
