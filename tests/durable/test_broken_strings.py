@@ -92,3 +92,4 @@ def test_lone_surrogates_are_journaled_replayed_and_shown(backend: str, tmp_path
     events = [json.loads(line) for line in (root / "t.ndjson").read_text(encoding="utf-8").splitlines()]
     assert [e["message"] for e in events if e["kind"] == "user"] == ["x\ud800y\x00z"]
     assert [e["exit_code"] for e in events if e["kind"] == "run.end"] == [0]
+
