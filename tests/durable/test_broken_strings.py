@@ -93,3 +93,36 @@ def test_lone_surrogates_are_journaled_replayed_and_shown(backend: str, tmp_path
     assert [e["message"] for e in events if e["kind"] == "user"] == ["x\ud800y\x00z"]
     assert [e["exit_code"] for e in events if e["kind"] == "run.end"] == [0]
 
+
+
+WORKER_PROGRAM = """
+agent Main {
+    on start {
+        let j: String = try json_decode("\\"x\\\\ud800y\\\\u0000z\\"");
+        let a = args();
+        print(j);
+        print_err("{a}");
+        yield(0);
+    }
+}
+run Main;
+"""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_workers_stored_output_and_arguments_take_broken_strings(backend: str, tmp_path: Path,
+                                                                   request: pytest.FixtureRequest) -> None:
+    state_url = request.getfixturevalue("pg_url") if backend == "postgres" else None
+    root = _project(tmp_path, state_url)
+    (root / "src" / "main.sg").write_text(WORKER_PROGRAM, encoding="utf-8")
+    submitted = _sage(root, ["runs", "submit", "--", b"q\xffq".decode("utf-8", "surrogateescape")], {})
+    assert submitted.returncode == 0, submitted.stderr.decode()
+    run_id = submitted.stdout.decode().strip()
+    worked = _sage(root, ["worker", "--drain", "--poll-ms", "50"], {})
+    assert worked.returncode == 0 and f"run {run_id}: completed (exit 0)" in worked.stderr.decode(), \
+        worked.stderr.decode()
+    logs = _sage(root, ["runs", "logs", run_id], {})
+    assert logs.returncode == 0, logs.stderr.decode()
+    # as printed (U+FFFD for each lone surrogate), and NUL, which PostgreSQL's text cannot hold, as U+FFFD too
+    assert logs.stdout.decode() == "x\ufffdy\ufffdz\n"
+    assert logs.stderr.decode() == '["q\ufffdq"]\n'
