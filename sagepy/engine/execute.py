@@ -184,8 +184,7 @@ def _run(program: Program, host: Host, runtime: Runtime, target: Any, fields: di
 
 
 def _usage(effects: Any) -> dict:
-    usage = getattr(effects, "usage", None)
-    return usage.summary() if usage is not None else {}
+    return effects.usage_summary()
 
 
 def _run_agent(host: Host, runtime: Runtime, agent: Any, fields: dict, journal: Any) -> tuple[int, str, Any]:
