@@ -130,7 +130,7 @@ class Session:
         journal = None
         if durable:
             from .effects.journal import Journal
-            journal = Journal(runtime.store.backend, runtime)
+            journal = Journal(runtime.store.backend, runtime, self.settings.secret_env_names)
         trace_path, trace_stderr = trace
         build_effects(runtime, self.settings, {**load_io_builtins(), **(io or {})}, trace_path=trace_path, trace_stderr=trace_stderr,
                       mocks=mocks, real_llm=real_llm, journal=journal, export=export, cassette=cassette)

@@ -67,10 +67,10 @@ def run_queue_command(command: str, args: argparse.Namespace) -> int:
     except ProjectError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    if session.settings.toml_broken:
+    if session.settings.store_diagnostics:
         from ..diagnostics import format_diagnostics
         from ..render import write_diagnostics
-        write_diagnostics(format_diagnostics(session.settings.diagnostics) + "\n")
+        write_diagnostics(format_diagnostics(session.settings.store_diagnostics) + "\n")
         return 1
 
     def command_on(store: Any) -> int:

@@ -108,6 +108,8 @@ def _open_store(session: Session, resume: str | None, claim: Any) -> tuple[Any, 
     from ..session import store_open_failure
     if not session.settings.persistence.present and resume is None:
         return None, None
+    if session.settings.store_diagnostics:   # an invalid [persistence] table: checking reports its E090s
+        return None, None
     from ..store.config import StoreConfigError
     try:
         target = session.settings.state_target()

@@ -12,6 +12,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..core.text import escape_surrogates
+from ..secrecy import PASSWORD_MASK, shown_journal_value
 from .groups import open_group
 
 if TYPE_CHECKING:
@@ -96,10 +98,10 @@ def run_runs_command(args: argparse.Namespace) -> int:
         return opened
     command, session = opened
     settings = session.settings
-    if settings.toml_broken:
+    if settings.store_diagnostics:
         from ..diagnostics import format_diagnostics
         from ..render import write_diagnostics
-        write_diagnostics(format_diagnostics(settings.diagnostics) + "\n")
+        write_diagnostics(format_diagnostics(settings.store_diagnostics) + "\n")
         return 1
     from ..session import store_open_failure
     from ..store.base import Busy, NewerFormat, Unavailable
@@ -149,8 +151,8 @@ def _list(args: argparse.Namespace, store: Store | None) -> int:
     if args.format == "json":
         infos = store.run_infos() if store is not None else {}
         usage = store.usage_records() if hasattr(store, "usage_records") else {}
-        print(json.dumps([_run_json(run, now, infos.get(run.id), usage.get(run.id)) for run in runs],
-                         ensure_ascii=False))
+        print(escape_surrogates(json.dumps([_run_json(run, now, infos.get(run.id), usage.get(run.id))
+                                            for run in runs], ensure_ascii=False)))
         return 0
     if not runs:
         print("no durable runs yet")
@@ -199,7 +201,7 @@ def _show(args: argparse.Namespace, store: Store | None) -> int:
     usage = next((step.outcome for step in steps if step.path == USAGE_PATH), None)
     steps = [step for step in steps if step.path != USAGE_PATH]
     if args.format == "json":
-        print(json.dumps([_step_json(step) for step in steps], ensure_ascii=False))
+        print(escape_surrogates(json.dumps([_step_json(step) for step in steps], ensure_ascii=False)))
         return 0
     print(_run_lines([run], time.time())[0])
     if usage is not None:
@@ -215,14 +217,17 @@ def _show(args: argparse.Namespace, store: Store | None) -> int:
             print(path)
         line = f"  {step.number} {step.kind} {step.target} {step.safety} {step.status}"
         if step.status != "started":
-            line += " " + _cut(json.dumps(step.outcome, ensure_ascii=False))
+            shown = shown_journal_value(step.kind, step.target, step.outcome)
+            line += " " + (PASSWORD_MASK if shown is PASSWORD_MASK
+                           else _cut(escape_surrogates(json.dumps(shown, ensure_ascii=False))))
         print(line)
     return 0
 
 
 def _step_json(step: StepRecord) -> dict[str, Any]:
     return {"path": step.path, "step": step.number, "kind": step.kind, "target": step.target,
-            "args_hash": step.args_hash, "class": step.safety, "status": step.status, "outcome": step.outcome}
+            "args_hash": step.args_hash, "class": step.safety, "status": step.status,
+            "outcome": shown_journal_value(step.kind, step.target, step.outcome)}
 
 
 def _cut(text: str) -> str:

@@ -44,9 +44,10 @@ def _common(parser: argparse.ArgumentParser, step_key: Any) -> None:
 
 def run_answer(args: argparse.Namespace, store: Store | None) -> int:
     """Record the answer; exit 1 with `error: …` when the run or the waiting step is not there."""
-    from ..effects.people import now_utc, person
+    from ..effects.people import NUMBERED, now_utc, person
     from ..runtime.durable import DurableExit, find_run
     from ..store.base import DONE, WAITING
+    from ..store.queue import ENDED
     path, number = args.step
     command = args.runs_command
     kind = "io" if command == "answer" else "approval"
@@ -60,6 +61,10 @@ def run_answer(args: argparse.Namespace, store: Store | None) -> int:
         return 1
     not_waiting = (f"error: {path} step {number} of run {run.id} is not waiting for "
                    f"{'an answer' if kind == 'io' else 'approval'}\n")
+    ended = f"error: run {run.id} already ended with exit code {{}}\n"   # cancelled too, like `sage runs cancel`
+    if run.status in ENDED:
+        sys.stderr.write(ended.format(run.exit_code if run.exit_code is not None else 0))
+        return 1
     step = next((s for s in store.steps(run.id) if s.path == path and s.number == number), None)
     if step is None or step.status != WAITING or step.kind != kind or (kind == "io" and step.target != "ask"):
         sys.stderr.write(not_waiting)
@@ -72,12 +77,16 @@ def run_answer(args: argparse.Namespace, store: Store | None) -> int:
         step.outcome = {"approved": True, "by": by, "at": at, **({"always": True} if args.always else {})}
         done = "approved"
     else:
-        step.outcome = {"approved": False, "by": by, "at": at, "reason": args.reason or "denied"}
+        step.outcome = {"approved": False, "by": by, "at": at, "reason": args.reason or "denied", NUMBERED: False}
         done = "denied"
     step.status = DONE
     status = store.decide_step(run.id, step)
     if status is None:   # answered meanwhile
         sys.stderr.write(not_waiting)
+        return 1
+    if status in ENDED:   # cancelled meanwhile
+        again = find_run(store, run.id)
+        sys.stderr.write(ended.format(again.exit_code if again.exit_code is not None else 0))
         return 1
     if status == "queued":   # a worker was executing it: a worker resumes it
         print(f"{done} {path}:{number} of run {run.id}; the run is queued again for a worker")

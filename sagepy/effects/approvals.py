@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..core.errors import SageRaise, TestAbort
 from ..core.values import ErrorValue
 from .chain import Perform
-from .people import NoOneToAsk, Terminal, now_utc, person
+from .people import NUMBERED, NoOneToAsk, Terminal, now_utc, person, takes_number
 from .step import APPROVAL, IO, Step
 
 if TYPE_CHECKING:
@@ -164,10 +164,15 @@ class ApprovalLayer:
         self.people = people
 
     def perform(self, step: Step, next: Perform) -> Any:
+        if step.kind == APPROVAL:   # a decision taken on its own, ahead of its call (Effects.decide)
+            return self._decide(step, next)
         approval = step.approval
         if approval is None:
             return next(step)
-        decision = self._decide(approval, next)
+        decision = step.decision if step.decision is not None else self._decide(approval, next)
+        step.decision = decision
+        if takes_number(decision):
+            step.take_number()
         if decision.get("approved"):
             return next(step)
         request = approval.person
@@ -189,7 +194,8 @@ class ApprovalLayer:
             try:
                 decision = next(approval)
             except NoOneToAsk:
-                decision = {"approved": False, "by": "policy", "at": now_utc(), "reason": NO_ONE_TO_APPROVE}
+                decision = {"approved": False, "by": "policy", "at": now_utc(), "reason": NO_ONE_TO_APPROVE,
+                            NUMBERED: False}
             if not isinstance(decision, dict):   # a record written by hand: read as the decision it names
                 decision = {"approved": bool(decision), "by": "journal"}
             people.answerers.learn(request.label, decision)
@@ -207,7 +213,7 @@ class ApprovalLayer:
             raise TestAbort(f"approval requested for {request.label} but no mock approve left")
         if isinstance(mock, (Denial, Failure)):
             return {"approved": False, "by": "mock",
-                    "reason": mock.reason if isinstance(mock, Denial) else mock.message}
+                    "reason": mock.reason if isinstance(mock, Denial) else mock.message, NUMBERED: False}
         if mock is True:
             return {"approved": True, "by": "mock"}
-        return {"approved": False, "by": "mock", "reason": "denied"}
+        return {"approved": False, "by": "mock", "reason": "denied", NUMBERED: False}

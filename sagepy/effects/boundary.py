@@ -98,7 +98,8 @@ class Effects:
         tool loop with `source` "model"), with the approval step it needs, numbered before it (SPEC §17.1)."""
         if ref.builtin:   # every parameter of a built-in tool is a String: already wire data
             approval = self._tool_gate(ctx, ref, args, source) if self.gated else None
-            step = Step(TOOL, ref.label, args, ref.ret, self.world.tool_safety(ref), ctx, tool=ref, source=source)
+            step = Step(TOOL, ref.label, args, ref.ret, self.world.tool_safety(ref), ctx, tool=ref, source=source,
+                        numbered=approval is None)
         else:
             arguments = _wire().tool_arguments(ref, args)
             approval = self._tool_gate(ctx, ref, arguments, source) if self.gated else None
@@ -106,9 +107,19 @@ class Effects:
             # before, it is looked up when first read, so that a mocked or replayed call connects to nothing
             known = self.world.known_safety(ref.label)
             step = Step(TOOL, ref.label, arguments, ref.ret, known, ctx, tool=ref, source=source,
-                        resolve=None if known is not None else self._tool_safety)
+                        resolve=None if known is not None else self._tool_safety, numbered=approval is None)
         step.approval = approval
         return step
+
+    def decide(self, step: Step) -> None:
+        """Take the decision on a call's approval now (the calls a model asks for in one answer, in the
+        model's order, before any of them is made): the approvals layer takes a decision performed on its own
+        and answers with it. An approved call takes its number at once, after its approval's."""
+        if step.approval is not None and step.decision is None:
+            from .people import takes_number
+            step.decision = self.perform(step.approval)
+            if takes_number(step.decision):
+                step.take_number()
 
     def _tool_gate(self, ctx: Any, ref: ToolRef, arguments: Any, source: str | None) -> Step | None:
         names = (ref.tool,) if ref.builtin else (ref.tool, ref.server)
@@ -154,7 +165,8 @@ class Effects:
         """The step of `mcp_call(handle, tool, args_json)`; `caller` describes a call the model asked for."""
         approval = self._dynamic_gate(ctx, args, caller) if self.gated else None
         step = Step(MCP, "mcp_call", args, T.STRING, None, ctx, tool=caller,
-                    source=None if caller is None else "model", resolve=self._dynamic_safety)
+                    source=None if caller is None else "model", resolve=self._dynamic_safety,
+                    numbered=approval is None)
         step.approval = approval
         return step
 

@@ -56,9 +56,10 @@ class Journal:
     It joins the effects chain when the chain is built, before the run is created or found; `begin` gives it
     the run's id and records before the program's first step."""
 
-    def __init__(self, store: Any, runtime: Any) -> None:
+    def __init__(self, store: Any, runtime: Any, secret_names: frozenset[str] = frozenset()) -> None:
         self.store = store              # the base.Store of the project
         self.runtime = runtime
+        self.secret_names = secret_names   # variables grove.toml names in `*_env` keys: their reads are secret
         self.run_id = ""
         self.records: dict[tuple[str, int], StepRecord] = {}
         self.horizon: dict[str, int] = {}   # agent path -> its last recorded step
@@ -192,8 +193,12 @@ class Journal:
                     None)
 
     def diverge(self, step: Step, record: StepRecord) -> None:
+        """Stop the run on a step that is not the one recorded: what differs is named (the kind or target
+        shows it; when only the arguments differ, it says so)."""
+        same = (record.kind, record.target) == (step.kind, step.target)
         self._stop(1, "diverged", f"error: journal divergence at {step.path} step {step.number}: recorded "
-                   f"{record.kind} {record.target}, now {step.kind} {step.target}")
+                   f"{record.kind} {record.target}, now {step.kind} {step.target}"
+                   + (" with other arguments" if same else ""))
 
     def cancel(self) -> None:
         """`sage runs cancel` (from the lease's heartbeat): every agent stops before its next step, and the
@@ -352,7 +357,7 @@ class JournalLayer:
         else:
             if step.kind == MCP and step.target == "mcp_connect":
                 value = journal.program_handle(value)
-            outcome = encode_value(step, value)
+            outcome = encode_value(step, value, journal.secret_names)
         journal.record(step, digest, safety, DONE, outcome)
         return value
 

@@ -21,6 +21,17 @@ from ..terminal import wait_for_line
 
 
 
+
+# A denial records `"call_step": false`: the denied call, never made, took no step number, so the step after
+# the approval is the next number (SPEC §17.1). A denial without it was recorded by a sagepy that gave the call
+# its number all the same: replayed, the call takes that number again, so that the steps after it keep theirs.
+NUMBERED = "call_step"
+
+
+def takes_number(decision: dict) -> bool:
+    """Whether the call an approval decided takes a step number: approved, or denied by an older sagepy."""
+    return bool(decision.get("approved")) or decision.get(NUMBERED) is not False
+
 class NoOneToAsk(BaseException):
     """No one can answer here and now. `request` is what a waiting journal record keeps: the call's arguments
     (an approval) or the question (`ask`). A BaseException: no layer between the answerer and the journal
@@ -82,7 +93,7 @@ class Terminal:
                 if answer in ("n", "no"):
                     reason = None if line is None else self._line(ctx, "reason (optional): ")
                     reason = (reason or "").strip() or "denied"
-                    return {"approved": False, "by": person(), "at": now_utc(), "reason": reason}
+                    return {"approved": False, "by": person(), "at": now_utc(), "reason": reason, NUMBERED: False}
 
     def ask(self, ctx: Any, question: str) -> str:
         """One line of text, without its newline; end of input fails as `read_line` does."""

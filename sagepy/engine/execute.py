@@ -104,8 +104,15 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
             host.err(store_open_failure(_target(settings), exc))
             return RunOutcome(FAILED, 1)
     durable = persistent and (host.durable is not False or resume)
-    runtime = runtime_for(session, host, store=store, durable=durable, program_args=program_args,
-                          export=display_path(program.path) if host.telemetry else None)
+    from ..effects.trace import TraceFileError
+    try:
+        runtime = runtime_for(session, host, store=store, durable=durable, program_args=program_args,
+                              export=display_path(program.path) if host.telemetry else None)
+    except TraceFileError as exc:   # refused before anything runs, like a store that cannot be opened
+        if store is not None and host.store is None:
+            store.close()
+        host.err(str(exc))
+        return RunOutcome(FAILED, 1)
     if host.mocks is None:
         runtime.effects.prestart(set(program.uses))
     try:

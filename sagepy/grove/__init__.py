@@ -132,6 +132,8 @@ class Grove:
         self.approvals: ApprovalPolicy | None = None   # `[approvals]` (SPEC §17.1), when grove.toml has it
         self.toml_broken = False
         self.diagnostics: list[Diagnostic] = []
+        self.persistence_diagnostics: list[Diagnostic] = []   # those of the [persistence] table (SPEC §14.1)
+        self.secret_env_names: frozenset[str] = frozenset()   # every variable a `*_env` key names
         self.tool_diagnostics: list[Diagnostic] = []
 
 
@@ -144,6 +146,7 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
         return grove
     if project.toml_error is not None:
         grove.toml_broken = True
+        _remember_masked(project.config_path)   # an unterminated URL string is still a URL with a password
         grove.diagnostics = grove.tool_diagnostics = [toml_error_diagnostic(project.config_path,
                                                                             project.toml_error)]
         return grove
@@ -154,6 +157,8 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
                                "persistence": grove.persistence, "supervision": grove.supervision,
                                "extern": grove.extern, "observability": grove.observability}
     out = Collector(path)
+    from ..secrecy import env_names_in
+    grove.secret_env_names = env_names_in(config)
     for section, data in config.items():
         if section in _MCP_SECTIONS:
             continue
@@ -165,6 +170,8 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
             continue
         if not isinstance(data, dict):
             out.error(f"{out.file}: [{section}] must be a table, found {toml_type(data)}", section)
+            if section == "persistence":
+                grove.persistence_diagnostics.append(out.diagnostics[-1])
             continue
 
         def report(message: str, key: str | None, hint: str | None, section: str = section) -> None:
@@ -174,17 +181,22 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
             from ..approval_policy import parse_approvals
             grove.approvals = parse_approvals(data, report, lambda key: out.locator.span("approvals", key))
             continue
+        before = len(out.diagnostics)
         if section == "persistence":
             grove.persistence.backend = "sqlite"
             grove.persistence.present = True
         if section == "llm":
             data = _llm_tables(data, grove, out)
         apply_keys(data, keys, section, report, targets[section])
+        if section == "persistence":
+            grove.persistence_diagnostics += out.diagnostics[before:]
         if section == "llm":
             from .llm import check_prices_cover
             check_prices_cover(grove.llm, out)
     if grove.persistence.present:
+        before = len(out.diagnostics)
         _check_postgres(config, grove, state_url, out)
+        grove.persistence_diagnostics += out.diagnostics[before:]
     diagnostics = out.diagnostics
     for module in grove.extern.modules:
         if not os.path.isfile(os.path.join(project.root, module)):

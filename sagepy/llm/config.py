@@ -4,7 +4,7 @@ Precedence, highest first: the per-call overrides of an effect handler (given to
 resolved here), the environment, grove.toml's `[llm]` section, the defaults. The key is read from the
 variable that `[llm] api_key_env` names; grove.toml never holds the key itself. The variables most users
 already have for the provider's own clients serve as fallbacks (SPEC §12, §4.13): for `openai`,
-`OPENAI_API_KEY` when that variable is unset and `OPENAI_BASE_URL` when neither `SAGE_LLM_URL` nor `[llm] url`
+`OPENAI_API_KEY` when neither that variable nor `SAGE_API_KEY` is set, and `OPENAI_BASE_URL` when neither `SAGE_LLM_URL` nor `[llm] url`
 is set; for `anthropic`, `ANTHROPIC_API_KEY`. The provider (`SAGE_LLM_PROVIDER`, `[llm] provider`) also
 chooses the default URL and model: `anthropic` has no default model.
 
@@ -170,9 +170,10 @@ class LlmConfig:
             errors.append("invalid [llm] api_key_env: expected the name of an environment variable")
             key_env = DEFAULT_KEY_ENV
         api_key = environ.get(key_env) or None
-        fallback = ANTHROPIC_KEY_ENV if anthropic else FALLBACK_KEY_ENV
-        if api_key is None and environ.get(fallback):
-            key_env, api_key = fallback, environ[fallback]
+        # SPEC §4.13: the `[llm] api_key_env` variable, SAGE_API_KEY, then the provider's own variable
+        for fallback in (DEFAULT_KEY_ENV, ANTHROPIC_KEY_ENV if anthropic else FALLBACK_KEY_ENV):
+            if api_key is None and environ.get(fallback):
+                key_env, api_key = fallback, environ[fallback]
         configured = bool(environ.get("SAGE_LLM_URL") or (environ.get(FALLBACK_URL_ENV) and not anthropic)
                           or api_key or section or values["model"] == ECHO_MODEL)
         config = cls(api_key=api_key, configured=configured, error=errors[0] if errors else None, key_env=key_env,

@@ -153,7 +153,7 @@ class Store(Protocol):
         """In one transaction: when the step (path, number) is still `waiting`, replace it with `step` (the
         decision or answer) and make a `paused` run runnable again (`queued` when a worker was executing it,
         else `running` with no lease); the run's status as shown then, or None when the step was not
-        waiting."""
+        waiting. An ended run (`completed`, `failed`, `cancelled`) is left as it is: its status."""
 
     # ---- leases (one owner per run)
     def acquire_lease(self, run_id: str, pid: int, host: str, token: str,

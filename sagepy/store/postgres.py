@@ -41,7 +41,10 @@ from .pauses import PostgresPauses
 from .postgres_queue import PostgresQueue
 from .queue import CANCELLED
 
-FORMAT = 1   # the journal format this sagepy writes and reads
+# The journal format this sagepy writes and reads; an older file is upgraded when opened. 2: the read of a
+# secret variable is journaled as {"secret": value} (sagepy.secrecy), which format 1's sagepy would replay as
+# the value itself.
+FORMAT = 2
 RETRY_SECONDS = 30.0
 CONNECT_TIMEOUT_S = 10
 _Result = TypeVar("_Result")
@@ -141,7 +144,8 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
         if row is not None:
             if int(row[0]) > FORMAT:
                 raise NewerFormat(int(row[0]), FORMAT)
-            return
+            if int(row[0]) == FORMAT:
+                return
 
         def create(conn: Any) -> None:
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"sagepy schema {s}",))
@@ -149,6 +153,8 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
                 conn.execute(statement)
             conn.execute(f"INSERT INTO {s}.meta (key, value) VALUES ('format', %s) ON CONFLICT (key) DO NOTHING",
                          (str(FORMAT),))
+            conn.execute(f"UPDATE {s}.meta SET value = %s WHERE key = 'format' AND value::integer < %s",
+                         (str(FORMAT), FORMAT))
             found = conn.execute(f"SELECT value FROM {s}.meta WHERE key = 'format'").fetchone()
             if int(found[0]) > FORMAT:
                 raise NewerFormat(int(found[0]), FORMAT)

@@ -12,6 +12,7 @@ import secrets
 import threading
 from typing import Any, Callable
 
+from ..core.text import storable_line
 from .base import HALTED, RUNNING, RunRecord
 from .queue import CANCELLED, CANCELLED_EXIT, INFO_COLUMNS, PAUSED, QUEUED, Claim, RunInfo, info_from_row, info_row
 
@@ -185,7 +186,8 @@ class PostgresQueue:
         def work(conn: Any) -> None:
             conn.execute(f"INSERT INTO {s}.run_output (project, run_id, number, stream, line) VALUES (%s, %s, "
                          f"(SELECT COALESCE(MAX(number), 0) + 1 FROM {s}.run_output WHERE project = %s AND "
-                         "run_id = %s), %s, %s)", (self.project, run_id, self.project, run_id, stream, line))
+                         "run_id = %s), %s, %s)", (self.project, run_id, self.project, run_id, stream,
+                                                            storable_line(line)))
         # as durable as the outcome of the step before it (synchronous_commit off); a deposed owner's lines are
         # not stored (a process that released the lease may still say how its run ended)
         self._write(work, durable=False, fence=run_id, released_ok=True)

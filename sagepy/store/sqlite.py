@@ -41,7 +41,10 @@ from .pauses import SqlitePauses
 from .sqlite_queue import QUEUE_SCHEMA, QUEUE_TABLES, SqliteQueue
 
 CHECKPOINT_PAGES = 4000
-FORMAT = 1   # the journal format this sagepy writes and reads
+# The journal format this sagepy writes and reads; an older file is upgraded when opened. 2: the read of a
+# secret variable is journaled as {"secret": value} (sagepy.secrecy), which format 1's sagepy would replay as
+# the value itself.
+FORMAT = 2
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS sage_state (agent TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL, "
@@ -91,6 +94,11 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
             directory = os.path.dirname(path)
             if directory:
                 private_directory(directory)
+            # a new file is its user's only, wherever `[persistence] path` puts it (SQLite gives its -wal and
+            # -shm files the same mode): it journals what the program read, secrets included
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600))
+        except FileExistsError:
+            pass
         except OSError as exc:
             raise Unavailable(exc.strerror or str(exc)) from None
         try:
@@ -135,8 +143,8 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
             row = self._db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
             if row is not None and int(row[0]) > FORMAT:
                 raise NewerFormat(int(row[0]), FORMAT)
-            if row is not None and tables >= {"sage_state", "runs", "steps", *QUEUE_TABLES} and \
-                    self._has_token_column():
+            if row is not None and int(row[0]) == FORMAT and \
+                    tables >= {"sage_state", "runs", "steps", *QUEUE_TABLES} and self._has_token_column():
                 return
         with self._write():
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -150,6 +158,8 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
                 self._db.execute("ALTER TABLE runs ADD COLUMN lease_token TEXT")
             if found is None:
                 self._db.execute("INSERT INTO meta (key, value) VALUES ('format', ?)", (str(FORMAT),))
+            elif found < FORMAT:
+                self._db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (str(FORMAT),))
 
     def _has_token_column(self) -> bool:
         return any(row[1] == "lease_token" for row in self._db.execute("PRAGMA table_info(runs)"))

@@ -9,6 +9,7 @@ import secrets
 import time
 from typing import Any, Callable
 
+from ..core.text import storable_line
 from .base import HALTED, RUNNING, RunRecord
 from .queue import CANCELLED, CANCELLED_EXIT, INFO_COLUMNS, PAUSED, QUEUED, Claim, RunInfo, info_from_row, info_row
 
@@ -137,7 +138,7 @@ class SqliteQueue:
         with self._write(flush=False, fence=run_id, released_ok=True):
             self._db.execute("INSERT INTO run_output (run_id, number, stream, line) VALUES (?, (SELECT "
                              "COALESCE(MAX(number), 0) + 1 FROM run_output WHERE run_id = ?), ?, ?)",
-                             (run_id, run_id, stream, line))
+                             (run_id, run_id, stream, storable_line(line)))
 
     def output(self, run_id: str, after: int = 0) -> list[tuple[int, str, str]]:
         return [tuple(row) for row in self._read("SELECT number, stream, line FROM run_output WHERE run_id = ? "

@@ -213,7 +213,7 @@ def test_a_newer_journal_format_is_refused(project: Path) -> None:
     db.commit()
     db.close()
     assert sage(project, "runs", "list") == (
-        1, "", "error: journal format 99 is newer than this sagepy supports (1)\n")
+        1, "", "error: journal format 99 is newer than this sagepy supports (2)\n")
 
 
 def test_runs_needs_persistence(tmp_path: Path) -> None:

@@ -276,7 +276,8 @@ def test_a_resumed_durable_run_marks_its_replayed_spans(tmp_path: Path) -> None:
                       ("tool.result", "lookup", True), ("tool.call", "lookup", None), ("tool.result", "lookup", None)]
 
 
-def test_an_unreachable_collector_is_one_warning_and_keeps_the_exit_code(tmp_path: Path) -> None:
+@pytest.mark.parametrize("user", ["", "tracer:OtelSecret-7@"], ids=["plain", "password"])
+def test_an_unreachable_collector_is_one_warning_and_keeps_the_exit_code(tmp_path: Path, user: str) -> None:
     with socket.socket() as s:   # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -286,12 +287,13 @@ def test_an_unreachable_collector_is_one_warning_and_keeps_the_exit_code(tmp_pat
         }
         run Main;
         """)
-    url = f"http://127.0.0.1:{port}/v1/traces"
+    url = f"http://{user}127.0.0.1:{port}/v1/traces"
     started = time.monotonic()
     result = sage(root, env={"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url})
     assert time.monotonic() - started < 60   # bounded: the run does not wait for the SDK's retries
     assert (result.returncode, result.stdout) == (4, "hi\n")
-    assert result.stderr == f"warning: could not export traces to {url}: Connection refused\n"
+    shown = url.replace("OtelSecret-7", "***")   # the password never shows (SPEC §14.1's mask)
+    assert result.stderr == f"warning: could not export traces to {shown}: Connection refused\n"
 
 
 @pytest.mark.parametrize("env, stderr", [
