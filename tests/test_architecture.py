@@ -21,8 +21,8 @@ MAX_LINES = 600
 # `check`, beside `cli`.
 ORDER: tuple[tuple[str, ...], ...] = (
     ("core",),                                   # values, errors, types, Sage<->JSON conversion, JSON text
-    ("aio", "approval_policy", "deepstack", "diagnostics", "errorcodes", "render", "resources", "sagepy",
-     "secrecy", "terminal", "testfiles", "tls", "traceview"),  # helpers that need nothing of sagepy but core; the trace viewer
+    ("aio", "approval_policy", "decisions", "deepstack", "diagnostics", "errorcodes", "render", "resources",
+     "sagepy", "secrecy", "terminal", "testfiles", "tls", "traceview"),  # helpers that need nothing of sagepy but core; the trace viewer
     ("net", "progress"),                         # helpers on helpers (tls, render)
     ("syntax",),                                 # source -> AST
     ("fmt", "loader", "project"),                # the formatter; programs and their modules; the project
@@ -33,7 +33,8 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("effects",),                                # the boundary: steps, the chain of layers
     ("runtime",),                                # compiled closures, agents
     ("session",),                                # one command's wiring: builds and connects the above
-    ("lsp", "testing"),                          # the language server; sage test, the pytest plugin
+    ("lsp", "runs", "testing"),                  # the language server; the run service; sage test, the pytest plugin
+    ("console",),                                # the web console (sage ui), on the run service
     ("cli",),                                    # the sage command
     ("__main__",),
 )
