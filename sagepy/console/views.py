@@ -1,0 +1,221 @@
+"""What each page of the console shows, read from the project's store: plain data for the templates, every
+value from a run as text (the templates escape it) and secrets masked."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..secrecy import MASK, mask_passwords, mask_urls
+from ..store.base import RunRecord, StepRecord
+from ..store.leases import FRESH_SECONDS, shown_status
+from ..store.queue import QUEUED, RunInfo
+
+PAGE_SIZE = 50
+STATUSES = ("queued", "running", "interrupted", "paused", "halted", "completed", "failed", "cancelled")
+SECRET_READS = ("env", "env_or")   # the journal keeps no variable name, only the value read: never shown
+
+
+@dataclass
+class RunRow:
+    id: str
+    status: str
+    exit_code: int | None
+    entry: str
+    queue: str
+    host: str
+    started: str
+    duration: str
+    usage: str
+    cost: str
+
+
+@dataclass
+class StepRow:
+    path: str
+    number: int
+    kind: str
+    target: str
+    safety: str
+    status: str
+    args_hash: str
+    arguments: str
+    outcome: str
+    waiting: bool
+
+
+@dataclass
+class RunsPage:
+    rows: list[RunRow]
+    total: int
+    page: int
+    pages: int
+    filters: dict[str, str]
+    queues: list[str]
+    hosts: list[str]
+
+
+@dataclass
+class RunPage:
+    run: RunRow
+    arguments: list[str]
+    version: str
+    recoveries: int
+    steps: list[StepRow]
+    output: list[tuple[str, str]]
+    usage: dict[str, Any] | None
+    trace: str | None
+    live: bool
+    waiting: list[StepRow] = field(default_factory=list)
+
+
+def utc(stamp: float | None) -> str:
+    return "-" if stamp is None else time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(stamp))
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+def run_usage(store: Any, run_id: str) -> dict[str, Any] | None:
+    """The run's model usage when the store records it (`{"input_tokens", "output_tokens", "cost"?, …}`)."""
+    reader = getattr(store, "run_usage", None)
+    if reader is None:
+        return None
+    found = reader(run_id)
+    return found if isinstance(found, dict) and found else None
+
+
+def _usage_text(usage: dict[str, Any] | None) -> tuple[str, str]:
+    if not usage:
+        return "-", "-"
+    tokens = f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out"
+    cost = usage.get("cost")
+    return tokens, "-" if cost is None else f"${cost:.4f}"
+
+
+def run_row(run: RunRecord, info: RunInfo | None, now: float, usage: dict[str, Any] | None = None) -> RunRow:
+    status = shown_status(run, now)
+    info = info or RunInfo()
+    duration = _duration(now - run.started_at) if status == "running" else "-"
+    tokens, cost = _usage_text(usage)
+    return RunRow(run.id, status, run.exit_code, run.entry, info.queue, run.lease_host or info.host or "-",
+                  "-" if run.status == QUEUED else utc(run.started_at), duration, tokens, cost)
+
+
+def runs_page(store: Any, filters: dict[str, str], page: int) -> RunsPage:
+    runs = store.list_runs() if store is not None else []
+    infos = store.run_infos() if store is not None else {}
+    now = time.time()
+    wanted_status = filters.get("status", "")
+    queue, host, entry = filters.get("queue", ""), filters.get("host", ""), filters.get("entry", "").lower()
+    queues = sorted({(infos.get(r.id) or RunInfo()).queue for r in runs})
+    hosts = sorted({h for r in runs if (h := r.lease_host or (infos.get(r.id) or RunInfo()).host)})
+    chosen = []
+    for run in runs:
+        info = infos.get(run.id)
+        if wanted_status and shown_status(run, now) != wanted_status:
+            continue
+        if queue and (info or RunInfo()).queue != queue:
+            continue
+        if host and (run.lease_host or (info or RunInfo()).host) != host:
+            continue
+        if entry and entry not in run.entry.lower() and entry not in run.id:
+            continue
+        chosen.append(run)
+    pages = max(1, -(-len(chosen) // PAGE_SIZE))
+    page = min(max(1, page), pages)
+    shown = chosen[(page - 1) * PAGE_SIZE:page * PAGE_SIZE]
+    rows = [run_row(run, infos.get(run.id), now, run_usage(store, run.id)) for run in shown]
+    return RunsPage(rows, len(chosen), page, pages, filters, queues, hosts)
+
+
+def shown_json(value: Any, limit: int | None = None) -> str:
+    """A recorded value as compact JSON, with passwords of URLs and secret URL parameters masked."""
+    text = mask_urls(mask_passwords(json.dumps(value, ensure_ascii=False, separators=(",", ":"))))
+    if limit is not None and len(text) > limit:
+        return text[:limit - 1] + "…"
+    return text
+
+
+def step_row(step: StepRecord) -> StepRow:
+    waiting = step.status == "waiting"
+    arguments = ""
+    outcome = "" if step.status == "started" else shown_json(step.outcome)
+    if waiting:   # a waiting record keeps what it asks: the call's arguments, or the question
+        arguments, outcome = shown_json(step.outcome), ""
+    elif step.kind == "io" and step.target in SECRET_READS and step.status != "started":
+        outcome = MASK
+    return StepRow(step.path, step.number, step.kind, step.target, step.safety, step.status, step.args_hash[:12],
+                   arguments, outcome, waiting)
+
+
+def trace_file(root: str, run_id: str) -> str | None:
+    """The run's trace, when one was written where the console looks: `.sage/traces/<run id>.ndjson` (or
+    `.jsonl`)."""
+    for suffix in (".ndjson", ".jsonl"):
+        path = os.path.join(root, ".sage", "traces", run_id + suffix)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def run_page(store: Any, root: str, run: RunRecord) -> RunPage:
+    info = store.run_info(run.id)
+    now = time.time()
+    usage = run_usage(store, run.id)
+    row = run_row(run, info, now, usage)
+    steps = [step_row(step) for step in store.steps(run.id)]
+    output = [(stream, mask_urls(mask_passwords(line))) for _, stream, line in store.output(run.id)]
+    live = row.status in ("running", "queued")
+    return RunPage(row, list((info.args if info is not None else None) or []), info.version if info else "",
+                   info.recoveries if info else 0, steps, output, usage, trace_file(root, run.id), live,
+                   [s for s in steps if s.waiting])
+
+
+@dataclass
+class Worker:
+    host: str
+    pid: int
+    runs: list[str]
+    heartbeat_age: str
+
+
+def workers(store: Any) -> list[Worker]:
+    """The processes holding a fresh lease on a run of the project, by host and process id."""
+    found: dict[tuple[str, int], Worker] = {}
+    now = time.time()
+    for run in store.list_runs() if store is not None else []:
+        if run.lease_pid is None or run.lease_heartbeat is None or shown_status(run, now) != "running":
+            continue
+        age = run.lease_age if run.lease_age is not None else now - run.lease_heartbeat
+        if age >= FRESH_SECONDS:
+            continue
+        key = (run.lease_host or "?", run.lease_pid)
+        worker = found.setdefault(key, Worker(key[0], key[1], [], f"{age:.1f} s"))
+        worker.runs.append(run.id)
+    return sorted(found.values(), key=lambda w: (w.host, w.pid))
+
+
+def fingerprint(store: Any, run_id: str | None) -> str:
+    """What a page's live updates compare: changes whenever anything that page shows may have changed."""
+    if store is None:
+        return ""
+    now = time.time()
+    if run_id is None:
+        return "|".join(f"{r.id}:{shown_status(r, now)}:{r.exit_code}:{r.lease_host}" for r in store.list_runs())
+    run = store.get_run(run_id)
+    if run is None:
+        return ""
+    steps = store.steps(run_id)
+    output = store.output(run_id)
+    last = output[-1][0] if output else 0
+    return f"{shown_status(run, now)}:{run.exit_code}:{len(steps)}:" \
+           f"{sum(1 for s in steps if s.status != 'started')}:{last}:{run.lease_host}"
