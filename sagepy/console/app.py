@@ -190,7 +190,10 @@ def create_app(console: Console) -> Starlette:
         sep = "&" if "?" in back else "?"
         return RedirectResponse(f"{back}{sep}notice={console.notice(text, ok)}", status_code=303)
 
-    routes = [Route("/", runs), Route("/runs/{run_id}", run), Route("/runs/{run_id}/timeline", timeline),
+    async def favicon(request: Request) -> Response:
+        return Response(status_code=204)
+
+    routes = [Route("/", runs), Route("/favicon.ico", favicon), Route("/runs/{run_id}", run), Route("/runs/{run_id}/timeline", timeline),
               Route("/people", people), Route("/operations", operations), Route("/evals", evals),
               Route("/events", events), Route("/static/{name}", static), Route("/act", act, methods=["POST"])]
     app = Starlette(routes=routes)
