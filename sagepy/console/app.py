@@ -30,7 +30,7 @@ from ..decisions import Decision, console_person
 from ..runs import service
 from . import views
 
-LIVE_POLL_S = 0.2
+LIVE_POLL_S = 0.1
 PING_S = 15.0
 STATIC = {"console.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8"}
 
@@ -74,6 +74,36 @@ class Console:
         return key
 
 
+class Live:
+    """The fingerprints the live-update streams compare, one per watched page (None: the runs list; else a run
+    id), computed at most once per poll for all the streams of that page, and on a store that can say so
+    (SQLite's change marker) only when something was committed since, or every FORCE_S (a lease going stale
+    writes nothing)."""
+
+    FORCE_S = 5.0
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.lock = threading.Lock()
+        self.seen: dict[str | None, tuple[float, Any, float, str]] = {}   # checked, marker, computed, print
+
+    def fingerprint(self, key: str | None) -> str:
+        with self.lock:
+            now = time.monotonic()
+            found = self.seen.get(key)
+            if found is not None and now - found[0] < LIVE_POLL_S:
+                return found[3]
+            store = self.console.store()
+            reader = getattr(store, "change_marker", None)
+            marker = reader() if reader is not None else None
+            if found is not None and marker is not None and marker == found[1] and now - found[2] < self.FORCE_S:
+                self.seen[key] = (now, marker, found[2], found[3])
+                return found[3]
+            value = views.fingerprint(store, key)
+            self.seen[key] = (now, marker, now, value)
+            return value
+
+
 def _templates() -> Any:
     import jinja2
     loader = jinja2.PackageLoader("sagepy.console", "templates")
@@ -83,6 +113,7 @@ def _templates() -> Any:
 
 def create_app(console: Console) -> Starlette:
     env = _templates()
+    live = Live(console)
 
     def page(request: Request, name: str, live: str | None, **values: Any) -> HTMLResponse:
         notice = console.notices.pop(request.query_params.get("notice", ""), None)
@@ -100,6 +131,8 @@ def create_app(console: Console) -> Starlette:
 
     async def run(request: Request) -> Response:
         run_id = request.path_params["run_id"]
+        page_text = request.query_params.get("page", "1")
+        page_no = int(page_text) if page_text.isdigit() else 1
 
         def read() -> Any:
             store = console.store()
@@ -107,7 +140,7 @@ def create_app(console: Console) -> Starlette:
                 found = service.find_run(store, run_id)
             except service.NoRun:
                 return None
-            return views.run_page(store, console.root, found)
+            return views.run_page(store, console.root, found, page_no)
         data = await run_in_threadpool(read)
         if data is None:
             return page(request, "missing.html", None, run_id=run_id, title="No such run")
@@ -161,12 +194,12 @@ def create_app(console: Console) -> Starlette:
         run_id = request.query_params.get("run")
 
         async def stream() -> Any:
-            last = await run_in_threadpool(views.fingerprint, console.store(), run_id)
+            last = await run_in_threadpool(live.fingerprint, run_id)
             yield "retry: 1000\n\n"
             quiet = 0.0
             while not console.stopping.is_set():
                 await asyncio.sleep(LIVE_POLL_S)
-                now = await run_in_threadpool(views.fingerprint, console.store(), run_id)
+                now = await run_in_threadpool(live.fingerprint, run_id)
                 if now != last:
                     last = now
                     quiet = 0.0

@@ -11,9 +11,10 @@ from typing import Any
 from ..secrecy import MASK, mask_passwords, mask_urls
 from ..store.base import RunRecord, StepRecord
 from ..store.leases import FRESH_SECONDS, shown_status
-from ..store.queue import QUEUED, RunInfo
+from ..store.queue import DEFAULT_QUEUE, QUEUED, RunInfo
 
 PAGE_SIZE = 50
+STEPS_PAGE = 500   # journal steps on one page of a run
 STATUSES = ("queued", "running", "interrupted", "paused", "halted", "completed", "failed", "cancelled")
 SECRET_READS = ("env", "env_or")   # the journal keeps no variable name, only the value read: never shown
 
@@ -69,6 +70,10 @@ class RunPage:
     trace: str | None
     live: bool
     waiting: list[StepRow] = field(default_factory=list)
+    total_steps: int = 0
+    page: int = 1
+    pages: int = 1
+    first_step: int = 1
 
 
 def utc(stamp: float | None) -> str:
@@ -110,31 +115,34 @@ def run_row(run: RunRecord, info: RunInfo | None, now: float, usage: dict[str, A
                   "-" if run.status == QUEUED else utc(run.started_at), duration, tokens, cost)
 
 
+def listing(store: Any) -> list[tuple[RunRecord, str, str | None]]:
+    """Every run of the project, newest first, with its queue and the host of its last owner."""
+    if store is None:
+        return []
+    return [(run, queue or DEFAULT_QUEUE, run.lease_host or host) for run, queue, host in store.run_list()]
+
+
 def runs_page(store: Any, filters: dict[str, str], page: int) -> RunsPage:
-    runs = store.list_runs() if store is not None else []
-    infos = store.run_infos() if store is not None else {}
     now = time.time()
     wanted_status = filters.get("status", "")
     queue, host, entry = filters.get("queue", ""), filters.get("host", ""), filters.get("entry", "").lower()
-    queues = sorted({(infos.get(r.id) or RunInfo()).queue for r in runs})
-    hosts = sorted({h for r in runs if (h := r.lease_host or (infos.get(r.id) or RunInfo()).host)})
+    rows = listing(store)
+    queues = sorted({q for _, q, _ in rows})
+    hosts = sorted({h for _, _, h in rows if h})
     chosen = []
-    for run in runs:
-        info = infos.get(run.id)
+    for run, run_queue, run_host in rows:
         if wanted_status and shown_status(run, now) != wanted_status:
             continue
-        if queue and (info or RunInfo()).queue != queue:
-            continue
-        if host and (run.lease_host or (info or RunInfo()).host) != host:
+        if (queue and run_queue != queue) or (host and run_host != host):
             continue
         if entry and entry not in run.entry.lower() and entry not in run.id:
             continue
-        chosen.append(run)
+        chosen.append((run, run_queue, run_host))
     pages = max(1, -(-len(chosen) // PAGE_SIZE))
     page = min(max(1, page), pages)
-    shown = chosen[(page - 1) * PAGE_SIZE:page * PAGE_SIZE]
-    rows = [run_row(run, infos.get(run.id), now, run_usage(store, run.id)) for run in shown]
-    return RunsPage(rows, len(chosen), page, pages, filters, queues, hosts)
+    shown = [run_row(run, RunInfo(queue=run_queue, host=run_host), now, run_usage(store, run.id))
+             for run, run_queue, run_host in chosen[(page - 1) * PAGE_SIZE:page * PAGE_SIZE]]
+    return RunsPage(shown, len(chosen), page, pages, filters, queues, hosts)
 
 
 def shown_json(value: Any, limit: int | None = None) -> str:
@@ -167,17 +175,22 @@ def trace_file(root: str, run_id: str) -> str | None:
     return None
 
 
-def run_page(store: Any, root: str, run: RunRecord) -> RunPage:
+def run_page(store: Any, root: str, run: RunRecord, page: int = 1) -> RunPage:
+    """The run's page; its journal paged STEPS_PAGE steps at a time (the steps waiting for a person always)."""
     info = store.run_info(run.id)
     now = time.time()
     usage = run_usage(store, run.id)
     row = run_row(run, info, now, usage)
-    steps = [step_row(step) for step in store.steps(run.id)]
+    records = store.steps(run.id)
+    pages = max(1, -(-len(records) // STEPS_PAGE))
+    page = min(max(1, page), pages)
+    steps = [step_row(step) for step in records[(page - 1) * STEPS_PAGE:page * STEPS_PAGE]]
+    waiting = [step_row(step) for step in records if step.status == "waiting"]
     output = [(stream, mask_urls(mask_passwords(line))) for _, stream, line in store.output(run.id)]
     live = row.status in ("running", "queued")
     return RunPage(row, list((info.args if info is not None else None) or []), info.version if info else "",
                    info.recoveries if info else 0, steps, output, usage, trace_file(root, run.id), live,
-                   [s for s in steps if s.waiting])
+                   waiting, len(records), page, pages, (page - 1) * STEPS_PAGE + 1)
 
 
 @dataclass
@@ -210,7 +223,7 @@ def fingerprint(store: Any, run_id: str | None) -> str:
         return ""
     now = time.time()
     if run_id is None:
-        return "|".join(f"{r.id}:{shown_status(r, now)}:{r.exit_code}:{r.lease_host}" for r in store.list_runs())
+        return "|".join(f"{r.id}:{shown_status(r, now)}:{r.exit_code}:{h}" for r, _, h in listing(store))
     run = store.get_run(run_id)
     if run is None:
         return ""
