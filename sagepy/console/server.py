@@ -8,7 +8,6 @@ streams ended and open connections given at most 2 s) and the command exits 130 
 from __future__ import annotations
 
 import ipaddress
-import os
 import secrets
 import sys
 from typing import Any
@@ -34,7 +33,7 @@ def url_host(host: str) -> str:
 
 
 def serve(session: Any, host: str, port: int, open_browser: bool) -> int:
-    token = os.environ.get(TOKEN_VAR) or ""
+    token = session.settings.overrides.setting(TOKEN_VAR) or ""
     if not is_loopback(host) and not token:
         sys.stderr.write(f"error: set {TOKEN_VAR} to serve the console on {host}\n")
         return USAGE_EXIT

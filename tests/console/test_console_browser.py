@@ -106,7 +106,11 @@ def test_an_already_decided_step_changes_nothing_and_says_so(tmp_path: Path, bro
     rid = sage(root, "runs", "submit").stdout.strip()
     assert sage(root, "worker", "--drain").returncode == 0
     with ui(root) as console:
-        context, page, _ = _open(browser, console, "/people")
+        # without JavaScript (the page reads and works without it), so no live update takes the form away
+        context = browser.new_context(java_script_enabled=False)
+        page = context.new_page()
+        page.goto(console.url)
+        page.goto(f"{console.origin}/people")
         page.locator(f"section.pending[data-run='{rid}']").wait_for(timeout=DEADLINE_MS)
         assert sage(root, "runs", "deny", rid, "Main:2", "--reason", "by the terminal").returncode == 0
         page.click("section.pending button:has-text('Approve')")   # the form was on the page before
