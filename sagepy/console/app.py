@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import secrets
 import threading
 import time
@@ -144,7 +145,8 @@ def create_app(console: Console) -> Starlette:
         data = await run_in_threadpool(read)
         if data is None:
             return page(request, "missing.html", None, run_id=run_id, title="No such run")
-        return page(request, "run.html", "/events?" + urlencode({"run": data.run.id}), data=data,
+        after = data.output[-1][0] if data.output else 0
+        return page(request, "run.html", "/events?" + urlencode({"run": data.run.id, "after": after}), data=data,
                     title=f"Run {data.run.id}")
 
     async def timeline(request: Request) -> Response:
@@ -192,13 +194,21 @@ def create_app(console: Console) -> Starlette:
 
     async def events(request: Request) -> Response:
         run_id = request.query_params.get("run")
+        after_text = request.query_params.get("after", "0")
+        after = int(after_text) if after_text.isdigit() else 0
 
         async def stream() -> Any:
+            nonlocal after
             last = await run_in_threadpool(live.fingerprint, run_id)
             yield "retry: 1000\n\n"
             quiet = 0.0
             while not console.stopping.is_set():
                 await asyncio.sleep(LIVE_POLL_S)
+                if run_id is not None:   # a run's new output lines go to its page as they are
+                    lines = await run_in_threadpool(views.output_lines, console.store(), run_id, after)
+                    if lines:
+                        after = lines[-1][0]
+                        yield f"event: output\ndata: {json.dumps(lines, ensure_ascii=False)}\n\n"
                 now = await run_in_threadpool(live.fingerprint, run_id)
                 if now != last:
                     last = now

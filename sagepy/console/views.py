@@ -65,7 +65,7 @@ class RunPage:
     version: str
     recoveries: int
     steps: list[StepRow]
-    output: list[tuple[str, str]]
+    output: list[tuple[int, str, str]]
     usage: dict[str, Any] | None
     trace: str | None
     live: bool
@@ -186,11 +186,16 @@ def run_page(store: Any, root: str, run: RunRecord, page: int = 1) -> RunPage:
     page = min(max(1, page), pages)
     steps = [step_row(step) for step in records[(page - 1) * STEPS_PAGE:page * STEPS_PAGE]]
     waiting = [step_row(step) for step in records if step.status == "waiting"]
-    output = [(stream, mask_urls(mask_passwords(line))) for _, stream, line in store.output(run.id)]
+    output = output_lines(store, run.id)
     live = row.status in ("running", "queued")
     return RunPage(row, list((info.args if info is not None else None) or []), info.version if info else "",
                    info.recoveries if info else 0, steps, output, usage, trace_file(root, run.id), live,
                    waiting, len(records), page, pages, (page - 1) * STEPS_PAGE + 1)
+
+
+def output_lines(store: Any, run_id: str, after: int = 0) -> list[tuple[int, str, str]]:
+    """The run's stored output lines numbered above `after`: (number, stream, text with secrets masked)."""
+    return [(n, stream, mask_urls(mask_passwords(line))) for n, stream, line in store.output(run_id, after)]
 
 
 @dataclass
@@ -227,8 +232,6 @@ def fingerprint(store: Any, run_id: str | None) -> str:
     run = store.get_run(run_id)
     if run is None:
         return ""
-    steps = store.steps(run_id)
-    output = store.output(run_id)
-    last = output[-1][0] if output else 0
+    steps = store.steps(run_id)   # the output is not part of it: new lines reach the page on their own
     return f"{shown_status(run, now)}:{run.exit_code}:{len(steps)}:" \
-           f"{sum(1 for s in steps if s.status != 'started')}:{last}:{run.lease_host}"
+           f"{sum(1 for s in steps if s.status != 'started')}:{run.lease_host}"
