@@ -79,9 +79,10 @@ class Live:
     """The fingerprints the live-update streams compare, one per watched page (None: the runs list; else a run
     id), computed at most once per poll for all the streams of that page, and on a store that can say so
     (SQLite's change marker) only when something was committed since, or every FORCE_S (a lease going stale
-    writes nothing)."""
+    writes nothing); on one that cannot, at most every UNMARKED_S."""
 
     FORCE_S = 5.0
+    UNMARKED_S = 0.5
 
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -92,10 +93,11 @@ class Live:
         with self.lock:
             now = time.monotonic()
             found = self.seen.get(key)
-            if found is not None and now - found[0] < LIVE_POLL_S:
-                return found[3]
             store = self.console.store()
             reader = getattr(store, "change_marker", None)
+            # without a marker (PostgreSQL) every look reads the store: less often, since many may watch
+            if found is not None and now - found[0] < (LIVE_POLL_S if reader is not None else self.UNMARKED_S):
+                return found[3]
             marker = reader() if reader is not None else None
             if found is not None and marker is not None and marker == found[1] and now - found[2] < self.FORCE_S:
                 self.seen[key] = (now, marker, found[2], found[3])
