@@ -85,3 +85,24 @@ def test_a_runs_trace_timeline(tmp_path: Path) -> None:
         assert "<script>console.log" not in timeline.text   # the tool result's markup is escaped there too
         assert client.get("/runs/20991231-000000-0000/timeline").status_code == 404
         client.close()
+
+
+def test_secrets_are_masked_on_a_runs_page(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "grove.toml").write_text('[project]\nentry = "main.sg"\n\n[persistence]\n', encoding="utf-8")
+    (root / "main.sg").write_text(
+        'agent Main {\n    on start {\n        let key = unwrap_or(env("PAYMENTS_KEY"), "none");\n'
+        '        print("connecting to postgresql://sage:hunter2-pw@db.internal/ledger with a key of {str_len(key)}");\n'
+        '    }\n}\nrun Main;\n', encoding="utf-8")
+    rid = sage(root, "runs", "submit").stdout.strip()
+    done = sage(root, "worker", "--drain", PAYMENTS_KEY="sk-live-0123456789abcdef")   # its output is stored
+    assert f"run {rid}: completed (exit 0)" in done.stderr, done.stderr
+    with ui(root) as console:
+        client, _ = _client(console)
+        page = client.get(f"/runs/{rid}").text
+        client.close()
+    assert "sk-live-0123456789abcdef" not in page
+    assert "<td>io</td><td>env</td>" in page and "<code>****</code>" in page   # the value read, never shown
+    assert "hunter2-pw" not in page
+    assert "postgresql://sage:****@db.internal/ledger with a key of 24" in page
