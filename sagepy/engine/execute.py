@@ -115,7 +115,8 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
         from ..store.base import Busy, Unavailable
         try:
             try:
-                run = DurableRun.prepare(runtime.store.backend, (run_id or "last") if resume else None, host.err)
+                run = DurableRun.prepare(runtime.store.backend, (run_id or "last") if resume else None, host.err,
+                                         host.claim)
                 run.check_version(program.version)
                 run.start(display_path(program.path), runtime, runtime.effects.journal, run_id)
             except DurableExit as exc:

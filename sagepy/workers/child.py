@@ -28,10 +28,15 @@ _READ: list["WorkerClaim | None"] = []   # the claim, once read: the variable is
 
 
 class WorkerClaim:
-    def __init__(self, pid: int, version: str, was_queued: bool) -> None:
+    """The claim a worker holds on a run it executes: the worker's pid and program version, whether the run was
+    queued (else interrupted), and whether the run has a process of its own whose output is to be stored (a
+    thread-mode worker's runs store theirs through their hosts)."""
+
+    def __init__(self, pid: int, version: str, was_queued: bool, capture: bool = False) -> None:
         self.pid = pid
         self.version = version
         self.was_queued = was_queued
+        self.capture = capture
 
     @classmethod
     def from_environment(cls) -> "WorkerClaim | None":
@@ -43,7 +48,7 @@ class WorkerClaim:
         text = os.environ.pop(WORKER_VAR, "")   # not inherited by the program's own child processes
         pid, _, rest = text.partition(":")
         version, _, state = rest.partition(":")
-        claim = cls(int(pid), version, state == "queued") if pid.isdigit() else None
+        claim = cls(int(pid), version, state == "queued", capture=True) if pid.isdigit() else None
         _READ.append(claim)
         if claim is not None:
             claim._follow_parent()

@@ -46,7 +46,7 @@ def test_submit_queues_a_run_with_its_arguments_and_version(project: Path, env: 
     assert worked.returncode == 0, worked.stderr
     host_pid = worked.stderr.splitlines()[0].split()[1]
     assert worked.stderr.splitlines() == [
-        f"worker {host_pid} started (queue default, version {run['version']}, concurrency 1)",
+        f"worker {host_pid} started (queue default, version {run['version']}, concurrency 256)",
         f"run {run_id}: started", f"run {run_id}: completed (exit 4)", "worker: no runnable runs left"]
     run = status_of(project, env, run_id)
     assert (run["status"], run["exit_code"], run["host"]) == ("completed", 4, host_pid.split(":")[0])
@@ -125,14 +125,9 @@ def test_a_run_is_left_when_the_files_change_under_the_worker(project: Path, env
                                                               tmp_path: Path) -> None:
     first = submit(project, env, "0", "400")
     second = submit(project, env, "0", "1")
-    worker = start_worker(project, env, tmp_path / "w.log", "--drain", "--poll-ms", "50")
+    worker = start_worker(project, env, tmp_path / "w.log", "--drain", "--poll-ms", "50", "--isolation", "process")
     try:
-        deadline = time.monotonic() + 60
-        while "step 0" not in sage(project, env, "runs", "logs", first).stdout:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        main = project / "src" / "main.sg"
-        main.write_text(main.read_text() + "// changed\n")
+        change_under(project, env, first)
         assert worker.process.wait(120) == 0
     finally:
         worker.stop()
@@ -141,6 +136,31 @@ def test_a_run_is_left_when_the_files_change_under_the_worker(project: Path, env
     assert f"run {first}: completed (exit 0)" in lines
     assert f"run {second}: left for version {version}" in lines
     assert lines[-1] == "worker: no runnable runs left"
+    assert status_of(project, env, second)["status"] == "queued"
+
+
+def change_under(project: Path, env: dict[str, str], running: str) -> None:
+    """Change the program once the run `running` has printed its first step."""
+    deadline = time.monotonic() + 60
+    while "step 0" not in sage(project, env, "runs", "logs", running).stdout:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    main = project / "src" / "main.sg"
+    main.write_text(main.read_text() + "// changed\n")
+
+
+def test_a_thread_mode_worker_whose_files_change_finishes_its_runs_and_takes_no_more(
+        project: Path, env: dict[str, str], tmp_path: Path) -> None:
+    first = submit(project, env, "0", "400")
+    second = submit(project, env, "0", "1")
+    worker = start_worker(project, env, tmp_path / "w.log", "--poll-ms", "50", "--concurrency", "1")
+    try:
+        change_under(project, env, first)
+        assert worker.process.wait(120) == 0   # without --drain: it stops because the files changed
+    finally:
+        worker.stop()
+    lines = worker.lines()
+    assert lines[-2:] == [f"run {first}: completed (exit 0)", "worker: program files changed; restart the worker"]
     assert status_of(project, env, second)["status"] == "queued"
 
 

@@ -85,7 +85,7 @@ def test_a_worker_run_stopped_past_its_lease_writes_nothing_after_another_worker
     project = make_project(tmp_path, "paced")
     env = sage_env(project, tmp_path / "cache", state_url=url)
     run_id = submit(project, env)
-    first = start_worker(project, env, tmp_path / "first.log", "--poll-ms", "50")
+    first = start_worker(project, env, tmp_path / "first.log", "--poll-ms", "50", "--isolation", "process")
     stopped = None
     try:
         owner = run_process(project, env, run_id, first.process.pid)
@@ -109,6 +109,62 @@ def test_a_worker_run_stopped_past_its_lease_writes_nothing_after_another_worker
             time.sleep(0.05)
         assert first.process.poll() is None
         assert snapshot(project, env, run_id) == written   # the deposed process wrote nothing
+    finally:
+        if stopped is not None:
+            os.kill(stopped, signal.SIGCONT)
+        first.stop()
+    accounts = sorted(entry["args"]["account"] for entry in read_ledger(project))
+    assert accounts == [f"acct-{i}" for i in range(CHARGES)]   # every charge once
+    assert read_field(project, env, "Main", "total") == CHARGES
+    assert not wait_until_gone(project)
+
+
+def leased_by(project: Path, env: dict[str, str], run_id: str, pid: int, timeout: float = 120) -> None:
+    """Until the run's own execution holds its lease under `pid` (a thread-mode worker's runs are its own)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        store = open_store(project, env)
+        try:
+            run = store.get_run(run_id)
+            steps = store.steps(run_id)
+        finally:
+            store.close()
+        if run.lease_pid == pid and run.lease_heartbeat is not None and steps:
+            return
+        assert time.monotonic() < deadline, "the run never started under its worker"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_thread_mode_worker_stopped_past_its_leases_writes_nothing_once_continued(
+        backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The whole worker is stopped (its runs are threads of it): another worker takes the run over and
+    finishes it; continued, the first worker's run finds itself deposed and writes nothing more."""
+    url = request.getfixturevalue("pg_url") if backend == "postgres" else None
+    project = make_project(tmp_path, "paced")
+    env = sage_env(project, tmp_path / "cache", state_url=url)
+    run_id = submit(project, env)
+    first = start_worker(project, env, tmp_path / "first.log", "--poll-ms", "50", "--isolation", "thread")
+    stopped = None
+    try:
+        leased_by(project, env, run_id, first.process.pid)
+        stopped = stop_between_steps(project, env, run_id, first.process.pid, sqlite=url is None)
+        time.sleep(FRESH_SECONDS + 1)   # the stopped worker's heartbeats are now older than the lease
+        for _ in range(3):   # stopped between a charge and its record: the taker halts, resolved from the ledger
+            second = sage(project, env, "worker", "--drain", "--poll-ms", "50", timeout=300)
+            assert second.returncode == 0, second.stderr
+            assert f"run {run_id}: resumed" in second.stderr
+            status = next(r["status"] for r in runs_json(project, env) if r["id"] == run_id)
+            if status != "halted":
+                break
+            resolve_halted(project, env, run_id)
+        assert status == "completed", second.stderr
+        written = snapshot(project, env, run_id)
+        os.kill(stopped, signal.SIGCONT)
+        stopped = None
+        first.wait_for(f"run {run_id}: ")   # its execution of the run has ended
+        assert first.process.poll() is None   # and the worker serves on
+        assert snapshot(project, env, run_id) == written   # the deposed run wrote nothing
     finally:
         if stopped is not None:
             os.kill(stopped, signal.SIGCONT)

@@ -252,14 +252,15 @@ class LoadRun:
 
 
 def drive_load(project: Path, env: dict[str, str], logs: Path, runs: int, workers: int, killable: int,
-               kills: int, rng: Any, concurrency: int = 2, timeout: float = 900) -> LoadRun:
+               kills: int, rng: Any, concurrency: int = 2, timeout: float = 900,
+               isolation: str = "thread") -> LoadRun:
     """Queue `runs` runs of programs/load.sg, start `workers` workers, SIGKILL the first `killable` of them
     `kills` times in all at random moments (each restarted at once), resolve halted runs from the ledger as an
     operator would, until every run has ended; then stop the workers with SIGTERM."""
     load = LoadRun([f"r{i:03d}" for i in range(runs)])
     started = time.monotonic()
     submit_many(project, env, load.names)
-    flags = ["--concurrency", str(concurrency), "--poll-ms", "100"]
+    flags = ["--concurrency", str(concurrency), "--poll-ms", "100", "--isolation", isolation]
     pool = [start_worker(project, env, logs / f"worker{i}.log", *flags) for i in range(workers)]
     next_kill = time.monotonic() + rng.uniform(0.5, 4.0)
     deadline = time.monotonic() + timeout
