@@ -89,6 +89,11 @@ class Live:
         self.lock = threading.Lock()
         self.seen: dict[str | None, tuple[float, Any, float, str]] = {}   # checked, marker, computed, print
 
+    def mark(self, key: str | None) -> str:
+        """A short digest of the fingerprint: what a page was rendered after (taken before its data is read, so
+        that any change after it shows as a difference) and what its stream compares."""
+        return sha256(self.fingerprint(key).encode()).hexdigest()[:16]
+
     def fingerprint(self, key: str | None) -> str:
         with self.lock:
             now = time.monotonic()
@@ -128,8 +133,9 @@ def create_app(console: Console) -> Starlette:
         query = request.query_params
         filters = {k: query.get(k, "") for k in ("status", "queue", "host", "entry")}
         page_no = int(query.get("page", "1")) if query.get("page", "1").isdigit() else 1
+        seen = await run_in_threadpool(live.mark, None)
         data = await run_in_threadpool(lambda: views.runs_page(console.store(), filters, page_no))
-        return page(request, "runs.html", "/events", data=data, statuses=views.STATUSES, title="Runs",
+        return page(request, "runs.html", f"/events?seen={seen}", data=data, statuses=views.STATUSES, title="Runs",
                     more=_paging(filters))
 
     async def run(request: Request) -> Response:
@@ -142,13 +148,15 @@ def create_app(console: Console) -> Starlette:
             try:
                 found = service.find_run(store, run_id)
             except service.NoRun:
-                return None
-            return views.run_page(store, console.root, found, page_no)
-        data = await run_in_threadpool(read)
+                return None, ""
+            seen = live.mark(found.id)
+            return views.run_page(store, console.root, found, page_no), seen
+        data, seen = await run_in_threadpool(read)
         if data is None:
             return page(request, "missing.html", None, run_id=run_id, title="No such run")
         after = data.output[-1][0] if data.output else 0
-        return page(request, "run.html", "/events?" + urlencode({"run": data.run.id, "after": after}), data=data,
+        return page(request, "run.html", "/events?" + urlencode({"run": data.run.id, "after": after, "seen": seen}),
+                    data=data,
                     title=f"Run {data.run.id}")
 
     async def timeline(request: Request) -> Response:
@@ -165,8 +173,9 @@ def create_app(console: Console) -> Starlette:
         return HTMLResponse(render(build(events), f"run {run_id}"))
 
     async def people(request: Request) -> Response:
+        seen = await run_in_threadpool(live.mark, None)
         data = await run_in_threadpool(lambda: service.pending(console.store()))
-        return page(request, "people.html", "/events", pending=data, shown=views.shown_json, title="People")
+        return page(request, "people.html", f"/events?seen={seen}", pending=data, shown=views.shown_json, title="People")
 
     async def operations(request: Request) -> Response:
         def read() -> Any:
@@ -178,8 +187,9 @@ def create_app(console: Console) -> Starlette:
             halted = [(r.id, [views.step_row(s) for s in store.steps(r.id) if s.status == "started"])
                       for r in runs if r.status == "halted"]
             return views.workers(store), (open_runs, halted)
+        seen = await run_in_threadpool(live.mark, None)
         workers, (open_runs, halted) = await run_in_threadpool(read)
-        return page(request, "operations.html", "/events", workers=workers, open_runs=open_runs, halted=halted,
+        return page(request, "operations.html", f"/events?seen={seen}", workers=workers, open_runs=open_runs, halted=halted,
                     title="Operations")
 
     async def evals(request: Request) -> Response:
@@ -201,7 +211,7 @@ def create_app(console: Console) -> Starlette:
 
         async def stream() -> Any:
             nonlocal after
-            last = await run_in_threadpool(live.fingerprint, run_id)
+            last = request.query_params.get("seen") or await run_in_threadpool(live.mark, run_id)
             yield "retry: 1000\n\n"
             quiet = 0.0
             while not console.stopping.is_set():
@@ -211,7 +221,7 @@ def create_app(console: Console) -> Starlette:
                     if lines:
                         after = lines[-1][0]
                         yield f"event: output\ndata: {json.dumps(lines, ensure_ascii=False)}\n\n"
-                now = await run_in_threadpool(live.fingerprint, run_id)
+                now = await run_in_threadpool(live.mark, run_id)
                 if now != last:
                     last = now
                     quiet = 0.0
