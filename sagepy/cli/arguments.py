@@ -41,6 +41,8 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("path", nargs="?", metavar="PATH")
     run.add_argument("--trace", action="store_true", help="write trace events to stderr")
     run.add_argument("--trace-file", metavar="F", help="append trace events to F")
+    run.add_argument("--usage", action="store_true",
+                     help="print the run's model turns, tokens and cost on stderr at the end")
     journaling = run.add_mutually_exclusive_group()
     journaling.add_argument("--resume", metavar="RUN_ID", help="resume a durable run (`last`: the newest one)")
     journaling.add_argument("--no-journal", action="store_true",

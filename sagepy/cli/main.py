@@ -69,7 +69,7 @@ def plain_run(argv: list[str]) -> SimpleNamespace | None:
     if line[:1] != ["run"] or len(line) > 2 or any(arg.startswith("-") for arg in line):
         return None
     return SimpleNamespace(command="run", path=line[1] if len(line) == 2 else None, trace=False, trace_file=None,
-                           resume=None, no_journal=False, version=False, color="auto", program_args=program_args)
+                           resume=None, no_journal=False, usage=False, version=False, color="auto", program_args=program_args)
 
 
 def _take_program_arguments(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -112,7 +112,7 @@ def _run(args: argparse.Namespace | SimpleNamespace) -> int:
     _progress()
     return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace,
                      program_args=args.program_args, resume=args.resume, journal=not args.no_journal,
-                     whole_process=args.whole_process)
+                     whole_process=args.whole_process, usage=args.usage)
 
 
 def _fmt(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from ..diagnostics import Diagnostic, format_diagnostics, format_location_block
 from ..engine.host import Host, unhandled_head
 
 if TYPE_CHECKING:
+    from ..engine.outcome import RunOutcome
     from ..engine.program import CheckFailed, Program
     from ..session import Session
 
@@ -36,10 +37,11 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
 
 def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False,
               program_args: list[str] | None = None, resume: str | None = None, journal: bool = True,
-              whole_process: bool = False) -> int:
+              whole_process: bool = False, usage: bool = False) -> int:
     """Run the entry file; `resume`: the RUN_ID (or `last`) of a durable run to resume; `journal`: False
     for `--no-journal` (SPEC §14: with `[persistence]` every run is durable unless told otherwise);
-    `whole_process`: the run is the process (the `sage` command), which ends when it does."""
+    `whole_process`: the run is the process (the `sage` command), which ends when it does; `usage`:
+    `--usage`, the run's model usage on stderr at the end (SPEC §23)."""
     from ..engine.program import CheckFailed, compile_session
     claim = None
     if resume is not None:   # a worker's run in a process of its own: it dies with the worker
@@ -65,7 +67,11 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
         host = TerminalHost(store=store, durable=journal or resume is not None, trace_file=trace[0],
                             trace_stderr=trace[1])
         host.claim = claim
-        return _run_with_signals(program, host, program_args or [], resume)
+        outcome = _run_with_signals(program, host, program_args or [], resume)
+        if usage:
+            from ..llm.usage import usage_line
+            _stderr_line(usage_line(outcome.usage))
+        return outcome.exit_code
     finally:
         if store is not None:
             store.close()
@@ -124,7 +130,7 @@ def _refused(session: Session, failed: CheckFailed, store: Any, resume: str | No
     return 1
 
 
-def _run_with_signals(program: Program, host: Host, program_args: list[str], resume: str | None) -> int:
+def _run_with_signals(program: Program, host: Host, program_args: list[str], resume: str | None) -> RunOutcome:
     """Ctrl-C and SIGTERM stop the run before its next step (exit 130 and 143); Ctrl-C while a terminal form
     is open closes the form instead."""
     def on_signal(signum: int, frame: Any) -> None:
@@ -143,7 +149,7 @@ def _run_with_signals(program: Program, host: Host, program_args: list[str], res
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return outcome.exit_code
+    return outcome
 
 
 def _stderr_line(text: str) -> None:

@@ -144,7 +144,9 @@ def _list(args: argparse.Namespace, store: Store | None) -> int:
     now = time.time()
     if args.format == "json":
         infos = store.run_infos() if store is not None else {}
-        print(json.dumps([_run_json(run, now, infos.get(run.id)) for run in runs], ensure_ascii=False))
+        usage = store.usage_records() if hasattr(store, "usage_records") else {}
+        print(json.dumps([_run_json(run, now, infos.get(run.id), usage.get(run.id)) for run in runs],
+                         ensure_ascii=False))
         return 0
     if not runs:
         print("no durable runs yet")
@@ -166,15 +168,17 @@ def _run_lines(runs: list[RunRecord], now: float) -> list[str]:
             for rid, started, status, code, entry in rows]
 
 
-def _run_json(run: RunRecord, now: float, info: Any = None) -> dict[str, Any]:
-    """The object of `list --format json`; `info`: the run's queue row (store.queue.RunInfo), if any."""
+def _run_json(run: RunRecord, now: float, info: Any = None, usage: Any = None) -> dict[str, Any]:
+    """The object of `list --format json`; `info`: the run's queue row (store.queue.RunInfo), if any;
+    `usage`: its usage record (SPEC §23), if any."""
+    from ..llm.usage import summary_of
     from ..store.leases import shown_status
     from ..store.queue import QUEUED, RunInfo
     info = info or RunInfo()
     return {"id": run.id, "started_at": None if run.status == QUEUED else _utc(run.started_at, iso=True),
             "status": shown_status(run, now), "exit_code": run.exit_code, "entry": run.entry,
             "queue": info.queue, "version": info.version or None, "host": run.lease_host or info.host,
-            "recoveries": info.recoveries}
+            "recoveries": info.recoveries, "usage": summary_of(usage if usage is not None else {})}
 
 
 def _utc(stamp: float, iso: bool = False) -> str:
@@ -186,11 +190,18 @@ def _utc(stamp: float, iso: bool = False) -> str:
 def _show(args: argparse.Namespace, store: Store | None) -> int:
     run = find_run(store, args.run_id)
     assert store is not None   # find_run found the run in it
+    from ..store.base import USAGE_PATH
     steps = store.steps(run.id)
+    usage = next((step.outcome for step in steps if step.path == USAGE_PATH), None)
+    steps = [step for step in steps if step.path != USAGE_PATH]
     if args.format == "json":
         print(json.dumps([_step_json(step) for step in steps], ensure_ascii=False))
         return 0
     print(_run_lines([run], time.time())[0])
+    if usage is not None:
+        from ..llm.usage import models_line, summary_of, usage_line
+        print(usage_line(summary_of(usage)))
+        print(models_line(usage))
     if not steps:
         print("  (no journaled steps)")
     path = None

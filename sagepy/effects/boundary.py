@@ -36,7 +36,7 @@ class Effects:
         self.mocks = mocks              # sagepy.effects.mocks.MockQueues under `sage test`, else None
         self.real_llm = real_llm        # `sage test --real-llm`
         self.ended = False              # the test this Effects belongs to has ended
-        self.world = World(settings, tracer, self.elicit, self.sample)
+        self.world = World(settings, tracer, self.elicit, self.sample, runtime)
         self.journal: Any = None        # the journal of a durable run (effects.journal.Journal), else None
         self.otel: Any = None           # the spans of an exported run (telemetry.spans.SpanExport), else None
         policy = settings.approvals
@@ -45,6 +45,18 @@ class Effects:
         self.perform: Perform = _unassembled   # the chain, set by build_effects
 
     # ---------------------------------------------------------------- model turns
+    @property
+    def usage(self) -> Any:
+        """The run's model usage (SPEC §23), sagepy.llm.usage.RunUsage."""
+        return self.world.usage
+
+    def usage_summary(self) -> dict:
+        """`RunOutcome.usage`: that of a run that made no model request without loading the LLM package."""
+        if not self.world.usage_started:
+            return {"turns": 0, "input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0, "cost": None,
+                    "unknown_turns": 0}
+        return self.world.usage.summary()
+
     def divine(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None = None) -> Any:
         data = self.perform(Step(LLM, "infer" if infer else "divine", [prompt], target, "read_only", ctx,
                                  overrides=overrides))

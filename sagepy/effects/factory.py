@@ -24,6 +24,8 @@ def build_effects(runtime: Any, settings: Settings, io_builtins: dict[str, Calla
     `runtime.effects`."""
     effects = Effects(runtime, settings, Tracer(trace_path, trace_stderr), mocks, real_llm)
     effects.journal = journal
+    if journal is not None:
+        journal.world = effects.world
     if export is not None:
         _start_export(effects, export)
     effects.perform = compose(layers(effects, io_builtins))

@@ -33,12 +33,13 @@ from typing import Any, Callable
 from ..core.errors import AgentCancelled, SageRaise
 from ..core.values import UNIT, ErrorValue
 from ..store import crash
-from ..store.base import DONE, STARTED, STEP_FAILED, WAITING, Busy, StepRecord, TakenOver, Unavailable, Unreachable
+from ..store.base import (DONE, STARTED, STEP_FAILED, USAGE, USAGE_PATH, WAITING, Busy, StepRecord, TakenOver,
+                          Unavailable, Unreachable)
 from .chain import Perform
 from .grouping import OutcomeGroups, groupable
 from .outcomes import args_hash, decode_error, decode_value, encode_error, encode_value
 from .people import NoOneToAsk
-from .step import AWAIT, MCP, RECEIVE, STATE, Step
+from .step import AWAIT, LLM, MCP, RECEIVE, STATE, Step
 
 
 class JournalStopped(AgentCancelled):
@@ -73,6 +74,7 @@ class Journal:
         self.groups: OutcomeGroups | None = None   # pending outcomes, from `begin` on
         self.grouped = False
         self.confirmed = time.monotonic()
+        self.world: Any = None          # the run's world, whose model usage the journal keeps (SPEC §23)
 
     def begin(self, run_id: str, records: list[StepRecord]) -> None:
         """The run this journal records: its id and the records of its earlier executions (none for a new run)."""
@@ -83,6 +85,9 @@ class Journal:
                 self.horizon[r.path] = r.number
         self.recorded_handles = {r.outcome for r in records
                                  if r.kind == MCP and r.target == "mcp_connect" and r.status == DONE}
+        usage = self.records.get((USAGE_PATH, 1))
+        if usage is not None and self.world is not None:   # a resumed run counts on from its recorded usage
+            self.world.usage.restore(usage.outcome)
         self.groups = OutcomeGroups(lambda group: self.store.record_steps(run_id, group))
         # Under the crash-sweep hooks each outcome commits at once, so that a crash at the k-th journal write
         # happens at the same place of the program on every execution (what the sweep's checks rest on).
@@ -120,14 +125,22 @@ class Journal:
     def record(self, step: Step, digest: str, safety: str, status: str, outcome: Any = None) -> StepRecord:
         """Commit a step's record: an outcome of a read-only or idempotent step joins the pending group;
         anything else commits the group first, then itself. A destructive step's intent that another
-        process inserted first halts the run (the other process performs the call)."""
+        process inserted first halts the run (the other process performs the call). A model turn's outcome
+        carries the run's usage along, when it changed (SPEC §23: the record of pseudo-path `#usage`, one
+        per run, written over)."""
         record = StepRecord(step.path, step.number, step.kind, step.target, digest, safety, status, outcome)
         with _store_errors(self):
             if status != STARTED and groupable(record):
+                records = [record]
+                if step.kind == LLM and self.world is not None:
+                    usage = self.world.usage.record()
+                    if usage is not None:
+                        records.append(StepRecord(USAGE_PATH, 1, USAGE, USAGE, "", "read_only", DONE, usage))
                 if self.grouped:
-                    self.groups.add(record)
+                    for each in records:
+                        self.groups.add(each)
                 else:
-                    self.store.record_steps(self.run_id, [record])
+                    self.store.record_steps(self.run_id, records)
                 return record
             self.groups.flush()
             if status != STARTED:

@@ -169,27 +169,15 @@ def _run(program: Program, host: Host, runtime: Runtime, target: Any, fields: di
             run.finish(code, ending)
     value = error = None
     if inst is not None and ending == COMPLETED:
-        value = _value_json(inst.result)
+        value = inst.result
     elif inst is not None and inst.error is not None and ending == FAILED:
         error = inst.error.display()
     return RunOutcome(status_of(ending, code), code, value, error, run.run_id if run is not None else None,
                       _usage(effects))
 
 
-def _value_json(result: Any) -> Any:
-    from ..core.convert import ConversionError, to_json
-    from ..core.values import UNIT
-    if result is UNIT:
-        return None
-    try:
-        return to_json(result)
-    except ConversionError:   # a value with no JSON form (an agent handle, a function)
-        return None
-
-
 def _usage(effects: Any) -> dict:
-    usage = getattr(effects, "usage", None)
-    return usage.summary() if usage is not None else {}
+    return effects.usage_summary()
 
 
 def _run_agent(host: Host, runtime: Runtime, agent: Any, fields: dict, journal: Any) -> tuple[int, str, Any]:

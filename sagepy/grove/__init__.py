@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..diagnostics import Diagnostic, did_you_mean
 from .keys import (Collector, apply_keys, non_negative_int, number, one_of, positive_int, string, string_list,
                    toml_type)
+from .llm import non_negative_number, positive_number
 if TYPE_CHECKING:
     from ..approval_policy import ApprovalPolicy
     from ..project import Project
@@ -94,7 +95,12 @@ _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
             "timeout_ms": (positive_int, "a positive integer"), "retries": (non_negative_int, "an integer ≥ 0"),
             "infer_retries": (positive_int, "a positive integer"),
             "max_tool_steps": (positive_int, "a positive integer"),
-            "max_tool_result_chars": (positive_int, "a positive integer")},
+            "max_tool_result_chars": (positive_int, "a positive integer"),
+            "max_tokens_per_run": (positive_int, "a positive integer"),
+            "max_cost_per_run": (non_negative_number, "a number ≥ 0 (dollars)"),
+            "max_concurrent_requests": (positive_int, "a positive integer"),
+            "requests_per_minute": (positive_number, "a number > 0"),
+            "tokens_per_minute": (positive_number, "a number > 0")},
     "persistence": {"backend": (one_of(("sqlite", "postgres", "memory")), 'one of "sqlite", "postgres", "memory"'),
                     "path": (string, "a string"), "url": (string, "a string"), "schema": (string, "a string"),
                     "max_recoveries": (non_negative_int, "an integer ≥ 0")},
@@ -174,6 +180,9 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
         if section == "llm":
             data = _llm_tables(data, grove, out)
         apply_keys(data, keys, section, report, targets[section])
+        if section == "llm":
+            from .llm import check_prices_cover
+            check_prices_cover(grove.llm, out)
     if grove.persistence.present:
         _check_postgres(config, grove, state_url, out)
     diagnostics = out.diagnostics
@@ -190,13 +199,24 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
     return grove
 
 
+LLM_OWN_KEYS = ("providers", "prices", "fallback")
+
+
 def _llm_tables(data: dict, grove: Grove, out: Collector) -> dict:
-    """The sub-tables of `[llm]` (SPEC §23), checked on their own; the rest of the table is returned."""
-    if "providers" not in data:
+    """The sub-tables of `[llm]` and its fallback chain (SPEC §23), checked on their own; the rest of the
+    table is returned."""
+    if not any(key in data for key in LLM_OWN_KEYS):
         return data
-    from .llm import check_providers
-    grove.llm["providers"] = check_providers(data["providers"], out)
-    return {key: value for key, value in data.items() if key != "providers"}
+    from .llm import check_fallback, check_prices, check_providers
+    if "providers" in data:
+        grove.llm["providers"] = check_providers(data["providers"], out)
+    if "prices" in data:
+        grove.llm["prices"] = check_prices(data["prices"], out)
+    if "fallback" in data:
+        fallback = check_fallback(data["fallback"], out)
+        if fallback is not None:
+            grove.llm["fallback"] = fallback
+    return {key: value for key, value in data.items() if key not in LLM_OWN_KEYS}
 
 
 def _remember_masked(path: str) -> None:

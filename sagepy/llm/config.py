@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
+from .usage import UsageSettings
+
 DEFAULT_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_KEY_ENV = "SAGE_API_KEY"
@@ -99,7 +101,7 @@ class LlmConfig:
 
     __slots__ = ("url", "model", "api_key", "temperature", "max_tokens", "timeout_ms", "retries",
                  "infer_retries", "max_tool_steps", "max_tool_result_chars", "configured", "error", "key_env",
-                 "provider", "others")
+                 "provider", "others", "usage")
 
     def __init__(self, url: str = DEFAULT_URL, model: str | None = DEFAULT_MODEL, api_key: str | None = None,
                  temperature: float | None = None, max_tokens: int | None = None,
@@ -122,6 +124,7 @@ class LlmConfig:
         self.error = error
         self.key_env = key_env
         self.others: dict[str, LlmConfig] = {}   # the settings of the other providers (SPEC §23)
+        self.usage = UsageSettings()   # prices, budgets, limits and fallbacks (SPEC §23)
 
     def __repr__(self) -> str:
         # The key stays out of every rendering of the configuration.
@@ -174,6 +177,7 @@ class LlmConfig:
                           or api_key or section or values["model"] == ECHO_MODEL)
         config = cls(api_key=api_key, configured=configured, error=errors[0] if errors else None, key_env=key_env,
                      provider=provider, **values)
+        config.usage = UsageSettings(section)
         tables = section.get("providers") or {}
         config.others = {name: config._other(name, tables.get(name) or {}, environ)
                          for name in PROVIDERS if name != provider}

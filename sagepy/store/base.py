@@ -25,6 +25,18 @@ PAUSED = "paused"        # waiting for a person (SPEC §17)
 STARTED, DONE, STEP_FAILED, WAITING = "started", "done", "failed", "waiting"
 
 
+# A run's model usage (SPEC §23) is one record of its own, at a pseudo agent path (no agent's path starts
+# with `#`), written over as the usage grows, with the outcome of the model turn that changed it. It is no
+# step of the program: crash injection does not count it (`journal_records`), `sage runs show` shows it as
+# the run's `usage:` line.
+USAGE_PATH, USAGE = "#usage", "usage"
+
+
+def journal_records(steps: list) -> int:
+    """How many of `steps` are journal records of the program's steps (what crash injection counts)."""
+    return sum(1 for step in steps if step.kind != USAGE)
+
+
 @dataclass
 class RunRecord:
     id: str                  # YYYYMMDD-HHMMSS-xxxx

@@ -34,8 +34,9 @@ from typing import Any, Callable, TypeVar
 
 from ..core.json_text import compact_json, parse_json
 from . import crash
-from .base import (RELEASED, Busy, forget_lease, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, Unreachable, COMPLETED,
+from .base import (RELEASED, Busy, forget_lease, journal_records, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, Unreachable, COMPLETED,
                    FAILED, STARTED)
+from .buckets import PostgresBuckets
 from .pauses import PostgresPauses
 from .postgres_queue import PostgresQueue
 from .queue import CANCELLED
@@ -79,7 +80,7 @@ def first_line(exc: BaseException) -> str:
     return line.removeprefix("connection failed: ")
 
 
-class PostgresStore(PostgresQueue, PostgresPauses):
+class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
     durable = True
 
     def __init__(self, url: str, project: str, schema: str = "sage", shown: str | None = None,
@@ -360,7 +361,7 @@ class PostgresStore(PostgresQueue, PostgresPauses):
         def work(conn: Any) -> None:
             with conn.cursor() as cursor:
                 cursor.executemany(self._upsert_step, [self._step_row(run_id, step) for step in steps])
-        self._write(work, journal=len(steps), fence=run_id, durable=False)
+        self._write(work, journal=journal_records(steps), fence=run_id, durable=False)
 
     def record_intent(self, run_id: str, step: StepRecord) -> bool:
         if self._fast(run_id) and self._fenced(run_id, [step], True, replace=False):

@@ -33,9 +33,10 @@ from typing import Any, Callable, Iterator
 from ..core.json_text import compact_json, parse_json
 from ..secrecy import private_directory
 from . import crash
-from .base import (RELEASED, Busy, forget_lease, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, COMPLETED, FAILED,
+from .base import (RELEASED, Busy, forget_lease, journal_records, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, COMPLETED, FAILED,
                    STARTED)
 from .queue import CANCELLED
+from .buckets import SqliteBuckets
 from .pauses import SqlitePauses
 from .sqlite_queue import QUEUE_SCHEMA, QUEUE_TABLES, SqliteQueue
 
@@ -75,7 +76,7 @@ def _failure(exc: sqlite3.Error) -> Exception:
     return Unavailable(text)
 
 
-class SqliteStore(SqliteQueue, SqlitePauses):
+class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
     durable = True
 
     def __init__(self, path: str, busy_timeout_s: float = 30.0) -> None:
@@ -306,7 +307,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
 
     def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
         if steps:
-            with self._write(journal=len(steps), flush=False, fence=run_id):
+            with self._write(journal=journal_records(steps), flush=False, fence=run_id):
                 self._db.executemany(_PUT_STEP, [self._step_row(run_id, step) for step in steps])
 
     def record_intent(self, run_id: str, step: StepRecord) -> bool:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from worker_harness import make_project, runs_json, sage, sage_env, start_worker, submit, wait_until_gone
+from worker_harness import (leased_by, make_project, runs_json, sage, sage_env, start_worker, submit,
+                            wait_until_gone)
 
 
 @pytest.fixture
@@ -252,7 +253,7 @@ def test_a_killed_worker_is_recovered_until_max_recoveries(tmp_path: Path) -> No
         worker = start_worker(project, env, tmp_path / f"w{attempt}.log", "--poll-ms", "50")
         try:
             worker.wait_for(f"run {run_id}: {line}")
-            time.sleep(0.5)
+            leased_by(project, env, run_id, worker.process.pid)   # its run is under way, under its lease
         finally:
             worker.stop()   # SIGKILL: the run's process dies with it
         assert not wait_until_gone(project)
@@ -278,6 +279,6 @@ def test_list_json_fields_of_a_run_started_by_sage_run(project: Path, env: dict[
     assert done.returncode == 5
     [run] = runs_json(project, env)
     assert set(run) == {"id", "started_at", "status", "exit_code", "entry", "queue", "version", "host",
-                        "recoveries"}
+                        "recoveries", "usage"}
     assert (run["status"], run["exit_code"], run["queue"], run["recoveries"]) == ("completed", 5, "default", 0)
     assert json.dumps(run["started_at"]).endswith('Z"')

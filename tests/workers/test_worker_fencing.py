@@ -9,22 +9,14 @@ import signal
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from worker_harness import (make_project, read_field, read_ledger, resolve_halted, runs_json, sage, sage_env,
-                            start_worker, submit, wait_until_gone)
+from worker_harness import (leased_by, make_project, open_store, read_field, read_ledger, resolve_halted,
+                            run_process, runs_json, sage, sage_env, start_worker, submit, wait_until_gone)
 from sagepy.store.leases import FRESH_SECONDS, process_alive
 
 CHARGES = 6
-
-
-def open_store(project: Path, env: dict[str, str]) -> Any:
-    from sagepy.project import find_project
-    from sagepy.session import Session
-    project_info, _ = find_project(str(project))
-    return Session(project_info, environ=env).open_store().backend
 
 
 def snapshot(project: Path, env: dict[str, str], run_id: str) -> tuple:
@@ -34,21 +26,6 @@ def snapshot(project: Path, env: dict[str, str], run_id: str) -> tuple:
         return store.steps(run_id), store.output(run_id), store.get_field("Main", "total")
     finally:
         store.close()
-
-
-def run_process(project: Path, env: dict[str, str], run_id: str, worker_pid: int, timeout: float = 120) -> int:
-    """The pid of the run's own process once it holds the lease its worker claimed for it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        store = open_store(project, env)
-        try:
-            run = store.get_run(run_id)
-        finally:
-            store.close()
-        if run.lease_pid not in (None, worker_pid) and run.lease_heartbeat is not None:
-            return run.lease_pid
-        assert time.monotonic() < deadline, "the run's process never took its lease"
-        time.sleep(0.05)
 
 
 def stop_between_steps(project: Path, env: dict[str, str], run_id: str, owner: int, sqlite: bool) -> int:
@@ -117,22 +94,6 @@ def test_a_worker_run_stopped_past_its_lease_writes_nothing_after_another_worker
     assert accounts == [f"acct-{i}" for i in range(CHARGES)]   # every charge once
     assert read_field(project, env, "Main", "total") == CHARGES
     assert not wait_until_gone(project)
-
-
-def leased_by(project: Path, env: dict[str, str], run_id: str, pid: int, timeout: float = 120) -> None:
-    """Until the run's own execution holds its lease under `pid` (a thread-mode worker's runs are its own)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        store = open_store(project, env)
-        try:
-            run = store.get_run(run_id)
-            steps = store.steps(run_id)
-        finally:
-            store.close()
-        if run.lease_pid == pid and run.lease_heartbeat is not None and steps:
-            return
-        assert time.monotonic() < deadline, "the run never started under its worker"
-        time.sleep(0.05)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])

@@ -294,3 +294,41 @@ def drive_load(project: Path, env: dict[str, str], logs: Path, runs: int, worker
                 worker.process.wait()
     load.seconds = time.monotonic() - started
     return load
+
+
+def open_store(project: Path, env: dict[str, str]) -> Any:
+    from sagepy.project import find_project
+    from sagepy.session import Session
+    project_info, _ = find_project(str(project))
+    return Session(project_info, environ=env).open_store().backend
+
+
+def run_process(project: Path, env: dict[str, str], run_id: str, worker_pid: int, timeout: float = 120) -> int:
+    """The pid of the run's own process once it holds the lease its worker claimed for it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        store = open_store(project, env)
+        try:
+            run = store.get_run(run_id)
+        finally:
+            store.close()
+        if run.lease_pid not in (None, worker_pid) and run.lease_heartbeat is not None:
+            return run.lease_pid
+        assert time.monotonic() < deadline, "the run's process never took its lease"
+        time.sleep(0.05)
+
+
+def leased_by(project: Path, env: dict[str, str], run_id: str, pid: int, timeout: float = 120) -> None:
+    """Until the run's own execution holds its lease under `pid` (a thread-mode worker's runs are its own)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        store = open_store(project, env)
+        try:
+            run = store.get_run(run_id)
+            steps = store.steps(run_id)
+        finally:
+            store.close()
+        if run.lease_pid == pid and run.lease_heartbeat is not None and steps:
+            return
+        assert time.monotonic() < deadline, "the run never started under its worker"
+        time.sleep(0.05)
