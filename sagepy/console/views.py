@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..secrecy import MASK, mask_passwords, mask_urls
-from ..store.base import RunRecord, StepRecord
+from ..store.base import USAGE_PATH, RunRecord, StepRecord
 from ..store.leases import FRESH_SECONDS, shown_status
 from ..store.queue import DEFAULT_QUEUE, QUEUED, RunInfo
 
@@ -89,13 +89,19 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
-def run_usage(store: Any, run_id: str) -> dict[str, Any] | None:
-    """The run's model usage when the store records it (`{"input_tokens", "output_tokens", "cost"?, …}`)."""
-    reader = getattr(store, "run_usage", None)
-    if reader is None:
+def usage_records(store: Any) -> dict[str, Any]:
+    """Run id -> its journaled usage record (SPEC §23), for every run of the project that has one."""
+    reader = getattr(store, "usage_records", None)
+    return reader() if reader is not None else {}
+
+
+def usage_summary(record: Any) -> dict[str, Any] | None:
+    """A usage record as `RunOutcome.usage` gives it (`turns`, `input_tokens`, `output_tokens`, `cost`…); None
+    for a run without one."""
+    if record is None:
         return None
-    found = reader(run_id)
-    return found if isinstance(found, dict) and found else None
+    from ..llm.usage import summary_of
+    return summary_of(record) or None
 
 
 def _usage_text(usage: dict[str, Any] | None) -> tuple[str, str]:
@@ -140,7 +146,8 @@ def runs_page(store: Any, filters: dict[str, str], page: int) -> RunsPage:
         chosen.append((run, run_queue, run_host))
     pages = max(1, -(-len(chosen) // PAGE_SIZE))
     page = min(max(1, page), pages)
-    shown = [run_row(run, RunInfo(queue=run_queue, host=run_host), now, run_usage(store, run.id))
+    records = usage_records(store) if chosen else {}
+    shown = [run_row(run, RunInfo(queue=run_queue, host=run_host), now, usage_summary(records.get(run.id)))
              for run, run_queue, run_host in chosen[(page - 1) * PAGE_SIZE:page * PAGE_SIZE]]
     return RunsPage(shown, len(chosen), page, pages, filters, queues, hosts)
 
@@ -179,9 +186,9 @@ def run_page(store: Any, root: str, run: RunRecord, page: int = 1) -> RunPage:
     """The run's page; its journal paged STEPS_PAGE steps at a time (the steps waiting for a person always)."""
     info = store.run_info(run.id)
     now = time.time()
-    usage = run_usage(store, run.id)
-    row = run_row(run, info, now, usage)
     records = store.steps(run.id)
+    usage = usage_summary(next((s.outcome for s in records if s.path == USAGE_PATH), None))
+    row = run_row(run, info, now, usage)
     pages = max(1, -(-len(records) // STEPS_PAGE))
     page = min(max(1, page), pages)
     steps = [step_row(step) for step in records[(page - 1) * STEPS_PAGE:page * STEPS_PAGE]]
