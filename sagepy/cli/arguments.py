@@ -97,6 +97,11 @@ def _trace_arguments(trace: argparse.ArgumentParser) -> None:
     add_arguments(trace)
 
 
+def _ui_arguments(ui: argparse.ArgumentParser) -> None:
+    from .ui import add_arguments
+    add_arguments(ui)
+
+
 def _explain_arguments(explain: argparse.ArgumentParser) -> None:
     from .explain import add_arguments
     add_arguments(explain)
@@ -128,6 +133,9 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
              "The durable runs of the project (grove.toml with [persistence]).", _runs_arguments),
     "worker": ("execute queued and interrupted runs", "Claim the project's queued runs (`sage runs submit`) and "
                "interrupted ones, and execute each in a process of its own.", _worker_arguments),
+    "ui": ("serve the web console of runs, people and evals",
+           "Serve a web console for the project's durable runs, the approvals and questions they wait on, "
+           "and its eval reports; prints the URL with its access token.", _ui_arguments),
     "trace": ("view a trace file as an HTML timeline", "Work with trace files written by `sage run --trace-file`.",
               _trace_arguments),
     "explain": ("explain an error code", "Print the explanation of an error code, with a wrong and a fixed example.",

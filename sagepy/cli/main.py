@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--resume runs with the arguments the run recorded: it takes no `-- ARGS`")
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
                    "fmt": _fmt, "worker": _worker, "new": _new, "explain": _explain, "lsp": _lsp,
-                   "trace": _trace, "eval": _eval}[args.command]
+                   "trace": _trace, "eval": _eval, "ui": _ui}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -157,6 +157,11 @@ def _worker(args: argparse.Namespace) -> int:
 def _trace(args: argparse.Namespace) -> int:
     from .trace import run_trace_command
     return run_trace_command(args)
+
+
+def _ui(args: argparse.Namespace) -> int:
+    from .ui import run_ui_command
+    return run_ui_command(args)
 
 
 def _explain(args: argparse.Namespace) -> int:

@@ -130,17 +130,13 @@ def run_runs_command(args: argparse.Namespace) -> int:
 
 
 def find_run(store: Store | None, run_id: str) -> RunRecord:
-    """The run `run_id` names (`last`: the newest run of the project), found as `sage run --resume` finds it;
-    RunsError when there is none."""
-    from ..runtime.durable import DurableExit
-    from ..runtime.durable import find_run as find_durable_run
-    if store is None:   # no store file yet: no runs
-        from ..store.memory import MemoryStore
-        store = MemoryStore()
+    """The run `run_id` names (`last`: the newest run of the project), found by the run service; RunsError when
+    there is none."""
+    from ..runs.service import NoRun, find_run as find_service_run
     try:
-        return find_durable_run(store, run_id)
-    except DurableExit as exc:
-        raise RunsError(exc.message.removeprefix("error: ")) from None
+        return find_service_run(store, run_id)
+    except NoRun as exc:
+        raise RunsError(str(exc)) from None
 
 
 # ---------------------------------------------------------------- list
@@ -237,36 +233,33 @@ def _cut(text: str) -> str:
 # ---------------------------------------------------------------- resolve
 
 def _resolve(args: argparse.Namespace, store: Store | None) -> int:
-    from ..store.base import DONE, HALTED, STARTED, STEP_FAILED
-    run = find_run(store, args.run_id)
-    assert store is not None
+    from ..runs import service
     path, number = args.step
-    if run.status != HALTED:
-        from ..store.leases import shown_status
-        raise RunsError(f"run {run.id} is {shown_status(run)}, not halted: only the step a halted run stopped "
-                        "at can be resolved")
-    step = next((s for s in store.steps(run.id) if s.path == path and s.number == number), None)
-    if step is None:
-        raise RunsError(f"run {run.id} has no step {path}:{number} (`sage runs show {run.id}` lists its steps)")
-    if step.status != STARTED:
-        raise RunsError(f"step {path}:{number} of run {run.id} is already {step.status}: only a step whose "
-                        "outcome is unknown (started) can be resolved")
     if args.not_run:
-        store.delete_step(run.id, path, number)
-        done = "not run: the next resume performs it"
+        resolution = service.Resolution.not_run()
     elif args.failed is not None:
-        # the message alone: on resume the journal raises it as an error of the kind the call raises
-        step.status, step.outcome = STEP_FAILED, {"message": args.failed}
-        store.record_step(run.id, step)
-        done = "failed"
+        resolution = service.Resolution.failed(args.failed)
     else:
-        step.status, step.outcome = DONE, args.ok
-        store.record_step(run.id, step)
-        done = "done"
-    if store.requeue_run(run.id):   # a worker was executing it: a worker resumes it
-        print(f"recorded {path}:{number} of run {run.id} as {done}; the run is queued again for a worker")
+        resolution = service.Resolution.returned(args.ok)
+    try:
+        resolved = service.resolve(store, args.run_id, path, number, resolution)
+    except service.NoRun as exc:
+        raise RunsError(str(exc)) from None
+    except service.NotHalted as exc:
+        raise RunsError(f"run {exc.run_id} is {exc.status}, not halted: only the step a halted run stopped "
+                        "at can be resolved") from None
+    except service.NoSuchStep as exc:
+        raise RunsError(f"run {exc.run_id} has no step {path}:{number} (`sage runs show {exc.run_id}` lists its "
+                        "steps)") from None
+    except service.NotUnknown as exc:
+        raise RunsError(f"step {path}:{number} of run {exc.run_id} is already {exc.status}: only a step whose "
+                        "outcome is unknown (started) can be resolved") from None
+    rid = resolved.run_id
+    done = "not run: the next resume performs it" if resolved.done == "not run" else resolved.done
+    if resolved.requeued:   # a worker was executing it: a worker resumes it
+        print(f"recorded {path}:{number} of run {rid} as {done}; the run is queued again for a worker")
     else:
-        print(f"recorded {path}:{number} of run {run.id} as {done}; continue with `sage run --resume {run.id}`")
+        print(f"recorded {path}:{number} of run {rid} as {done}; continue with `sage run --resume {rid}`")
     return 0
 
 

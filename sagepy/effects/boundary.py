@@ -116,7 +116,7 @@ class Effects:
         model's order, before any of them is made): the approvals layer takes a decision performed on its own
         and answers with it. An approved call takes its number at once, after its approval's."""
         if step.approval is not None and step.decision is None:
-            from .people import takes_number
+            from ..decisions import takes_number
             step.decision = self.perform(step.approval)
             if takes_number(step.decision):
                 step.take_number()

@@ -168,6 +168,31 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+class NoRun(LookupError):
+    """A RUN_ID names no run of the project: `run_id` as given (`last`: the project has no run yet); str() is the
+    message after `error: `."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+
+    def __str__(self) -> str:
+        if self.run_id == "last":
+            return "no durable run in this project yet"
+        return f"no run {self.run_id} in this project"
+
+
+def find_run(store: Store | None, run_id: str) -> RunRecord:
+    """The one lookup of a RUN_ID argument (`last`: the newest run of the project) in `store` (None: a store
+    not created yet, which holds no run); NoRun when there is none."""
+    run = None
+    if store is not None:
+        run = store.newest_run() if run_id == "last" else store.get_run(run_id)
+    if run is None:
+        raise NoRun(run_id)
+    return run
+
+
 # Crash injection for the crash-sweep tests (read once per process): SAGE_CRASH_AFTER_WRITE=k exits the
 # process with os._exit(77) right after the k-th committed journal write; SAGE_CRASH_BEFORE_WRITE=k exits just
 # before the k-th commit. SAGE_COUNT_WRITES=FILE appends one line per committed journal write to FILE.

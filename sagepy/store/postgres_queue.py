@@ -85,6 +85,12 @@ class PostgresQueue:
                           (self.project, run_id))
         return info_from_row(rows[0]) if rows else None
 
+    def run_list(self) -> list[tuple[RunRecord, str | None, str | None]]:
+        rows = self._read(f"SELECT {_RUN}, q.queue, q.host FROM {self._s}.runs r LEFT JOIN {self._s}.run_queue q "
+                          "ON q.project = r.project AND q.run_id = r.id WHERE r.project = %s "
+                          'ORDER BY r.started_at DESC, r.id COLLATE "C" DESC', (self.project,))
+        return [(RunRecord(*row[:10]), row[10], row[11]) for row in rows]
+
     def run_infos(self) -> dict[str, RunInfo]:
         rows = self._read(f"SELECT run_id, {INFO_COLUMNS} FROM {self._s}.run_queue WHERE project = %s",
                           (self.project,))

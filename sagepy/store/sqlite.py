@@ -278,6 +278,13 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
         rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST} LIMIT 1")
         return _run(rows[0]) if rows else None
 
+    def change_marker(self) -> tuple[int, int]:
+        """A value that changes whenever anything was committed to the file since it was last read: by another
+        connection (`PRAGMA data_version`) or by this one (its total changes). Cheap: what a page's live
+        updates look at before reading anything."""
+        with self._lock:
+            return self._db.execute("PRAGMA data_version").fetchone()[0], self._db.total_changes
+
     def list_runs(self) -> list[RunRecord]:
         return [_run(row) for row in self._read(f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST}")]
 

@@ -60,6 +60,11 @@ class SqliteQueue:
     def run_infos(self) -> dict[str, RunInfo]:
         return {row[0]: info_from_row(row[1:]) for row in self._read(f"SELECT run_id, {INFO_COLUMNS} FROM run_queue")}
 
+    def run_list(self) -> list[tuple[RunRecord, str | None, str | None]]:
+        rows = self._read(f"SELECT {_RUN}, q.queue, q.host FROM runs r LEFT JOIN run_queue q ON q.run_id = r.id "
+                          "ORDER BY r.started_at DESC, r.id DESC")
+        return [(_record(row[:9]), row[9], row[10]) for row in rows]
+
     def note_owner(self, run_id: str, host: str) -> None:
         with self._write():
             self._db.execute("UPDATE run_queue SET host = ? WHERE run_id = ?", (host, run_id))
