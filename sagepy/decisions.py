@@ -37,7 +37,6 @@ def now_utc() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-@dataclass(frozen=True)
 # A denial journaled by this sagepy says that its call took no step number (SPEC §17.1: the model's next turn
 # is the next step); a denial journaled before says nothing, and its call kept the number it had.
 NUMBERED = "call_step"
@@ -48,6 +47,7 @@ def takes_number(decision: dict) -> bool:
     return bool(decision.get("approved")) or decision.get(NUMBERED) is not False
 
 
+@dataclass(frozen=True)
 class Decision:
     """Approved or denied, by whom, when (None: not recorded, as for mocks), why, and whether the approval holds
     for the rest of the run (`always`)."""
