@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..core.errors import SageRaise, TestAbort
 from ..core.values import ErrorValue
 from .chain import Perform
-from ..decisions import NUMBERED, Decision, person
+from ..decisions import NUMBERED, Decision, person, takes_number
 from .people import NoOneToAsk, Terminal
 from .step import APPROVAL, IO, Step
 
