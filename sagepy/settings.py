@@ -106,7 +106,24 @@ class Settings:
         if project.dotenv_error is not None:
             settings.diagnostics = [project.dotenv_error] + settings.diagnostics
             settings.tool_diagnostics = [project.dotenv_error] + settings.tool_diagnostics
+        settings.diagnostics = settings.diagnostics + settings._unpriced_model()
         return settings
+
+    def _unpriced_model(self) -> list[Diagnostic]:
+        """E090 for a dollar budget (SPEC §23) when SAGE_MODEL names a model that has no price: grove.toml's own
+        models are checked with it (grove/llm.py); the one the environment chooses is known only here."""
+        llm = self.llm_section
+        model = self.overrides.setting("SAGE_MODEL")
+        if "max_cost_per_run" not in llm or not model or model == "echo":
+            return []
+        prices = llm.get("prices") or {}
+        provider = self.overrides.setting("SAGE_LLM_PROVIDER") or llm.get("provider", "openai")
+        if model in prices or f"{provider}:{model}" in prices:
+            return []
+        from .diagnostics import Diagnostic
+        return [Diagnostic("E090", f"{os.path.basename(self.grove_path or 'grove.toml')}: [llm] max_cost_per_run needs a price for model {model} "
+                           f"(SAGE_MODEL): add [llm.prices.\"{model}\"] with input_per_mtok and output_per_mtok",
+                           self.grove_path, None)]
 
     def entry_file(self) -> str:
         return os.path.join(self.root, self.project.entry)

@@ -106,8 +106,8 @@ def check_fallback(value: Any, out: Collector) -> list[str] | None:
 
 def check_prices_cover(llm: dict, out: Collector) -> None:
     """A dollar budget needs a price for every model grove.toml names (`[llm] model` and each fallback): a
-    model without one is E090, not a silent zero cost. (A model named elsewhere — `SAGE_MODEL`, the
-    provider's default, a `divine(p, model: …)` — fails its first turn with an Llm error instead.)"""
+    model without one is E090, not a silent zero cost (`SAGE_MODEL`'s is checked with the settings; a model a
+    program names at run time, `divine(p, model: …)`, fails its first turn with an Llm error instead)."""
     if "max_cost_per_run" not in llm:
         return
     prices = llm.get("prices") or {}

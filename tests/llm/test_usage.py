@@ -210,3 +210,22 @@ def test_a_dollar_budget_refuses_a_turn_of_a_model_without_a_price(tmp_path: Pat
         assert [q["model"] for q in srv.requests] == ["gpt-test"]
     assert r.stdout.splitlines() == ["a", 'no price for model gpt-other: [llm] max_cost_per_run needs '
                                           '[llm.prices."gpt-other"]']
+
+
+def test_a_dollar_budget_refuses_a_model_sage_model_names_without_a_price(tmp_path: Path) -> None:
+    """E090 at start, naming the model, for the model the environment chooses as for grove.toml's own."""
+    root = tmp_path / "priced"
+    (root / "src").mkdir(parents=True)
+    (root / "grove.toml").write_text('[project]\nname = "priced"\n\n[llm]\nmodel = "gpt-a"\nmax_cost_per_run = 1.0\n\n'
+                                     '[llm.prices."gpt-a"]\ninput_per_mtok = 1\noutput_per_mtok = 2\n')
+    (root / "src" / "main.sg").write_text('agent Main {\n    on start {\n        print("hi");\n        yield(0);\n'
+                                          '    }\n}\nrun Main;\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SAGE_")}
+    env.update(PYTHONPATH=str(REPO), NO_COLOR="1", SAGE_CACHE_DIR=str(tmp_path / "cache"))
+    refused = subprocess.run([sys.executable, "-m", "sagepy", "run"], cwd=root, capture_output=True, text=True,
+                             env=dict(env, SAGE_MODEL="gpt-b"), timeout=120)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "error[E090]: grove.toml: [llm] max_cost_per_run needs a price for model gpt-b (SAGE_MODEL)" in refused.stderr
+    priced = subprocess.run([sys.executable, "-m", "sagepy", "run"], cwd=root, capture_output=True, text=True,
+                            env=dict(env, SAGE_MODEL="gpt-a"), timeout=120)
+    assert (priced.returncode, priced.stdout) == (0, "hi\n"), priced.stderr
