@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..secrecy import MASK, mask_passwords, mask_urls
+from ..secrecy import PASSWORD_MASK, mask_passwords, mask_urls, secret_outcome
 from ..store.base import USAGE_PATH, RunRecord, StepRecord
 from ..store.leases import FRESH_SECONDS, shown_status
 from ..store.queue import DEFAULT_QUEUE, QUEUED, RunInfo
@@ -16,7 +16,6 @@ from ..store.queue import DEFAULT_QUEUE, QUEUED, RunInfo
 PAGE_SIZE = 50
 STEPS_PAGE = 500   # journal steps on one page of a run
 STATUSES = ("queued", "running", "interrupted", "paused", "halted", "completed", "failed", "cancelled")
-SECRET_READS = ("env", "env_or")   # the journal keeps no variable name, only the value read: never shown
 
 
 @dataclass
@@ -166,8 +165,8 @@ def step_row(step: StepRecord) -> StepRow:
     outcome = "" if step.status == "started" else shown_json(step.outcome)
     if waiting:   # a waiting record keeps what it asks: the call's arguments, or the question
         arguments, outcome = shown_json(step.outcome), ""
-    elif step.kind == "io" and step.target in SECRET_READS and step.status != "started":
-        outcome = MASK
+    elif step.status != "started" and secret_outcome(step.kind, step.target, step.outcome):
+        outcome = PASSWORD_MASK   # a secret variable's value, masked as `sage runs show` masks it
     return StepRow(step.path, step.number, step.kind, step.target, step.safety, step.status, step.args_hash[:12],
                    arguments, outcome, waiting)
 

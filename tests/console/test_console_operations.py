@@ -103,6 +103,6 @@ def test_secrets_are_masked_on_a_runs_page(tmp_path: Path) -> None:
         page = client.get(f"/runs/{rid}").text
         client.close()
     assert "sk-live-0123456789abcdef" not in page
-    assert "<td>io</td><td>env</td>" in page and "<code>****</code>" in page   # the value read, never shown
+    assert "<td>io</td><td>env</td>" in page and "<code>***</code>" in page   # the secret value read, never shown
     assert "hunter2-pw" not in page
     assert "postgresql://sage:****@db.internal/ledger with a key of 24" in page
