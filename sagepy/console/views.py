@@ -114,7 +114,12 @@ def _usage_text(usage: dict[str, Any] | None) -> tuple[str, str]:
 def run_row(run: RunRecord, info: RunInfo | None, now: float, usage: dict[str, Any] | None = None) -> RunRow:
     status = shown_status(run, now)
     info = info or RunInfo()
-    duration = _duration(now - run.started_at) if status == "running" else "-"
+    if status == "running":
+        duration = _duration(now - run.started_at)
+    elif run.ended_at is not None and run.status != QUEUED:
+        duration = _duration(run.ended_at - run.started_at)
+    else:   # not started, paused or halted (no end yet), or ended before sagepy kept end times
+        duration = "-"
     tokens, cost = _usage_text(usage)
     return RunRow(run.id, status, run.exit_code, run.entry, info.queue, run.lease_host or info.host or "-",
                   "-" if run.status == QUEUED else utc(run.started_at), duration, tokens, cost)

@@ -48,6 +48,7 @@ class RunRecord:
     lease_host: str | None = None
     lease_heartbeat: float | None = None   # unix seconds of the last heartbeat
     lease_token: str | None = None         # the owner's random token: what fences its writes
+    ended_at: float | None = None          # unix seconds when the run ended (completed, failed, cancelled)
     # seconds since the heartbeat on the store's clock: read, never stored, and no part of a record's equality
     lease_age: float | None = field(default=None, compare=False)
 

@@ -50,7 +50,7 @@ CONNECT_TIMEOUT_S = 10
 _Result = TypeVar("_Result")
 
 _RUN_COLUMNS = ("id, started_at, status, exit_code, entry, lease_pid, lease_host, "
-                "extract(epoch FROM lease_heartbeat)::float8, lease_token, "
+                "extract(epoch FROM lease_heartbeat)::float8, lease_token, ended_at, "
                 "extract(epoch FROM now() - lease_heartbeat)::float8")
 _STEP_COLUMNS = "path, number, kind, target, args_hash, safety, status, outcome"
 _NEWEST_FIRST = 'ORDER BY started_at DESC, id COLLATE "C" DESC'
@@ -68,7 +68,8 @@ def _schema_statements(s: str) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {s}.runs (project text NOT NULL, id text NOT NULL, "
         "started_at double precision NOT NULL, status text NOT NULL, exit_code integer, entry text NOT NULL, "
         "lease_pid integer, lease_host text, lease_heartbeat timestamptz, lease_token text, "
-        "PRIMARY KEY (project, id))",
+        "ended_at double precision, PRIMARY KEY (project, id))",
+        f"ALTER TABLE {s}.runs ADD COLUMN IF NOT EXISTS ended_at double precision",
         f"CREATE TABLE IF NOT EXISTS {s}.steps (project text NOT NULL, run_id text NOT NULL, path text NOT NULL, "
         "number integer NOT NULL, kind text NOT NULL, target text NOT NULL, args_hash text NOT NULL, "
         "safety text NOT NULL, status text NOT NULL, outcome text NOT NULL, token text, "
@@ -318,7 +319,8 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
         return [RunRecord(*row) for row in rows]
 
     def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
-        self._set_lease_free(run_id, ", status = %s, exit_code = %s", (status, exit_code))
+        self._set_lease_free(run_id, ", status = %s, exit_code = %s, ended_at = extract(epoch FROM now())",
+                             (status, exit_code))
 
     def release_lease(self, run_id: str) -> None:
         self._set_lease_free(run_id, "", ())

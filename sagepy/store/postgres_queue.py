@@ -19,7 +19,7 @@ from .queue import CANCELLED, CANCELLED_EXIT, INFO_COLUMNS, PAUSED, QUEUED, Clai
 CHANNEL = "sagepy_runs"
 LISTEN_RETRY_S = 1.0
 _RUN = ("r.id, r.started_at, r.status, r.exit_code, r.entry, r.lease_pid, r.lease_host, "
-        "extract(epoch FROM r.lease_heartbeat)::float8, r.lease_token, "
+        "extract(epoch FROM r.lease_heartbeat)::float8, r.lease_token, r.ended_at, "
         "extract(epoch FROM now() - r.lease_heartbeat)::float8")
 _INFO = ", ".join(f"q.{c.strip()}" for c in INFO_COLUMNS.split(","))
 _RELEASED = "lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL, lease_token = NULL"
@@ -89,7 +89,7 @@ class PostgresQueue:
         rows = self._read(f"SELECT {_RUN}, q.queue, q.host FROM {self._s}.runs r LEFT JOIN {self._s}.run_queue q "
                           "ON q.project = r.project AND q.run_id = r.id WHERE r.project = %s "
                           'ORDER BY r.started_at DESC, r.id COLLATE "C" DESC', (self.project,))
-        return [(RunRecord(*row[:10]), row[10], row[11]) for row in rows]
+        return [(RunRecord(*row[:11]), row[11], row[12]) for row in rows]
 
     def run_infos(self) -> dict[str, RunInfo]:
         rows = self._read(f"SELECT run_id, {INFO_COLUMNS} FROM {self._s}.run_queue WHERE project = %s",
@@ -116,7 +116,7 @@ class PostgresQueue:
                 'ORDER BY r.started_at, r.id COLLATE "C" FOR UPDATE OF r SKIP LOCKED',
                 (self.project, version or "", version is None, QUEUED, queue, RUNNING, host)).fetchall()
             for row in rows:
-                run, info = RunRecord(*row[:10]), info_from_row(row[10:])
+                run, info = RunRecord(*row[:11]), info_from_row(row[11:])
                 if run.id in skip:
                     continue
                 resumed = run.status == RUNNING
@@ -172,7 +172,8 @@ class PostgresQueue:
                                (self.project, run_id)).fetchone()
             run = RunRecord(*row)
             if run.status in (QUEUED, HALTED, PAUSED) or (run.status == RUNNING and is_stale(run)):
-                conn.execute(f"UPDATE {s}.runs SET status = %s, exit_code = %s, {_RELEASED} WHERE project = %s "
+                conn.execute(f"UPDATE {s}.runs SET status = %s, exit_code = %s, ended_at = extract(epoch FROM now()), "
+                             f"{_RELEASED} WHERE project = %s "
                              "AND id = %s", (CANCELLED, CANCELLED_EXIT, self.project, run_id))
                 return True
             conn.execute(f"INSERT INTO {s}.run_queue (project, run_id, queue, version, args, recoveries, by_worker, "

@@ -51,13 +51,14 @@ _SCHEMA = (
     "PRIMARY KEY (agent, field))",
     "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, started_at REAL NOT NULL, status TEXT NOT NULL, "
     "exit_code INTEGER, entry TEXT NOT NULL, lease_pid INTEGER, lease_host TEXT, lease_heartbeat REAL, "
-    "lease_token TEXT)",
+    "lease_token TEXT, ended_at REAL)",
     "CREATE TABLE IF NOT EXISTS steps (run_id TEXT NOT NULL, path TEXT NOT NULL, number INTEGER NOT NULL, "
     "kind TEXT NOT NULL, target TEXT NOT NULL, args_hash TEXT NOT NULL, safety TEXT NOT NULL, "
     "status TEXT NOT NULL, outcome TEXT NOT NULL, PRIMARY KEY (run_id, path, number)) WITHOUT ROWID",
     *QUEUE_SCHEMA,
 )
-_RUN_COLUMNS = "id, started_at, status, exit_code, entry, lease_pid, lease_host, lease_heartbeat, lease_token"
+_RUN_COLUMNS = ("id, started_at, status, exit_code, entry, lease_pid, lease_host, lease_heartbeat, lease_token, "
+                "ended_at")
 _STEP_COLUMNS = "path, number, kind, target, args_hash, safety, status, outcome"
 _NEWEST_FIRST = "ORDER BY started_at DESC, id DESC"
 _PUT_STEP = f"INSERT OR REPLACE INTO steps (run_id, {_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -144,7 +145,8 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
             if row is not None and int(row[0]) > FORMAT:
                 raise NewerFormat(int(row[0]), FORMAT)
             if row is not None and int(row[0]) == FORMAT and \
-                    tables >= {"sage_state", "runs", "steps", *QUEUE_TABLES} and self._has_token_column():
+                    tables >= {"sage_state", "runs", "steps", *QUEUE_TABLES} and self._has_token_column() and \
+                    self._has_column("ended_at"):
                 return
         with self._write():
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -156,13 +158,18 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
                 self._db.execute(statement)
             if not self._has_token_column():
                 self._db.execute("ALTER TABLE runs ADD COLUMN lease_token TEXT")
+            if not self._has_column("ended_at"):
+                self._db.execute("ALTER TABLE runs ADD COLUMN ended_at REAL")
             if found is None:
                 self._db.execute("INSERT INTO meta (key, value) VALUES ('format', ?)", (str(FORMAT),))
             elif found < FORMAT:
                 self._db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (str(FORMAT),))
 
     def _has_token_column(self) -> bool:
-        return any(row[1] == "lease_token" for row in self._db.execute("PRAGMA table_info(runs)"))
+        return self._has_column("lease_token")
+
+    def _has_column(self, name: str) -> bool:
+        return any(row[1] == name for row in self._db.execute("PRAGMA table_info(runs)"))
 
     # ---------------------------------------------------------------- transactions
 
@@ -264,9 +271,9 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
 
     def create_run(self, run: RunRecord) -> None:
         with self._write():
-            self._db.execute(f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            self._db.execute(f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                              (run.id, run.started_at, run.status, run.exit_code, run.entry, run.lease_pid,
-                              run.lease_host, run.lease_heartbeat, run.lease_token))
+                              run.lease_host, run.lease_heartbeat, run.lease_token, run.ended_at))
         if run.lease_token is not None:
             self._tokens[run.id] = run.lease_token
 
@@ -290,8 +297,9 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
 
     def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
         with self._write(fence=run_id):
-            self._db.execute("UPDATE runs SET status = ?, exit_code = ?, "
-                             "lease_heartbeat = NULL, lease_token = NULL WHERE id = ?", (status, exit_code, run_id))
+            self._db.execute("UPDATE runs SET status = ?, exit_code = ?, ended_at = ?, "
+                             "lease_heartbeat = NULL, lease_token = NULL WHERE id = ?",
+                             (status, exit_code, time.time(), run_id))
         forget_lease(self._tokens, run_id)
 
     def prune_runs(self, keep: int) -> list[str]:

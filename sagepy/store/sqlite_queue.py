@@ -22,7 +22,7 @@ QUEUE_SCHEMA = (
 )
 QUEUE_TABLES = {"run_queue", "run_output"}
 _RUN = ("r.id, r.started_at, r.status, r.exit_code, r.entry, r.lease_pid, r.lease_host, r.lease_heartbeat, "
-        "r.lease_token")
+        "r.lease_token, r.ended_at")
 _INFO = ", ".join(f"q.{c.strip()}" for c in INFO_COLUMNS.split(","))
 _RELEASED = "lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL, lease_token = NULL"
 
@@ -63,7 +63,7 @@ class SqliteQueue:
     def run_list(self) -> list[tuple[RunRecord, str | None, str | None]]:
         rows = self._read(f"SELECT {_RUN}, q.queue, q.host FROM runs r LEFT JOIN run_queue q ON q.run_id = r.id "
                           "ORDER BY r.started_at DESC, r.id DESC")
-        return [(_record(row[:9]), row[9], row[10]) for row in rows]
+        return [(_record(row[:10]), row[10], row[11]) for row in rows]
 
     def note_owner(self, run_id: str, host: str) -> None:
         with self._write():
@@ -77,7 +77,7 @@ class SqliteQueue:
                 "WHERE (r.status = ? AND q.queue = ?) OR r.status = ? ORDER BY r.started_at, r.id",
                 (QUEUED, queue, RUNNING)).fetchall()
             for row in rows:
-                run, info = _record(row[:9]), info_from_row(row[9:])
+                run, info = _record(row[:10]), info_from_row(row[10:])
                 if run.id in skip or (version is not None and info.version != version):
                     continue
                 resumed = run.status == RUNNING
@@ -125,8 +125,8 @@ class SqliteQueue:
             rows = self._db.execute(f"SELECT {_RUN} FROM runs r WHERE r.id = ?", (run_id,)).fetchall()
             run = _record(rows[0])
             if run.status in (QUEUED, HALTED, PAUSED) or (run.status == RUNNING and is_stale(run)):
-                self._db.execute(f"UPDATE runs SET status = ?, exit_code = ?, {_RELEASED} WHERE id = ?",
-                                 (CANCELLED, CANCELLED_EXIT, run_id))
+                self._db.execute(f"UPDATE runs SET status = ?, exit_code = ?, ended_at = ?, {_RELEASED} WHERE id = ?",
+                                 (CANCELLED, CANCELLED_EXIT, time.time(), run_id))
                 return True
             self._db.execute("INSERT INTO run_queue (run_id, queue, version, args, recoveries, by_worker, cancel) "
                              "VALUES (?, 'default', '', '[]', 0, 0, 1) ON CONFLICT (run_id) DO UPDATE SET cancel = 1",
