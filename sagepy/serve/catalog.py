@@ -1,0 +1,91 @@
+"""The tools `sage serve` offers (SPEC §21): one per `#[mcp_tool]` agent, with the schemas and the annotations
+the checker's analysis derives (sagepy.check.served), given the safety class of every call an agent can make —
+built-in tools (§7) and file builtins by their fixed classes, MCP tools by their servers' listings (§8.6),
+taken once, when the catalogue is built.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..check.served import Call, ServedAgent, annotations, served_agents
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+# The classes of the builtins sagepy.check.served counts as effects (SPEC §8.11, §14).
+_BUILTIN_SAFETY = {
+    "read_file": "read_only", "list_dir": "read_only", "file_exists": "read_only",
+    "write_file": "idempotent", "delete_file": "idempotent", "make_dir": "idempotent", "append_file": "destructive",
+    "mcp_connect": "read_only", "mcp_list_tools": "read_only", "mcp_tools": "read_only",
+    "mcp_server_info": "read_only", "mcp_disconnect": "idempotent", "mcp_resources": "read_only",
+    "mcp_resource_templates": "read_only", "mcp_read_resource": "read_only", "mcp_prompts": "read_only",
+    "mcp_get_prompt": "read_only", "mcp_call": "destructive",
+}
+
+
+class Catalogue:
+    """The served tools in declaration order, each as its `ServedAgent` and its wire definition (the object
+    `tools/list` returns, MCP spelling)."""
+
+    def __init__(self, served: list[ServedAgent], definitions: list[dict]) -> None:
+        self.served = {s.name: s for s in served}
+        self.definitions = definitions
+
+    def listing(self) -> dict:
+        """What `sage serve --list` prints: `{"tools": [...]}`."""
+        return {"tools": self.definitions}
+
+
+def build_catalogue(program: Any, settings: Settings, notes: list[str]) -> Catalogue:
+    """The catalogue of a checked program. Each MCP server a served agent reaches is listed once (failures
+    make its tools `destructive` and are appended to `notes` as one line each)."""
+    served = served_agents(program)
+    classes = _mcp_classes(served, settings, notes)
+
+    def safety(call: Call) -> str | None:
+        if call.tool is None:
+            return _BUILTIN_SAFETY.get(call.builtin or "")
+        if call.tool.builtin:
+            from ..tools import SAFETY
+            return SAFETY.get((call.tool.tool, call.tool.fn), "destructive")
+        return classes.get((call.tool.server, call.tool.remote), "destructive")
+
+    definitions = [definition(s, annotations(s, safety)) for s in served]
+    return Catalogue(served, definitions)
+
+
+def definition(served: ServedAgent, hints: dict) -> dict:
+    tool: dict[str, Any] = {"name": served.name, "title": served.agent.name}
+    if served.description:
+        tool["description"] = served.description
+    tool["inputSchema"] = served.input_schema
+    if served.output_schema is not None:
+        tool["outputSchema"] = served.output_schema
+    tool["annotations"] = hints
+    return tool
+
+
+def _mcp_classes(served: list[ServedAgent], settings: Settings, notes: list[str]) -> dict[tuple, str]:
+    """(server, remote name) -> safety class, from one listing of each server a served agent calls."""
+    servers = sorted({call.tool.server for s in served for call in s.reach.calls.values()
+                      if call.tool is not None and not call.tool.builtin and call.tool.server is not None})
+    if not servers:
+        return {}
+    from ..mcp.failures import McpFailure
+    from ..mcp.pool import ConnectionPool
+    configs = {name: settings.tools.servers[name] for name in servers if name in settings.tools.servers}
+    pool = ConnectionPool(settings.root, configs, settings.mcp)
+    classes: dict[tuple, str] = {}
+    try:
+        for name, config in configs.items():
+            classes.update(((name, remote), override) for remote, override in config.safety.items())
+            try:
+                listing = pool.describe(name)
+            except McpFailure as failure:
+                notes.append(f"warning: [tools.{name}] could not be listed (MCP {failure.sub_kind}: {failure}); "
+                             f"its tools without a [tools.{name}.safety] entry count as destructive")
+                continue
+            classes.update(((name, tool["name"]), tool["safety"]) for tool in listing["tools"])
+    finally:
+        pool.close_all()
+    return classes
