@@ -127,13 +127,13 @@ class Session:
 
     def build_runtime(self, *, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None,
                       trace: tuple[str | None, bool] = (None, False), persistent: bool = False,
-                      durable: bool = False, mocks: Any = None, real_llm: bool = False,
+                      store: StateStore | None = None, durable: bool = False, mocks: Any = None, real_llm: bool = False,
                       program_args: list[str] | None = None, export: str | None = None) -> Runtime:
         """The one place a Runtime, its effects chain (assembled here, once: `runtime.effects`) and its store
         (`runtime.store`) are built.
 
-        `persistent`: `@persistent` fields use the project's store (`sage run`; `open_store` says what it
-        raises), else a fresh in-memory one; `durable`: the chain journals every step into that store
+        `persistent`: `@persistent` fields use the project's store (`open_store` says what it raises);
+        `store`: an opened one, the caller's; neither: a fresh in-memory one; `durable`: the chain journals every step into that store
         (`runtime.effects.journal`, which `runtime.durable` starts);
         `mocks`: the test's mock queues (`sage test`), consulted before the real world; `program_args`: what
         `args()` returns (SPEC §6.1: what follows `--` on the `sage run` line, `[]` under `sage test`); `export`:
@@ -141,7 +141,8 @@ class Session:
         from .builtins import load_io_builtins
         from .effects import build_effects
         from .runtime.agents import Runtime
-        store = self.open_store() if persistent else None   # first: it is what can refuse to open
+        if store is None and persistent:
+            store = self.open_store()   # first: it is what can refuse to open
         runtime = Runtime(out=out, err=err, store=store, program_args=program_args)
         journal = None
         if durable:

@@ -21,8 +21,8 @@ MAX_LINES = 600
 # `check`, beside `cli`.
 ORDER: tuple[tuple[str, ...], ...] = (
     ("core",),                                   # values, errors, types, Sage<->JSON conversion, JSON text
-    ("aio", "approval_policy", "deepstack", "diagnostics", "errorcodes", "render", "resources", "sagepy",
-     "secrecy", "terminal", "testfiles", "tls", "traceview"),  # helpers that need nothing of sagepy but core; the trace viewer
+    ("aio", "approval_policy", "deepstack", "diagnostics", "errorcodes", "render", "resources",
+     "secrecy", "terminal", "testfiles", "tls", "traceview", "version"),  # helpers that need nothing of sagepy but core; the trace viewer
     ("net", "progress"),                         # helpers on helpers (tls, render)
     ("syntax",),                                 # source -> AST
     ("fmt", "loader", "project"),                # the formatter; programs and their modules; the project
@@ -33,9 +33,10 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("effects",),                                # the boundary: steps, the chain of layers
     ("runtime",),                                # compiled closures, agents
     ("session",),                                # one command's wiring: builds and connects the above
+    ("engine",),                                 # the library: compile once, run many, each run with a Host
     ("lsp", "testing"),                          # the language server; sage test, the pytest plugin
     ("cli",),                                    # the sage command
-    ("__main__",),
+    ("__main__", "sagepy"),                      # the command; the package's API, re-exported from engine
 )
 
 

@@ -90,7 +90,7 @@ class McpSettings:
 
     def __init__(self, client_name: str | None = None, client_version: str | None = None,
                  elicitation: str = "auto", oauth_open: str | None = None) -> None:
-        from .. import __version__
+        from ..version import __version__
         self.client_name = client_name or "sagepy"
         self.client_version = client_version or __version__
         self.elicitation = elicitation

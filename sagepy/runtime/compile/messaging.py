@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...check.symbols import ToolRef
+from ...effects.step import current_context
 from ..agents import AgentInstance, MailboxClosed, YieldSignal
 from ...core.errors import SageRaise, raise_at
 from ..lifecycle import spawn
@@ -34,7 +35,11 @@ class Messaging:
         def summon(frame: list) -> AgentInstance:
             fields = {n: code(frame) for n, code in given}
             parent = frame[0]
-            return spawn(agent, fields, parent, parent.runtime if parent is not None else runtime)
+            if parent is not None:
+                return spawn(agent, fields, parent, parent.runtime)
+            # a constant's first evaluation: the run of the agent evaluating it, or the test file's runtime
+            ctx = current_context()
+            return spawn(agent, fields, None, ctx.runtime if ctx is not None else runtime)
         return summon
 
     def e_AwaitExpr(self, node: Any) -> Code:
