@@ -34,7 +34,7 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("runtime",),                                # compiled closures, agents
     ("session",),                                # one command's wiring: builds and connects the above
     ("engine",),                                 # the library: compile once, run many, each run with a Host
-    ("lsp", "testing"),                          # the language server; sage test, the pytest plugin
+    ("lsp", "serve", "testing"),                 # the language server; sage serve; sage test, the pytest plugin
     ("cli",),                                    # the sage command
     ("__main__", "sagepy"),                      # the command; the package's API, re-exported from engine
 )

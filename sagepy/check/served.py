@@ -92,14 +92,16 @@ class ServedAgent:
         return prim_named(self.result, "String")
 
 
-def served_agents(program: Any) -> list[ServedAgent]:
-    """The `#[mcp_tool]` agents of a checked program without errors, in declaration order."""
-    found: list[ServedAgent] = []
-    for module in program.modules:
-        for item in module.items:
-            if type(item) is A.AgentDecl and item.attrs and item.info is not None:
-                found.append(ServedAgent(item.attrs[0].value, item.info))
-    return found
+def served_agents(module: Any) -> list[ServedAgent]:
+    """The `#[mcp_tool]` agents of a checked module without errors (the entry module: runs start agents
+    declared there), in declaration order."""
+    return [ServedAgent(item.attrs[0].value, item.info) for item in module.items
+            if type(item) is A.AgentDecl and item.attrs and item.info is not None]
+
+
+def served_elsewhere(modules: Iterable) -> list[Any]:
+    """The `#[mcp_tool]` agent declarations of the other modules of a program (`sage serve` names them)."""
+    return [item for module in modules for item in module.items if type(item) is A.AgentDecl and item.attrs]
 
 
 def input_schema(params: list[tuple[str, T.Type, str | None]]) -> dict:

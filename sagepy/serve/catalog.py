@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..check.served import Call, ServedAgent, annotations, served_agents
+from ..check.served import Call, ServedAgent, annotations, served_agents, served_elsewhere
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -31,15 +31,23 @@ class Catalogue:
         self.served = {s.name: s for s in served}
         self.definitions = definitions
 
+    def tools(self) -> list:
+        """The SDK's `Tool` objects of the definitions (what the server lists)."""
+        import mcp_types
+        return [mcp_types.Tool.model_validate(d) for d in self.definitions]
+
     def listing(self) -> dict:
-        """What `sage serve --list` prints: `{"tools": [...]}`."""
-        return {"tools": self.definitions}
+        """What `sage serve --list` prints: `{"tools": [...]}`, each tool as the server sends it."""
+        return {"tools": [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in self.tools()]}
 
 
-def build_catalogue(program: Any, settings: Settings, notes: list[str]) -> Catalogue:
-    """The catalogue of a checked program. Each MCP server a served agent reaches is listed once (failures
-    make its tools `destructive` and are appended to `notes` as one line each)."""
-    served = served_agents(program)
+def build_catalogue(root: Any, settings: Settings, notes: list[str]) -> Catalogue:
+    """The catalogue of a checked program, from its entry module `root`. Each MCP server a served agent reaches
+    is listed once (failures make its tools `destructive` and are appended to `notes` as one line each)."""
+    served = served_agents(root)
+    for decl in served_elsewhere(_submodules(root)):
+        notes.append(f"warning: agent {decl.name} is marked #[mcp_tool = \"{decl.attrs[0].value}\"] but is not "
+                     "declared in the entry file: only the entry file's agents are served")
     classes = _mcp_classes(served, settings, notes)
 
     def safety(call: Call) -> str | None:
@@ -89,3 +97,13 @@ def _mcp_classes(served: list[ServedAgent], settings: Settings, notes: list[str]
     finally:
         pool.close_all()
     return classes
+
+
+def _submodules(root: Any) -> list[Any]:
+    found, stack = [], list((root.children or {}).values())
+    while stack:
+        module = stack.pop()
+        if module is not root and module not in found:
+            found.append(module)
+            stack.extend((module.children or {}).values())
+    return found

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -56,6 +57,7 @@ class CallPorts:
         self.ctx = ctx
         self.tool = tool
         self.log = log
+        self.loop = anyio.lowlevel.current_token()   # the agents' threads are not the loop's workers
         self.cancel = threading.Event()
         self.printed = 0
         self.gone = False   # the client is no longer there: output is dropped
@@ -71,7 +73,7 @@ class CallPorts:
         if self.gone:
             return
         try:
-            anyio.from_thread.run(fn, *args)
+            anyio.from_thread.run(fn, *args, token=self.loop)
         except Exception as exc:   # the client went away mid-call, or the loop is closing: the run goes on
             self.gone = True
             self.log(f"call of {self.tool}: output not delivered ({type(exc).__name__}: {exc})")
@@ -84,7 +86,7 @@ class CallPorts:
 
     def call_async(self, fn: Callable, *args: Any) -> Any:
         """Run coroutine function `fn(*args)` on the server's loop and return its result (elicitation, sampling)."""
-        return anyio.from_thread.run(fn, *args)
+        return anyio.from_thread.run(fn, *args, token=self.loop)
 
 
 Runner = Callable[["ServedAgent", dict, CallPorts], Outcome]
@@ -100,7 +102,7 @@ class ServeApp:
         self.settings = settings
         self.runner = runner
         self.log = log
-        self.tools = [types.Tool.model_validate(d) for d in catalogue.definitions]
+        self.tools = catalogue.tools()
         self._slots: anyio.Semaphore | None = None
         self._threads: anyio.CapacityLimiter | None = None
         self.server = Server(name, version=version, on_list_tools=self.list_tools, on_call_tool=self.call_tool,

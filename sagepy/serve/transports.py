@@ -1,0 +1,92 @@
+"""The transports of `sage serve` (SPEC §21): stdio (the SDK's stdio transport, which keeps stray writes off
+stdout) and streamable HTTP at `/mcp` (the SDK's Starlette app under uvicorn), with an optional bearer token.
+
+Either stops cleanly on end of input (stdio), SIGTERM or SIGINT: calls in flight are cancelled (their runs stop
+before their next step) and every process a run started is gone before the server exits.
+"""
+from __future__ import annotations
+
+import hmac
+import signal
+import socket
+from typing import TYPE_CHECKING, Any, Callable
+
+import anyio
+
+if TYPE_CHECKING:
+    from .server import ServeApp
+
+# The HTTP body limit: arguments above `max_argument_bytes` get a tool error, so a request must be allowed
+# to carry them; beyond this, the transport answers HTTP 413 on its own.
+_MIN_BODY_BYTES = 32 * 1024 * 1024
+
+
+async def serve_stdio(app: ServeApp) -> None:
+    from mcp.server.stdio import stdio_server
+    server = app.server
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signals, tg.cancel_scope)
+        async with stdio_server() as (read, write):
+            app.log(f"serving {len(app.tools)} tool(s) over stdio")
+            await server.run(read, write, server.create_initialization_options())
+        tg.cancel_scope.cancel()
+
+
+async def _stop_on_signals(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket (port 0: any free one). Raises OSError."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+async def serve_http(app: ServeApp, sock: socket.socket, token: str | None) -> None:
+    import uvicorn
+    host, port = sock.getsockname()[:2]
+    body = max(_MIN_BODY_BYTES, 2 * app.settings.max_argument_bytes)
+    asgi: Any = app.server.streamable_http_app(host=host, max_request_body_size=body)
+    if token is not None:
+        asgi = BearerGate(asgi, token, app.log)
+    config = uvicorn.Config(asgi, log_level="warning", access_log=False, timeout_graceful_shutdown=10,
+                            lifespan="on")
+    shown = f"[{host}]" if ":" in host else host
+    app.log(f"serving {len(app.tools)} tool(s) at http://{shown}:{port}/mcp")
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+class BearerGate:
+    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`, else HTTP 401. The
+    token is compared in constant time and never written anywhere."""
+
+    def __init__(self, app: Any, token: str, log: Callable[[str], None]) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+        self.log = log
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope.get("headers") or []).get(b"authorization", b"")
+        if hmac.compare_digest(given, self.expected):
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client") or ("?", 0)
+        self.log(f"refused an HTTP request from {client[0]}: {'wrong' if given else 'no'} bearer token")
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+        await send({"type": "http.response.body",
+                    "body": b'{"error": "unauthorized: this server needs an Authorization: Bearer token"}'})
