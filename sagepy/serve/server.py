@@ -152,6 +152,7 @@ class ServeApp:
             self.log(f"call of {served.name} cancelled by the client; its run stops before its next step")
             with anyio.CancelScope(shield=True):
                 await finished.wait()
+            self.log(f"call of {served.name}: its run stopped")
             raise
         return call_result(served, outcome)
 
