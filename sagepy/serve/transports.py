@@ -28,8 +28,26 @@ async def serve_stdio(app: ServeApp) -> None:
         tg.start_soon(_stop_on_signals, tg.cancel_scope)
         async with stdio_server() as (read, write):
             app.log(f"serving {len(app.tools)} tool(s) over stdio")
-            await server.run(read, write, server.create_initialization_options())
+            messages, received = anyio.create_memory_object_stream(0)
+            tg.start_soon(_answer_malformed, read, write, messages, app.log)
+            await server.run(received, write, server.create_initialization_options())
         tg.cancel_scope.cancel()
+
+
+async def _answer_malformed(read: Any, write: Any, messages: Any, log: Callable[[str], None]) -> None:
+    """Pass the client's messages on to the server; a line that is no JSON-RPC message gets the JSON-RPC
+    parse error (id null) and a log line, and the session goes on."""
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+    async with messages:
+        async for item in read:
+            if not isinstance(item, Exception):
+                await messages.send(item)
+                continue
+            log(f"refused a message that is not JSON-RPC: {str(item).splitlines()[0][:200]}")
+            error = types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
+                code=types.PARSE_ERROR, message="Parse error: the message is not a JSON-RPC 2.0 message"))
+            await write.send(SessionMessage(error))
 
 
 async def _stop_on_signals(scope: anyio.CancelScope) -> None:
