@@ -84,8 +84,7 @@ def run_serve(args: Any) -> int:
     import anyio
     if transport == "stdio":
         from ..serve.transports import serve_stdio
-        anyio.run(serve_stdio, app)
-        return 0
+        return anyio.run(serve_stdio, app)
     from ..serve.transports import bind, serve_http
     try:
         sock = bind(host, port)

@@ -7,11 +7,15 @@ before their next step) and every process a run started is gone before the serve
 from __future__ import annotations
 
 import hmac
+import os
 import signal
 import socket
+import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 if TYPE_CHECKING:
     from .server import ServeApp
@@ -21,17 +25,55 @@ if TYPE_CHECKING:
 _MIN_BODY_BYTES = 32 * 1024 * 1024
 
 
-async def serve_stdio(app: ServeApp) -> None:
+async def serve_stdio(app: ServeApp) -> int:
+    """Serve until stdin ends (0) or SIGTERM / SIGINT (143 / 130), with every call's run stopped."""
     from mcp.server.stdio import stdio_server
     server = app.server
+    stopped: list[int] = []
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_stop_on_signals, tg.cancel_scope)
-        async with stdio_server() as (read, write):
+        tg.start_soon(_stop_on_signals, tg.cancel_scope, stopped)
+        async with stdio_server(stdin=_stdin_lines(anyio.lowlevel.current_token())) as (read, write):
             app.log(f"serving {len(app.tools)} tool(s) over stdio")
             messages, received = anyio.create_memory_object_stream(0)
             tg.start_soon(_answer_malformed, read, write, messages, app.log)
             await server.run(received, write, server.create_initialization_options())
         tg.cancel_scope.cancel()
+    return stopped[0] if stopped else 0
+
+
+def _stdin_lines(loop: Any) -> Any:
+    """The protocol's input lines, read by a daemon thread (a stop never waits for a blocked read) from a
+    duplicate of fd 0, which then points at the null device: a process a run starts reads nothing of the
+    protocol, as with the SDK's own stdin claim."""
+    fd = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    lines = open(fd, encoding="utf-8", errors="replace", newline="\n")
+    send, receive = anyio.create_memory_object_stream(16)
+
+    def read() -> None:
+        try:
+            for line in lines:
+                anyio.from_thread.run(send.send, line, token=loop)
+        except Exception:   # the loop is gone (the server stopped) or the input broke: nothing more to read
+            pass
+        finally:
+            try:
+                anyio.from_thread.run_sync(send.close, token=loop)
+            except Exception:
+                pass
+
+    threading.Thread(target=read, name="sage-serve-stdin", daemon=True).start()
+    return receive
+
+
+async def _stop_on_signals(scope: anyio.CancelScope, stopped: list[int]) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            stopped.append(143 if signum == signal.SIGTERM else 130)
+            scope.cancel()
+            return
 
 
 async def _answer_malformed(read: Any, write: Any, messages: Any, log: Callable[[str], None]) -> None:
@@ -48,13 +90,6 @@ async def _answer_malformed(read: Any, write: Any, messages: Any, log: Callable[
             error = types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
                 code=types.PARSE_ERROR, message="Parse error: the message is not a JSON-RPC 2.0 message"))
             await write.send(SessionMessage(error))
-
-
-async def _stop_on_signals(scope: anyio.CancelScope) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async for _ in signals:
-            scope.cancel()
-            return
 
 
 def bind(host: str, port: int) -> socket.socket:
