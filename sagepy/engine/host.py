@@ -27,12 +27,16 @@ class Host:
     `sage test --real-llm`.
     `cancel`: an event the caller sets to stop the run before its next step (the outcome is `cancelled`,
     a durable run stays resumable); `cancel_code` is the exit code reported for it (130, or 143 for SIGTERM).
+    `people`: who answers approvals and `ask` (SPEC §17.3 item 2) instead of the terminal — an object with
+    `available` (whether anyone can be asked now), `approve(ctx, label, arguments_json, source) -> dict` (the
+    decision: `approved`, `by`, `at`, optional `always` and `reason`) and `ask(ctx, question) -> str`, as
+    sagepy.effects.people.Terminal has; `sage serve`'s asks the calling MCP client.
     """
 
     def __init__(self, *, out: Line | None = None, err: Line | None = None, store: Any = None,
                  durable: bool | None = None, trace_file: str | None = None, trace_stderr: bool = False,
                  telemetry: bool = True, mocks: Any = None, real_llm: bool = False,
-                 cancel: threading.Event | None = None) -> None:
+                 cancel: threading.Event | None = None, people: Any = None) -> None:
         from ..runtime.agents import stderr_line, stdout_line
         self.out = out or stdout_line
         self.err = err or stderr_line
@@ -45,6 +49,7 @@ class Host:
         self.real_llm = real_llm
         self.cancel = cancel if cancel is not None else threading.Event()
         self.cancel_code = 130
+        self.people = people
         self.effects: Any = None   # the run's effects chain while it runs (set by the engine)
 
     def stop(self, code: int = 130) -> None:
