@@ -226,6 +226,12 @@ class Effects:
             self._people = People(self.settings.approvals, self.mocks, self.tracer, answerer=self.answerer)
         return self._people
 
+    def answer_with(self, answerer: Any) -> None:
+        """Let `answerer` (a Host's `people`) answer approvals and `ask` instead of the terminal."""
+        self.answerer = answerer
+        if self._people is not None:
+            self._people.answerers.terminal = answerer
+
     def ask(self, ctx: Any, question: str) -> str:
         """`ask(question)`: an `io` step, answered by a mock, the journal, the terminal, or no one."""
         return self.people.ask_question(ctx, question, self.perform)

@@ -95,7 +95,8 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
                                     real_llm=host.real_llm, program_args=program_args,
                                     export=display_path(program.path) if host.telemetry else None)
     host.effects = runtime.effects
-    runtime.effects.answerer = host.people
+    if host.people is not None:
+        runtime.effects.answer_with(host.people)
     if host.mocks is None:
         runtime.effects.prestart(set(program.uses))
     try:

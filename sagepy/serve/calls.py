@@ -21,6 +21,7 @@ class EngineRunner:
 
     def __call__(self, served: ServedAgent, values: dict, ports: CallPorts) -> Outcome:
         from ..engine import Host
+        from .people import ClientPeople
         paused: list[str] = []
 
         def err(line: str) -> None:
@@ -28,7 +29,7 @@ class EngineRunner:
                 paused.append(line)
             ports.err(line)
 
-        host = Host(out=ports.out, err=err, cancel=ports.cancel, telemetry=False)
+        host = Host(out=ports.out, err=err, cancel=ports.cancel, telemetry=False, people=ClientPeople(ports))
         try:
             outcome = self.program.run(entry=served.agent.name, args=values, host=host)
         except ValueError as exc:   # the engine refused the entry or its fields: the catalogue's own mistake

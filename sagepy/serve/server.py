@@ -59,6 +59,7 @@ class CallPorts:
         self.log = log
         self.loop = anyio.lowlevel.current_token()   # the agents' threads are not the loop's workers
         self.cancel = threading.Event()
+        self.stopped = anyio.Event()   # set on the loop when the call is cancelled: a pending question ends
         self.printed = 0
         self.gone = False   # the client is no longer there: output is dropped
 
@@ -148,6 +149,7 @@ class ServeApp:
             outcome = await anyio.to_thread.run_sync(work, limiter=self._threads, abandon_on_cancel=True)
         except anyio.get_cancelled_exc_class():
             ports.cancel.set()
+            ports.stopped.set()
             ports.gone = True
             self.log(f"call of {served.name} cancelled by the client; its run stops before its next step")
             with anyio.CancelScope(shield=True):
