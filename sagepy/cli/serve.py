@@ -50,6 +50,9 @@ def run_serve(args: Any) -> int:
         report_diagnostics(failed.diagnostics)
         return 1
     settings = program.session.settings
+    # A host starts the server from anywhere (Claude Desktop: from `/`): the program's relative paths, like
+    # those of `sage run` in its project, are the project's.
+    os.chdir(settings.root)
     serve = settings.serve
     notes: list[str] = []
     from ..serve.catalog import build_catalogue
