@@ -79,23 +79,34 @@ def run_serve(args: Any) -> int:
             sys.stderr.write(f"error: [serve] auth = \"bearer\": the variable {serve.token_env} holding the token "
                              "is not set\n")
             return 1
+    sock = None
+    if transport == "http":
+        from ..serve.transports import bind
+        try:
+            sock = bind(host, port)
+        except OSError as exc:
+            sys.stderr.write(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}\n")
+            return 1
+    from ..effects.world import stop_point
+    from ..mcp.shared import shared_pool
     from ..serve.calls import EngineRunner
     from ..serve.server import ServeApp
     project = settings.project
     name = serve.name or project.name or os.path.basename(settings.root)
-    app = ServeApp(catalogue, serve, name, serve.version or project.version, EngineRunner(program), log_line)
+    shared = shared_pool(settings.root, settings.tools.servers, settings.mcp, stop_point)
+    app = ServeApp(catalogue, serve, name, serve.version or project.version, EngineRunner(program, shared),
+                   log_line)
     import anyio
-    if transport == "stdio":
-        from ..serve.transports import serve_stdio
-        return anyio.run(serve_stdio, app)
-    from ..serve.transports import bind, serve_http
     try:
-        sock = bind(host, port)
-    except OSError as exc:
-        sys.stderr.write(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}\n")
-        return 1
-    anyio.run(serve_http, app, sock, token)
-    return 0
+        if sock is None:
+            from ..serve.transports import serve_stdio
+            return anyio.run(serve_stdio, app)
+        from ..serve.transports import serve_http
+        anyio.run(serve_http, app, sock, token)
+        return 0
+    finally:
+        if shared is not None:
+            shared.close_all()
 
 
 def _transport(args: Any, serve: Any) -> tuple[str, str | None]:

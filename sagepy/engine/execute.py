@@ -97,6 +97,7 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
     host.effects = runtime.effects
     if host.people is not None:
         runtime.effects.answer_with(host.people)
+    runtime.effects.world.shared_mcp = host.mcp
     if host.mocks is None:
         runtime.effects.prestart(set(program.uses))
     try:

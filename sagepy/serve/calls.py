@@ -4,7 +4,7 @@ from the request. A durable run (`[persistence]`) keeps its id for the result's 
 answered with its `paused: …` lines."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .server import CallPorts, Outcome
 
@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 class EngineRunner:
     """Runs calls of one compiled program; any number at once, each on its own thread."""
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, shared_mcp: Any = None) -> None:
         self.program = program
+        self.shared_mcp = shared_mcp   # the connections calls share ([tools.X] shared = true), or None
 
     def __call__(self, served: ServedAgent, values: dict, ports: CallPorts) -> Outcome:
         from ..engine import Host
@@ -29,7 +30,8 @@ class EngineRunner:
                 paused.append(line)
             ports.err(line)
 
-        host = Host(out=ports.out, err=err, cancel=ports.cancel, telemetry=False, people=ClientPeople(ports))
+        host = Host(out=ports.out, err=err, cancel=ports.cancel, telemetry=False, people=ClientPeople(ports),
+                    mcp=self.shared_mcp)
         try:
             outcome = self.program.run(entry=served.agent.name, args=values, host=host)
         except ValueError as exc:   # the engine refused the entry or its fields: the catalogue's own mistake
