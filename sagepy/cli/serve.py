@@ -94,7 +94,7 @@ def run_serve(args: Any) -> int:
     project = settings.project
     name = serve.name or project.name or os.path.basename(settings.root)
     shared = shared_pool(settings.root, settings.tools.servers, settings.mcp, stop_point)
-    app = ServeApp(catalogue, serve, name, serve.version or project.version, EngineRunner(program, shared),
+    app = ServeApp(catalogue, serve, name, serve.version or project.version, EngineRunner(program, shared, serve.model == "client"),
                    log_line)
     import anyio
     try:

@@ -24,6 +24,7 @@ class World:
         self._llm: Any = None
         self._mcp: Any = None
         self.shared_mcp: Any = None   # connections shared with other runs (a Host's `mcp`, SPEC §20)
+        self.model: Any = None        # where model requests go instead of [llm] (a Host's `model`)
         self._safety: dict[str, str] = {}   # `T.f` of a typed MCP tool -> its class, once its server is listed
         self._descriptions: dict[str, dict[str, str]] = {}   # server key -> remote tool -> its description
         self._lock = threading.Lock()
@@ -35,7 +36,7 @@ class World:
                 from ..llm import LlmClient
                 tracer = self.tracer   # tracing is decided once per run: without it the client traces nothing
                 self._llm = LlmClient(self.settings.llm, trace=(lambda kind, data: tracer.emit(None, kind, data))
-                                      if tracer.on else None, observe=self.observe_llm)
+                                      if tracer.on else None, observe=self.observe_llm, transport=self.model)
             return self._llm
 
     # ---------------------------------------------------------------- MCP

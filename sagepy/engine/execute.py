@@ -98,6 +98,7 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
     if host.people is not None:
         runtime.effects.answer_with(host.people)
     runtime.effects.world.shared_mcp = host.mcp
+    runtime.effects.world.model = host.model
     if host.mocks is None:
         runtime.effects.prestart(set(program.uses))
     try:

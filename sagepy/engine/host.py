@@ -31,6 +31,8 @@ class Host:
     `available` (whether anyone can be asked now), `approve(ctx, label, arguments_json, source) -> dict` (the
     decision: `approved`, `by`, `at`, optional `always` and `reason`) and `ask(ctx, question) -> str`, as
     sagepy.effects.people.Terminal has; `sage serve`'s asks the calling MCP client.
+    `model`: where the run's model requests go instead of `[llm]` — a transport taking OpenAI chat bodies,
+    as sagepy.llm.client.LlmClient's `transport` says; `sage serve`'s asks the calling client (sampling).
     `mcp`: connections shared with other runs (a sagepy.mcp.pool.ConnectionPool of the caller's, which the
     run uses for the servers it holds and never closes); the run connects to every other server itself.
     """
@@ -38,7 +40,8 @@ class Host:
     def __init__(self, *, out: Line | None = None, err: Line | None = None, store: Any = None,
                  durable: bool | None = None, trace_file: str | None = None, trace_stderr: bool = False,
                  telemetry: bool = True, mocks: Any = None, real_llm: bool = False,
-                 cancel: threading.Event | None = None, people: Any = None, mcp: Any = None) -> None:
+                 cancel: threading.Event | None = None, people: Any = None, mcp: Any = None,
+                 model: Any = None) -> None:
         from ..runtime.agents import stderr_line, stdout_line
         self.out = out or stdout_line
         self.err = err or stderr_line
@@ -53,6 +56,7 @@ class Host:
         self.cancel_code = 130
         self.people = people
         self.mcp = mcp
+        self.model = model
         self.effects: Any = None   # the run's effects chain while it runs (set by the engine)
 
     def stop(self, code: int = 130) -> None:

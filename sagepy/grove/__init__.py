@@ -81,7 +81,7 @@ class ServeSettings:
     """`[serve]` (SPEC §21): how `sage serve` offers the program's `#[mcp_tool]` agents."""
 
     __slots__ = ("name", "version", "transport", "host", "port", "auth", "token_env", "max_concurrent_calls",
-                 "max_argument_bytes")
+                 "max_argument_bytes", "model")
 
     def __init__(self) -> None:
         self.name: str | None = None        # the server name: by default the project's
@@ -93,6 +93,7 @@ class ServeSettings:
         self.token_env: str | None = None
         self.max_concurrent_calls = 16
         self.max_argument_bytes = 1_048_576
+        self.model = "llm"                  # "client": `divine` asks the calling client (sampling)
 
 
 class LlmSection(dict):
@@ -125,7 +126,8 @@ _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
               "port": (port, "an integer from 0 to 65535"),
               "auth": (one_of(("none", "bearer")), 'one of "none", "bearer"'), "token_env": (string, "a string"),
               "max_concurrent_calls": (positive_int, "a positive integer"),
-              "max_argument_bytes": (positive_int, "a positive integer")},
+              "max_argument_bytes": (positive_int, "a positive integer"),
+              "model": (one_of(("llm", "client")), 'one of "llm", "client"')},
 }
 _MCP_SECTIONS = ("tools", "mcp")
 _OWN_SECTIONS = ("approvals",)   # parsed by a module of their own

@@ -94,14 +94,21 @@ class LlmClient:
     """The real LLM layer of `Effects`. Safe to share between agent threads."""
 
     def __init__(self, config: LlmConfig, trace: Trace | None = None,
-                 observe: Callable[[Any], None] | None = None) -> None:
+                 observe: Callable[[Any], None] | None = None, transport: Any = None) -> None:
         """`observe`: called with every decoded answer of the API (the span exporter reads the model,
-        finish reasons and usage from it)."""
+        finish reasons and usage from it). `transport`: where requests go instead of the configured API (a
+        Host's `model`, e.g. `sage serve`'s calling client): it takes OpenAI chat bodies and answers in their
+        form, with `post`, `endpoint`, `redact` and `close` as ChatTransport has."""
         self.config = config
         self._trace = trace
         self._observe = observe
-        self._provider = provider_for(config)
-        self._transport = ChatTransport(config, self._provider)
+        if transport is not None:
+            from .providers import OpenAIChat
+            self._provider: Any = OpenAIChat(config)
+            self._transport: Any = transport
+        else:
+            self._provider = provider_for(config)
+            self._transport = ChatTransport(config, self._provider)
 
     # ---------------------------------------------------------------- public API
     def divine(self, prompt: str, target: T.Type, *, infer: bool = False, model: str | None = None,
@@ -218,6 +225,8 @@ class LlmClient:
         return run
 
     def _check_ready(self, model: str | None) -> None:
+        if not isinstance(self._transport, ChatTransport):   # a Host's own model: nothing of [llm] is needed
+            return
         if model is None:   # a provider without a default model
             raise _llm_error(NO_PROVIDER_MODEL.format(self.config.provider))
         if not (self.config.configured or model == ECHO_MODEL):

@@ -16,13 +16,15 @@ if TYPE_CHECKING:
 class EngineRunner:
     """Runs calls of one compiled program; any number at once, each on its own thread."""
 
-    def __init__(self, program: Program, shared_mcp: Any = None) -> None:
+    def __init__(self, program: Program, shared_mcp: Any = None, client_model: bool = False) -> None:
         self.program = program
+        self.client_model = client_model   # `[serve] model = "client"`: divine asks the calling client
         self.shared_mcp = shared_mcp   # the connections calls share ([tools.X] shared = true), or None
 
     def __call__(self, served: ServedAgent, values: dict, ports: CallPorts) -> Outcome:
         from ..engine import Host
         from .people import ClientPeople
+        from .sampling import ClientSampling
         paused: list[str] = []
 
         def err(line: str) -> None:
@@ -31,7 +33,7 @@ class EngineRunner:
             ports.err(line)
 
         host = Host(out=ports.out, err=err, cancel=ports.cancel, telemetry=False, people=ClientPeople(ports),
-                    mcp=self.shared_mcp)
+                    mcp=self.shared_mcp, model=ClientSampling(ports) if self.client_model else None)
         try:
             outcome = self.program.run(entry=served.agent.name, args=values, host=host)
         except ValueError as exc:   # the engine refused the entry or its fields: the catalogue's own mistake
