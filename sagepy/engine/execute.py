@@ -8,14 +8,28 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from .outcome import COMPLETED, FAILED, RunOutcome, status_of
 
 if TYPE_CHECKING:
     from ..runtime.agents import Runtime
+    from ..session import Session
     from .host import Host
-    from .program import Program
+
+
+class Program(Protocol):
+    """What a run reads of its compiled program (sagepy.engine.program.Program, which calls this module)."""
+
+    session: Session
+    path: str
+    entry: str | None
+    uses: frozenset[str]
+
+    @property
+    def version(self) -> str: ...
+
+    def agent(self, name: str) -> Any: ...
 
 
 def execute(program: Program, host: Host, args: Sequence[str] | Mapping[str, Any], entry: str | None,
@@ -90,15 +104,8 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
             host.err(store_open_failure(_target(settings), exc))
             return RunOutcome(FAILED, 1)
     durable = persistent and (host.durable is not False or resume)
-    runtime = session.build_runtime(out=host.out, err=host.err, store=store, durable=durable,
-                                    trace=(host.trace_file, host.trace_stderr), mocks=host.mocks,
-                                    real_llm=host.real_llm, program_args=program_args,
-                                    export=display_path(program.path) if host.telemetry else None)
-    host.effects = runtime.effects
-    if host.people is not None:
-        runtime.effects.answer_with(host.people)
-    runtime.effects.world.shared_mcp = host.mcp
-    runtime.effects.world.model = host.model
+    runtime = runtime_for(session, host, store=store, durable=durable, program_args=program_args,
+                          export=display_path(program.path) if host.telemetry else None)
     if host.mocks is None:
         runtime.effects.prestart(set(program.uses))
     try:
@@ -114,8 +121,8 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
             except DurableExit as exc:
                 if exc.message:
                     host.err(exc.message)
-                return RunOutcome(status_of(_exit_status(exc.code), exc.code), exc.code,
-                                  run_id=run_id if resume else None)
+                # an ended run keeps its status; a run this process may not execute now failed to run here
+                return RunOutcome(exc.status or FAILED, exc.code, run_id=run_id if resume else None)
             return _run(program, host, runtime, target, fields, run)
         except (Busy, Unavailable) as exc:   # the run's record could not be read or written
             from ..session import store_open_failure
@@ -128,19 +135,28 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
             runtime.store.close()
 
 
+def runtime_for(session: Session, host: Host, *, store: Any = None, durable: bool = False,
+                program_args: Sequence[str] = (), export: str | None = None) -> Runtime:
+    """A run's Runtime and effects chain, assembled from its Host (a test's too: `sage test` runs each test
+    block on a runtime of its own); `store`: the opened `@persistent` store, else process memory; `durable`:
+    the chain journals into it; `export`: the entry file as displayed, when spans may be exported."""
+    runtime = session.build_runtime(out=host.out, err=host.err, store=store, durable=durable,
+                                    trace=(host.trace_file, host.trace_stderr), mocks=host.mocks,
+                                    real_llm=host.real_llm, program_args=list(program_args), export=export,
+                                    io=host.io_functions())
+    host.effects = runtime.effects
+    if host.people is not None:
+        runtime.effects.answer_with(host.people)
+    runtime.effects.world.shared_mcp = host.mcp
+    runtime.effects.world.model = host.model
+    return runtime
+
+
 def _target(settings: Any) -> Any:
     try:
         return settings.state_target()
     except Exception:   # the same problem opening the store reported: the message names no target then
         return None
-
-
-def _exit_status(code: int) -> str:
-    """The status of a durable run refused before it started (an ended, cancelled or running run)."""
-    from ..runtime.durable import CANCELLED_EXIT
-    if code == 0:
-        return COMPLETED
-    return "cancelled" if code == CANCELLED_EXIT else FAILED
 
 
 def _run(program: Program, host: Host, runtime: Runtime, target: Any, fields: dict, run: Any) -> RunOutcome:

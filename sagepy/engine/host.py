@@ -7,7 +7,7 @@ queues; a worker's stores the run's output with the run; an embedding program ma
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, TextIO
 
 Line = Callable[[str], None]
 
@@ -25,6 +25,8 @@ class Host:
     when an OTLP endpoint is configured (§18.1).
     `mocks`: a test's mock queues (`sage test`): the mocks layer goes first in the chain; `real_llm`:
     `sage test --real-llm`.
+    `stdin`, `environ`, `clock`: what `read_line`/`read_all`, `env`/`env_or` and `now_ms`/`now_s` read
+    (a text stream, a mapping, a function returning seconds since the epoch); default the process's.
     `cancel`: an event the caller sets to stop the run before its next step (the outcome is `cancelled`,
     a durable run stays resumable); `cancel_code` is the exit code reported for it (130, or 143 for SIGTERM).
     `people`: who answers approvals and `ask` (SPEC §17.3 item 2) instead of the terminal — an object with
@@ -40,8 +42,9 @@ class Host:
     def __init__(self, *, out: Line | None = None, err: Line | None = None, store: Any = None,
                  durable: bool | None = None, trace_file: str | None = None, trace_stderr: bool = False,
                  telemetry: bool = True, mocks: Any = None, real_llm: bool = False,
-                 cancel: threading.Event | None = None, people: Any = None, mcp: Any = None,
-                 model: Any = None) -> None:
+                 stdin: TextIO | None = None, environ: Mapping[str, str] | None = None,
+                 clock: Callable[[], float] | None = None, cancel: threading.Event | None = None,
+                 people: Any = None, mcp: Any = None, model: Any = None) -> None:
         from ..runtime.agents import stderr_line, stdout_line
         self.out = out or stdout_line
         self.err = err or stderr_line
@@ -52,12 +55,32 @@ class Host:
         self.telemetry = telemetry
         self.mocks = mocks
         self.real_llm = real_llm
+        self.stdin = stdin
+        self.environ = environ
+        self.clock = clock
         self.cancel = cancel if cancel is not None else threading.Event()
         self.cancel_code = 130
         self.people = people
         self.mcp = mcp
         self.model = model
         self.effects: Any = None   # the run's effects chain while it runs (set by the engine)
+
+    def io_functions(self) -> dict[str, Callable[..., Any]]:
+        """The run's own `io` builtins, for the parts of the world this host supplies."""
+        functions: dict[str, Callable[..., Any]] = {}
+        clock, environ, stdin = self.clock, self.environ, self.stdin
+        if clock is not None:
+            functions["now_ms"] = lambda: int(clock() * 1000)
+            functions["now_s"] = lambda: int(clock())
+        if environ is not None:
+            from ..builtins.environ import env, env_or
+            functions["env"] = lambda name: env(name, environ)
+            functions["env_or"] = lambda name, default: env_or(name, default, environ)
+        if stdin is not None:
+            from ..effects.real import read_all, read_line
+            functions["read_line"] = lambda: read_line(stdin)
+            functions["read_all"] = lambda: read_all(stdin)
+        return functions
 
     def stop(self, code: int = 130) -> None:
         """Stop the run before its next step, reporting exit code `code` (a signal's 130 or 143)."""

@@ -20,9 +20,10 @@ class CheckFailed(Exception):
     """The program has errors; `diagnostics` lists them all (each with `code`, `message`, `file`, `line`,
     `column`, `severity`). `modules`: the files of the program as far as it could be loaded."""
 
-    def __init__(self, diagnostics: list[Diagnostic], modules: Sequence[str] = ()) -> None:
+    def __init__(self, diagnostics: list[Diagnostic], modules: Sequence[str] = (), loaded: Any = None) -> None:
         self.diagnostics = diagnostics
         self.modules = list(modules)
+        self.loaded = loaded   # the program as far as it was loaded (sagepy.loader.Program), or None
         errors = [d for d in diagnostics if d.severity == "error"]
         first = errors[0] if errors else None
         super().__init__(f"{len(errors)} error(s); first: {first.code} {first.message}" if first is not None
@@ -46,6 +47,11 @@ class Program:
         self.uses = uses            # the tool blocks some agent `use`s: their servers start with a run
         self._version: str | None = None
         self._lock = threading.Lock()
+
+    @property
+    def tests(self) -> list:
+        """The test blocks of a test file: (declaration, compiled body, namespace) each."""
+        return self.code.tests
 
     @property
     def version(self) -> str:
@@ -93,13 +99,14 @@ def compile(path: str | os.PathLike, *, settings: Mapping[str, str] | None = Non
     return compile_session(session, entry, require_run=require_run)
 
 
-def compile_session(session: Session, entry: str, *, require_run: bool = True) -> Program:
-    """`compile` for a command that has opened its session already."""
+def compile_session(session: Session, entry: str, *, require_run: bool = True, test_file: bool = False) -> Program:
+    """`compile` for a command that has opened its session already; `test_file`: a `*_test.sg` file, whose
+    test blocks are compiled too (`program.tests`)."""
     from ..builtins import load_builtins, load_constants, load_io_builtins
     from ..diagnostics import Diagnostic
     from ..runtime.compile import Compiler
     from ..syntax import ast as A
-    loaded, diags = session.analyze(entry)
+    loaded, diags = session.analyze(entry, test_file=test_file)
     modules = [m.path for m in loaded.modules]
     errors = any(d.severity == "error" for d in diags)
     run_decl = None
@@ -112,7 +119,7 @@ def compile_session(session: Session, entry: str, *, require_run: bool = True) -
                                 hint="end the file with `run Main;` naming the entry agent"))
         errors = True
     if errors:
-        raise CheckFailed(diags, modules)
+        raise CheckFailed(diags, modules, loaded)
     code = Compiler(None, loaded.externs, load_builtins(), load_constants(), load_io_builtins())
     code.compile_program(loaded)
     uses = frozenset(name for module in loaded.modules for item in module.items if isinstance(item, A.AgentDecl)

@@ -82,11 +82,11 @@ class ChatTransport:
         key = self.config.api_key
         return text.replace(key, "[redacted]") if key else text
 
-    def post(self, body: dict) -> Answer:
+    def post(self, body: dict, model: str | None = None) -> Answer:
         client = self._http()
         headers = self.provider.headers()
         attempt = 0
-        with waiting(f"waiting for model {self.config.model}", elapsed=True):
+        with waiting(f"waiting for model {model or self.config.model}", elapsed=True):
             while True:
                 attempt += 1
                 try:

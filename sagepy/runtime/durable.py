@@ -23,12 +23,14 @@ NEEDS_PERSISTENCE = "error: durable runs need a [persistence] table in grove.tom
 
 
 class DurableExit(Exception):
-    """`sage run` ends before (or instead of) running the program: args (exit code, message for stderr)."""
+    """A run ends before (or instead of) running the program: its exit code, the message its host is told, and
+    the status of a run that had ended already (else None)."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, status: str | None = None) -> None:
         super().__init__(code, message)
         self.code = code
         self.message = message
+        self.status = status
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -75,9 +77,9 @@ class DurableRun:
         run = find_run(store, resume)
         if run.status in (COMPLETED, FAILED):
             code = run.exit_code if run.exit_code is not None else 0
-            raise DurableExit(code, f"run {run.id} already ended with exit code {code}")
+            raise DurableExit(code, f"run {run.id} already ended with exit code {code}", run.status)
         if run.status == CANCELLED:
-            raise DurableExit(CANCELLED_EXIT, f"run {run.id} was cancelled")
+            raise DurableExit(CANCELLED_EXIT, f"run {run.id} was cancelled", CANCELLED)
         return cls(store, run, True, say)
 
     @property

@@ -34,7 +34,7 @@ class ClientSampling:
     def close(self) -> None:
         pass
 
-    def post(self, body: dict) -> Answer:
+    def post(self, body: dict, model: str | None = None) -> Answer:
         session = self.ports.ctx.session
         capabilities = session.client_capabilities
         if capabilities is None or capabilities.sampling is None or \
