@@ -22,12 +22,6 @@ from .names import BUILTIN
 from .symbols import AgentInfo, Entity, ToolRef
 from .typeops import prim_named
 
-# Builtins whose calls are tool-like effects for the hints; every other builtin is pure or local.
-WORLD_BUILTINS = frozenset({
-    "read_file", "write_file", "append_file", "delete_file", "make_dir", "list_dir", "file_exists",
-    "mcp_connect", "mcp_list_tools", "mcp_tools", "mcp_call", "mcp_server_info", "mcp_disconnect",
-    "mcp_resources", "mcp_resource_templates", "mcp_read_resource", "mcp_prompts", "mcp_get_prompt",
-})
 _OPEN_WORLD_TOOLS = ("Http", "Shell")
 
 
@@ -47,7 +41,9 @@ class Call:
         """Whether this reaches an MCP server: a typed MCP tool function or a dynamic `mcp_*` builtin."""
         if self.tool is not None:
             return not self.tool.builtin
-        return (self.builtin or "").startswith("mcp_")
+        from ..effect_builtins import EFFECT_BUILTINS, MCP
+        builtin = EFFECT_BUILTINS.get(self.builtin or "")
+        return builtin is not None and builtin.kind == MCP
 
     @property
     def label(self) -> str:
@@ -186,9 +182,8 @@ def _call(node: Any, owner: AgentInfo | None, reach: Reach, enter: Callable) -> 
     ref = node.ref
     if isinstance(ref, ToolRef):
         _add(reach, Call(tool=ref))
-    elif ref is BUILTIN and type(node.fn) is A.Name:
-        if node.fn.name in WORLD_BUILTINS:
-            _add(reach, Call(builtin=node.fn.name))
+    elif ref is BUILTIN and type(node.fn) is A.Name:   # the caller's classes say which builtins are effects
+        _add(reach, Call(builtin=node.fn.name))
     elif isinstance(ref, Entity) and ref.kind == "fn" and not ref.decl.extern:
         enter(ref.decl, None)
     fn = node.fn

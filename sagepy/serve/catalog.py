@@ -12,17 +12,6 @@ from ..check.served import Call, ServedAgent, annotations, served_agents, served
 if TYPE_CHECKING:
     from ..settings import Settings
 
-# The classes of the builtins sagepy.check.served counts as effects (SPEC §8.11, §14).
-_BUILTIN_SAFETY = {
-    "read_file": "read_only", "list_dir": "read_only", "file_exists": "read_only",
-    "write_file": "idempotent", "delete_file": "idempotent", "make_dir": "idempotent", "append_file": "destructive",
-    "mcp_connect": "read_only", "mcp_list_tools": "read_only", "mcp_tools": "read_only",
-    "mcp_server_info": "read_only", "mcp_disconnect": "idempotent", "mcp_resources": "read_only",
-    "mcp_resource_templates": "read_only", "mcp_read_resource": "read_only", "mcp_prompts": "read_only",
-    "mcp_get_prompt": "read_only", "mcp_call": "destructive",
-}
-
-
 class Catalogue:
     """The served tools in declaration order, each as its `ServedAgent` and its wire definition (the object
     `tools/list` returns, MCP spelling)."""
@@ -52,7 +41,11 @@ def build_catalogue(root: Any, settings: Settings, notes: list[str]) -> Catalogu
 
     def safety(call: Call) -> str | None:
         if call.tool is None:
-            return _BUILTIN_SAFETY.get(call.builtin or "")
+            from ..effect_builtins import EFFECT_BUILTINS
+            builtin = EFFECT_BUILTINS.get(call.builtin or "")
+            if builtin is None:   # not an effect
+                return None
+            return builtin.safety or "destructive"   # None: the class of a tool known only at run time
         if call.tool.builtin:
             from ..tools import SAFETY
             return SAFETY.get((call.tool.tool, call.tool.fn), "destructive")
