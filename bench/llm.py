@@ -8,6 +8,11 @@ requests, timed with `perf_counter()` after a warm-up request), then the Sage pr
 TURNS `divine` calls after a warm-up call); the median of the per-round ratios is reported. The target is
 issue 15's bound for a model's tool loop: at most 1.3x a plain httpx client driving the same conversation.
 
+Each round also runs the program in a project whose grove.toml configures a rate limit, a concurrency limit,
+budgets and prices that the run never reaches (issue 35): every request then checks the budgets, takes from
+the process's token buckets and is priced. Its target is 1.05x the same program without them (usage is
+counted in both).
+
     python bench/llm.py [--runs N] [--turns N]
 """
 from __future__ import annotations
@@ -27,6 +32,23 @@ from timing import bench_env, require_success, sage_command, timed_run
 TARGET = 1.3
 MODEL = "bench-model"
 PROMPT = "Answer in one line. " * 20
+LIMITS_TARGET = 1.05
+LIMITS = f"""\
+[project]
+entry = "main.sg"
+
+[llm]
+model = "{MODEL}"
+requests_per_minute = 1000000
+tokens_per_minute = 1000000000
+max_concurrent_requests = 64
+max_tokens_per_run = 1000000000
+max_cost_per_run = 1000000
+
+[llm.prices."{MODEL}"]
+input_per_mtok = 2.5
+output_per_mtok = 10
+"""
 REPLY = {"id": "bench", "object": "chat.completion", "model": MODEL,
          "choices": [{"index": 0, "message": {"role": "assistant", "content": "x" * 200}, "finish_reason": "stop"}],
          "usage": {"prompt_tokens": 100, "completion_tokens": 50}}
@@ -125,11 +147,18 @@ def main() -> None:
         env.update(SAGE_LLM_URL=url, SAGE_API_KEY="bench-key", SAGE_MODEL=MODEL)
         program = scratch / "main.sg"
         program.write_text(PROGRAM.format(turns=args.turns, prompt=PROMPT), encoding="utf-8")
+        limited = scratch / "limited"
+        limited.mkdir()
+        (limited / "grove.toml").write_text(LIMITS, encoding="utf-8")
+        (limited / "main.sg").write_text(program.read_text(encoding="utf-8"), encoding="utf-8")
         run = [*sage_command(), "run", str(program)]
+        run_limited = [*sage_command(), "run", str(limited)]
         plain = [sys.executable, __file__, "--baseline", url, "--turns", str(args.turns)]
         program_ms("sage run (warm-up)", run, env)
-        pairs = [(program_ms("httpx baseline", plain, env), program_ms("sage run", run, env))
-                 for _ in range(args.runs)]
+        program_ms("sage run with limits (warm-up)", run_limited, env)
+        rounds = [(program_ms("httpx baseline", plain, env), program_ms("sage run", run, env),
+                   program_ms("sage run with limits", run_limited, env)) for _ in range(args.runs)]
+        pairs = [(r[0], r[1]) for r in rounds]
     finally:
         server.stdin.close()  # type: ignore[union-attr]
         server.wait(10)
@@ -146,6 +175,13 @@ def main() -> None:
     print(f"{'divine turns':<14}{plain_ms:>10.1f}{sage_ms:>10.1f}{ratio:>8.2f}x{'<= ' + format(TARGET, 'g') + 'x':>10}"
           f"{verdict}")
     print("per-round ratios: " + " ".join(f"{p[1] / p[0]:.2f}" for p in pairs))
+    limited_ms = statistics.median(r[2] for r in rounds)
+    limits_ratio = statistics.median(r[2] / r[1] for r in rounds)
+    verdict = "  ok" if limits_ratio <= LIMITS_TARGET else "  over"
+    print(f"{'case':<14}{'sage ms':>10}{'limits ms':>10}{'ratio':>9}{'target':>10}")
+    print(f"{'limits+budget':<14}{sage_ms:>10.1f}{limited_ms:>10.1f}{limits_ratio:>8.2f}x"
+          f"{'<= ' + format(LIMITS_TARGET, 'g') + 'x':>10}{verdict}")
+    print("per-round ratios: " + " ".join(f"{r[2] / r[1]:.2f}" for r in rounds))
 
 
 if __name__ == "__main__":

@@ -91,14 +91,14 @@ def load_program(entry_path: str, cache_dir: str | None = FROM_ENVIRONMENT, sour
     """Load the entry file and its modules, with parsed ASTs cached under `cache_dir` (None: no cache;
     by default the directory the environment names, for callers outside a session), or read through
     `sources` when given.
-    A test file `X_test.sg` is loaded with its sibling `X.sg`: the sibling (and its module tree) comes
-    first, and the test file sees all of its items (SPEC §3.8)."""
+    A test file `X_test.sg` (or an eval file `X_eval.sg`) is loaded with its sibling `X.sg`: the sibling (and
+    its module tree) comes first, and the test file sees all of its items (SPEC §3.8)."""
     diags: list[Diagnostic] = []
     modules: list = []
     sibling = None
     if sources is None:
         sources = Sources(cache_dir)
-    if entry_path.endswith("_test.sg"):
+    if entry_path.endswith(("_test.sg", "_eval.sg")):
         sibling_path = entry_path[: -len("_test.sg")] + ".sg"
         if sources.exists(sibling_path):
             sibling = load_module_file(sibling_path, "", None, diags, modules, sources)

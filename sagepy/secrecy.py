@@ -7,13 +7,17 @@ judges a value by itself, for the places where a name is expected and a token wo
 
 What sagepy keeps under `.sage/` (server logs, OAuth tokens, state) is for its user only: directories are
 created 0700 and log files 0600, and existing ones are narrowed to those modes when sagepy opens them.
+
+A durable run journals what `env`/`env_or` read, so that a resume replays it; the read of a variable whose name
+looks secret (`secret_variable`) is journaled wrapped (`{"secret": value}`), and `shown_journal_value` is what
+everything that shows journal values (`sage runs show`, the console, cassettes) shows for any outcome.
 """
 from __future__ import annotations
 
 import os
 import re
 import shlex
-from typing import TextIO
+from typing import Any, Iterable, TextIO
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 MASK = "****"
@@ -145,3 +149,47 @@ def open_private_log(path: str) -> TextIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+# Environment variables whose values a durable run journals but never shows (docs/durable.md, "Secrets"): a name
+# that mentions one of these words (any case), or one that grove.toml names in a `*_env` key.
+_SECRET_VARIABLE = re.compile("KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+SECRET_OUTCOME = "secret"   # the key of a secret read's journaled outcome: {"secret": value}
+
+
+def secret_variable(name: Any, named: Iterable[str] = ()) -> bool:
+    """Whether the value of environment variable `name` is a secret: its name looks like one, or grove.toml
+    names it in a `*_env` key (`named`)."""
+    return isinstance(name, str) and (_SECRET_VARIABLE.search(name) is not None or name in named)
+
+
+def env_names_in(config: Any) -> frozenset[str]:
+    """Every variable name grove.toml gives as the value of a `*_env` key, in any table (`[llm] api_key_env`,
+    `[tools.X] token_env`, …)."""
+    found: set[str] = set()
+    stack = [config]
+    while stack:
+        table = stack.pop()
+        if isinstance(table, dict):
+            for key, value in table.items():
+                if isinstance(key, str) and key.endswith("_env") and isinstance(value, str):
+                    found.add(value)
+                stack.append(value)
+        elif isinstance(table, list):
+            stack.extend(table)
+    return frozenset(found)
+
+
+SECRET_READS = ("env", "env_or")   # the targets of the `io` steps that read a variable
+
+
+def secret_outcome(kind: str, target: str, outcome: Any) -> bool:
+    """Whether a journal record's outcome is a secret read's (`{"secret": value}`)."""
+    return kind == "io" and target in SECRET_READS and isinstance(outcome, dict) and SECRET_OUTCOME in outcome
+
+
+def shown_journal_value(kind: str, target: str, outcome: Any) -> Any:
+    """A journal record's outcome (its kind, target and outcome) as anything that shows it shows it: a secret
+    read's as `***`, every other as it is. The one function for `sage runs show` (text and JSON), the web
+    console and cassettes."""
+    return PASSWORD_MASK if secret_outcome(kind, target, outcome) else outcome

@@ -107,7 +107,8 @@ class Session:
                       trace: tuple[str | None, bool] = (None, False), persistent: bool = False,
                       store: StateStore | None = None, durable: bool = False, mocks: Any = None, real_llm: bool = False,
                       program_args: list[str] | None = None, export: str | None = None,
-                      io: dict[str, Callable[..., Any]] | None = None) -> Runtime:
+                      io: dict[str, Callable[..., Any]] | None = None,
+                      cassette: Any = None) -> Runtime:
         """The one place a Runtime, its effects chain (assembled here, once: `runtime.effects`) and its store
         (`runtime.store`) are built.
 
@@ -118,7 +119,8 @@ class Session:
         `args()` returns (SPEC §6.1: what follows `--` on the `sage run` line, `[]` under `sage test`); `export`:
         the entry file as displayed, for `sage run`, whose spans are exported when an OTLP endpoint is set; `io`:
         the run's own functions for some `io` builtins (`now_ms`, `env`, `read_line`, …: its host's clock,
-        environment or stdin), instead of the process's."""
+        environment or stdin), instead of the process's; `cassette`: the recorded run written or replayed
+        (sagepy.effects.cassette, SPEC §22.2)."""
         from .builtins import load_io_builtins
         from .effects import build_effects
         from .runtime.agents import Runtime
@@ -128,10 +130,10 @@ class Session:
         journal = None
         if durable:
             from .effects.journal import Journal
-            journal = Journal(runtime.store.backend, runtime)
+            journal = Journal(runtime.store.backend, runtime, self.settings.secret_env_names)
         trace_path, trace_stderr = trace
         build_effects(runtime, self.settings, {**load_io_builtins(), **(io or {})}, trace_path=trace_path, trace_stderr=trace_stderr,
-                      mocks=mocks, real_llm=real_llm, journal=journal, export=export)
+                      mocks=mocks, real_llm=real_llm, journal=journal, export=export, cassette=cassette)
         return runtime
 
     def open_store(self) -> StateStore:

@@ -89,6 +89,11 @@ class Settings:
         self.toml_broken = grove.toml_broken
         self.diagnostics: list[Diagnostic] = grove.diagnostics             # every E090/E093 of grove.toml
         self.tool_diagnostics: list[Diagnostic] = grove.tool_diagnostics   # those of the MCP tables
+        self.secret_env_names: frozenset[str] = grove.secret_env_names   # named in `*_env` keys
+        # what stops every command on the durable store (`sage runs`, `sage worker`): grove.toml that is not
+        # TOML, or an invalid [persistence] table (the E090s `sage run` shows for it)
+        self.store_diagnostics: list[Diagnostic] = (grove.diagnostics if grove.toml_broken
+                                                    else grove.persistence_diagnostics)
         self._mcp: McpSettings | None = None
         if grove.mcp is not None:
             self.mcp = grove.mcp

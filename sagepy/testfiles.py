@@ -11,14 +11,16 @@ import os
 
 NEVER_SEARCHED = frozenset({"node_modules", "venv", ".venv", "build", "dist"})
 TEST_SUFFIX = "_test.sg"
+EVAL_SUFFIX = "_eval.sg"
 
 
-def test_files(directory: str, in_project: bool) -> list[str]:
-    """The absolute paths of the `*_test.sg` files `directory` holds, sorted by path."""
+def test_files(directory: str, in_project: bool, suffixes: tuple[str, ...] = (TEST_SUFFIX,)) -> list[str]:
+    """The absolute paths of the `*_test.sg` files (or of the files ending in one of `suffixes`: `sage check`
+    and `sage eval` take the `*_eval.sg` files) `directory` holds, sorted by path."""
     src = os.path.join(directory, "src")
     start = os.path.abspath(src if os.path.isdir(src) else directory)
     found = []
     for current, dirs, files in os.walk(start):
         dirs[:] = sorted(d for d in dirs if in_project and not d.startswith(".") and d not in NEVER_SEARCHED)
-        found.extend(os.path.join(current, f) for f in files if f.endswith(TEST_SUFFIX))
+        found.extend(os.path.join(current, f) for f in files if f.endswith(suffixes))
     return sorted(found)

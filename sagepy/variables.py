@@ -48,6 +48,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SAGE_WORKER_PARENT", None, "set by `sage worker` for the runs it starts (its claim); not for users"),
     Variable("SAGE_STATE_URL", None, "replaces the [persistence] backend of a project that has one: "
              "postgresql://… or sqlite:<path>"),
+    Variable("SAGE_UI_TOKEN", None, "the access token of `sage ui` (default: a new random one at each start); "
+             "needed to serve on another host than loopback"),
     # OpenTelemetry export (SPEC §18.1): the standard variables, read from the same snapshot
     Variable("OTEL_EXPORTER_OTLP_ENDPOINT", None, "OTLP/HTTP base URL; traces go to <url>/v1/traces"),
     Variable("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None, "OTLP/HTTP traces URL, used as it is"),

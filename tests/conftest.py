@@ -8,6 +8,9 @@ lock so that two pytest processes never install over each other. A module that u
 tests/conformance/node/, is installed the same way by `node_packages`. Without npm, or when the install fails,
 those tests fail (never skip) with the reason.
 
+`browser` is a headless Chromium driven by Playwright (tests/browser.py: the system's Chromium, installed with
+apt-get when missing; where none can be had, the tests that use it fail with the reason).
+
 `pg_cluster` is a throwaway PostgreSQL server on 127.0.0.1 for the whole session (tests/pgcluster.py: the
 binaries of the `pgserver` package of the test extra, else the machine's; run as an unprivileged user when
 the tests run as root); `pg_url` is a fresh, empty database on it, as a URL with a password. Where no server
@@ -108,3 +111,12 @@ def pg_cluster():
 def pg_url(pg_cluster) -> str:
     """The URL of a fresh, empty database (user `sage`, with its password in the URL)."""
     return pg_cluster.new_database()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """A headless Chromium (a Playwright Browser) for the session."""
+    from browser import close, launch
+    driver, chromium = launch()
+    yield chromium
+    close(driver, chromium)

@@ -23,8 +23,8 @@ MAX_LINES = 600
 # `check`, beside `cli`.
 ORDER: tuple[tuple[str, ...], ...] = (
     ("core",),                                   # values, errors, types, Sage<->JSON conversion, JSON text
-    ("aio", "binding", "deepstack", "diagnostics", "effect_builtins", "errorcodes", "render", "resources",
-     "secrecy", "terminal", "testfiles", "tls", "traceview", "version"),  # helpers that need nothing of sagepy but core; the trace viewer
+    ("aio", "binding", "decisions", "deepstack", "diagnostics", "effect_builtins", "errorcodes", "render",
+     "resources", "secrecy", "terminal", "testfiles", "tls", "traceview", "version"),  # helpers that need nothing of sagepy but core; the trace viewer
     ("approval_policy", "net", "progress"),      # helpers on helpers (binding, tls, render)
     ("syntax",),                                 # source -> AST
     ("fmt", "loader", "project", "variables"),   # the formatter; programs and their modules; the project; SAGE_*
@@ -37,7 +37,8 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("runtime",),                                # compiled closures, agents
     ("session",),                                # one command's wiring: builds and connects the above
     ("engine",),                                 # the library: compile once, run many, each run with a Host
-    ("lsp", "serve", "testing"),                 # the language server; sage serve; sage test, the pytest plugin
+    ("evals", "lsp", "runs", "serve", "testing"),  # sage eval; the language server; the run service; sage serve; sage test
+    ("console",),                                # the web console (sage ui), on the run service
     ("cli",),                                    # the sage command
     ("__main__", "sagepy"),                      # the command; the package's API, re-exported from engine
 )

@@ -23,6 +23,11 @@ def accepted_keys() -> dict[str, set[str]]:
     tables["tools.<Name>"] = set(_SERVER_KEYS)
     from sagepy.approval_policy import SETTINGS
     tables["approvals"] = set(SETTINGS)   # every other key names a tool
+    from sagepy.grove import LLM_OWN_KEYS
+    from sagepy.grove.llm import PRICE_KEYS, PROVIDER_KEYS
+    tables["llm"] |= set(LLM_OWN_KEYS) - {"providers", "prices"}   # those two are tables of their own
+    tables["llm.providers.<provider>"] = set(PROVIDER_KEYS)
+    tables["llm.prices.<model>"] = set(PRICE_KEYS)
     return tables
 
 

@@ -23,7 +23,8 @@ NODE_EXAMPLES = {"repo_report"}
 
 def _examples() -> list[Path]:
     files = sorted(EXAMPLES.glob("*.sg"))
-    projects = sorted(p.parent for p in EXAMPLES.glob("*/grove.toml"))
+    # a project without an entry file (examples/evals holds evals only, tested in tests/evals) is not run
+    projects = sorted(p.parent for p in EXAMPLES.glob("*/grove.toml") if _entry_file(p.parent).exists())
     return files + projects
 
 

@@ -81,6 +81,10 @@ def test_wheel_contains_grammar_and_stdlib(wheel: Path) -> None:
                   if n.startswith("sagepy/_stdlib/") and n.endswith(".sg")) == stdlib
     assert "sagepy/resources.py" in names
     assert "sagepy/cli/main.py" in names
+    console = REPO / "sagepy" / "console"
+    assets = sorted(p.relative_to(REPO).as_posix() for d in ("templates", "static") for p in (console / d).iterdir())
+    assert assets and sorted(n for n in names if n.startswith(("sagepy/console/templates/",
+                                                                "sagepy/console/static/"))) == assets
 
 
 def test_installed_package_finds_its_data(venv_bin: Path, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """File-system builtins (SPEC §6.1). Failures are `Agent` errors `failed to <action> '<path>': <reason>`,
 where the reason is the operating system's description of the error (`No such file or directory`).
 
-Text is read and written as UTF-8 without newline translation, so a file round-trips byte for byte.
+Text is read and written as UTF-8 without newline translation, so a file round-trips byte for byte. A lone
+surrogate in written text is written as U+FFFD (sagepy.core.text).
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 from typing import Any, Callable
 
 from ..core.errors import SageRaise, agent_error
+from ..core.text import printable_text
 from ..core.values import UNIT
 
 # Rust's wording, which upstream Sage reports for a file that is not valid UTF-8.
@@ -36,7 +38,7 @@ def read_file(path: str) -> str:
 def _write(path: str, text: str, mode: str, action: str) -> Any:
     try:
         with open(path, mode, encoding="utf-8", newline="") as f:
-            f.write(text)
+            f.write(printable_text(text))
     except (OSError, ValueError) as exc:
         raise _failure(action, path, exc) from None
     return UNIT

@@ -24,10 +24,22 @@ def now_s() -> int:
     return time.time_ns() // 1_000_000_000
 
 
+def _stdin(stream: TextIO | None) -> Any:
+    """The run's stdin (a host's stream, else the process's); the process's reads bytes that are not UTF-8 as
+    the environment and the arguments are read (one U+DC80–U+DCFF code point per byte, sagepy.core.text),
+    never failing on them."""
+    if stream is not None:
+        return stream
+    stdin = sys.stdin
+    if getattr(stdin, "errors", "surrogateescape") == "strict" and hasattr(stdin, "reconfigure"):
+        stdin.reconfigure(errors="surrogateescape")
+    return stdin
+
+
 def read_line(stream: TextIO | None = None) -> str:
     """One line of `stream` (a run's host's stdin), else of the process's."""
     with _stdin_lock:
-        line = (stream or sys.stdin).readline()
+        line = _stdin(stream).readline()
     if line == "":
         raise SageRaise(ErrorValue("Agent", "end of input"))
     if line.endswith("\n"):
@@ -39,7 +51,7 @@ def read_line(stream: TextIO | None = None) -> str:
 
 def read_all(stream: TextIO | None = None) -> str:
     with _stdin_lock:
-        data = (stream or sys.stdin).read()
+        data = _stdin(stream).read()
     if data == "":
         raise SageRaise(ErrorValue("Agent", "end of input"))
     return data

@@ -68,7 +68,7 @@ class Loop:
 
 
 class Body:
-    """kind: fn, handler, test, const, child (a supervisor child's field initialisers)."""
+    """kind: fn, handler, test, eval, const, child (a supervisor child's field initialisers)."""
 
     __slots__ = ("scope", "kind", "fallible", "stop", "agent", "handler", "ret", "returns", "loops", "covered",
                  "in_catch", "tparams", "parent", "nslots", "captures", "captured", "update_fn")
@@ -124,7 +124,7 @@ class Body:
 
     def tool_context(self) -> Any:
         """`"any"` in test blocks, the agent's `use` list in handlers, else None (tool calls are E038)."""
-        if self.kind == "test":
+        if self.kind == "test" or self.kind == "eval":
             return "any"
         if self.agent is not None and self.handler is not None:
             return {name for name, _ in self.agent.decl.uses}

@@ -33,6 +33,8 @@ class Checker(Namespaces, Names, Expressions, AgentExpressions, Calls, Intrinsic
               Items):
     def __init__(self, program: Any, configured_tools: ToolTables, test_file: bool) -> None:
         self.program = program
+        self.direct_scores: set[int] = set()   # the `score` statements standing directly in an eval block
+        self.first_replays: set[int] = set()   # the `replay` statements opening a test block
         self.test_file = test_file
         self.prelude = load_prelude()
         self.configured_tools = configured_tools

@@ -60,7 +60,7 @@ class Namespaces:
     # ---------------------------------------------------------------- building
     def build_scopes(self, program: Any) -> None:
         for module in program.modules:
-            is_test = module.path.endswith("_test.sg") or (module is program.root and self.test_file)
+            is_test = module.path.endswith(("_test.sg", "_eval.sg")) or (module is program.root and self.test_file)
             self.scopes[id(module)] = module.namespace = ModuleScope(module, is_test)
         for module in program.modules:
             scope = self.scopes[id(module)]

@@ -25,6 +25,7 @@ class Items:
 
     def check_module(self, scope: ModuleScope) -> None:
         tests: dict[str, Any] = {}
+        evals: dict[str, Any] = {}
         for item in scope.module.items:
             kind = type(item)
             if kind is A.FnDecl:
@@ -46,6 +47,8 @@ class Items:
                 self.check_test(item, scope, tests)
             elif kind is A.RunDecl:
                 self.check_run(item, scope)
+            elif kind is A.EvalDecl:
+                self.check_eval(item, scope, evals)
 
     # ---------------------------------------------------------------- functions and constants
     def check_fn(self, decl: Any, scope: ModuleScope) -> None:
@@ -340,8 +343,29 @@ class Items:
         if decl.name in names:
             self.error("E055", f"duplicate test name \"{decl.name}\"", decl.span, scope.path)
         names[decl.name] = decl
+        if decl.body.stmts and type(decl.body.stmts[0]) is A.ReplayStmt:
+            self.first_replays.add(id(decl.body.stmts[0]))
         cx = Body(scope, "test", fallible=True)
         self.block_type(decl.body, cx, Locals(), discard=True)
+        decl.nslots = cx.nslots
+
+    def check_eval(self, decl: Any, scope: ModuleScope, names: dict[str, Any]) -> None:
+        """An eval block (SPEC §22.1): the row is a variable of the declared type; `score` statements stand
+        directly in its body."""
+        if not scope.module.path.endswith("_eval.sg"):
+            self.error("E096", "`eval` blocks are only allowed at the top level of an `_eval.sg` file", decl.span,
+                       scope.path, hint="move it to a file whose name ends in `_eval.sg`")
+        if decl.name in names:
+            self.error("E055", f"duplicate eval name \"{decl.name}\"", decl.span, scope.path)
+        names[decl.name] = decl
+        cx = Body(scope, "eval", fallible=True)
+        lc = Locals()
+        decl.row_t = self.resolve_type(decl.row.type, scope)
+        row = lc.vars[decl.row.name] = Var(decl.row_t, cx)
+        self.note(scope.path, decl.row.span, decl.row.name, row, "h", True)
+        decl.row_slot = row.slot
+        self.direct_scores.update(id(s) for s in decl.body.stmts if type(s) is A.ScoreStmt)
+        self.block_type(decl.body, cx, lc, discard=True)
         decl.nslots = cx.nslots
 
     def check_run(self, decl: Any, scope: ModuleScope) -> None:

@@ -198,7 +198,28 @@ class Statements:
             self.error("E053", "`checkpoint()` outside an agent handler", node.span, cx.file)
         return False
 
+    def s_ScoreStmt(self, node: Any, cx: Body, lc: Locals) -> bool:
+        """`score "s" = expr;` directly in an eval block's body; a Bool or a Float (SPEC §22.1)."""
+        if id(node) not in self.direct_scores:
+            self.error("E096", "`score` is only allowed directly inside an `eval` block", node.span, cx.file)
+        t = self.expr(node.value, cx, lc)
+        if not (is_open(t) or prim_named(t, "Bool") or prim_named(t, "Float")):
+            self.error("E018", f"type mismatch: expected Bool or Float, found {show(t)}", node.value.span, cx.file,
+                       hint="a score is a Bool (1.0 or 0.0) or a Float from 0.0 to 1.0")
+        return False
+
+    def s_ReplayStmt(self, node: Any, cx: Body, lc: Locals) -> bool:
+        """`replay "file.jsonl";` as a test block's first statement (SPEC §22.2)."""
+        if id(node) not in self.first_replays:
+            self.error("E056", "`replay` is only allowed as the first statement of a test block", node.span,
+                       cx.file)
+        return False
+
     def s_MockStmt(self, node: Any, cx: Body, lc: Locals) -> bool:
+        if cx.kind == "eval":
+            self.error("E096", "`mock` is not allowed in an `eval` block: a case runs against the real model",
+                       node.span, cx.file)
+            return False
         if not cx.scope.is_test:
             self.error("E050", "`mock` is only allowed in test files (`*_test.sg`)", node.span, cx.file)
         elif cx.kind != "test":

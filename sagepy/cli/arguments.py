@@ -41,10 +41,17 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("path", nargs="?", metavar="PATH")
     run.add_argument("--trace", action="store_true", help="write trace events to stderr")
     run.add_argument("--trace-file", metavar="F", help="append trace events to F")
+    run.add_argument("--usage", action="store_true",
+                     help="print the run's model turns, tokens and cost on stderr at the end")
     journaling = run.add_mutually_exclusive_group()
     journaling.add_argument("--resume", metavar="RUN_ID", help="resume a durable run (`last`: the newest one)")
     journaling.add_argument("--no-journal", action="store_true",
                             help="run without journaling, also in a project with [persistence]")
+    recording = run.add_mutually_exclusive_group()
+    recording.add_argument("--record", metavar="FILE",
+                           help="write the run's model turns and tool calls to FILE (a cassette)")
+    recording.add_argument("--replay", metavar="FILE",
+                           help="answer the run's model turns and tool calls from the cassette FILE")
 
 
 def _check_arguments(check: argparse.ArgumentParser) -> None:
@@ -63,6 +70,11 @@ def _fmt_arguments(fmt: argparse.ArgumentParser) -> None:
 def _test_arguments(test: argparse.ArgumentParser) -> None:
     from .test import add_arguments
     add_arguments(test)
+
+
+def _eval_arguments(evals: argparse.ArgumentParser) -> None:
+    from .eval import add_arguments
+    add_arguments(evals)
 
 
 def _tools_arguments(tools: argparse.ArgumentParser) -> None:
@@ -90,6 +102,11 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     add_arguments(serve)
 
 
+def _ui_arguments(ui: argparse.ArgumentParser) -> None:
+    from .ui import add_arguments
+    add_arguments(ui)
+
+
 def _explain_arguments(explain: argparse.ArgumentParser) -> None:
     from .explain import add_arguments
     add_arguments(explain)
@@ -113,12 +130,17 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
             "Rewrite .sg files (the project's, or PATHs) in the one canonical layout.", _fmt_arguments),
     "test": ("run the tests of *_test.sg files", "Discover and run `test` blocks in *_test.sg files.",
              _test_arguments),
+    "eval": ("run the evals of *_eval.sg files", "Run each `eval` block over its dataset against the model and "
+             "report its scores.", _eval_arguments),
     "tools": ("list, inspect, generate and verify MCP servers", "Work with the MCP servers configured in grove.toml.",
               _tools_arguments),
     "runs": ("list, show, resolve, prune and answer durable runs",
              "The durable runs of the project (grove.toml with [persistence]).", _runs_arguments),
     "worker": ("execute queued and interrupted runs", "Claim the project's queued runs (`sage runs submit`) and "
                "interrupted ones, and execute each in a process of its own.", _worker_arguments),
+    "ui": ("serve the web console of runs, people and evals",
+           "Serve a web console for the project's durable runs, the approvals and questions they wait on, "
+           "and its eval reports; prints the URL with its access token.", _ui_arguments),
     "trace": ("view a trace file as an HTML timeline", "Work with trace files written by `sage run --trace-file`.",
               _trace_arguments),
     "explain": ("explain an error code", "Print the explanation of an error code, with a wrong and a fixed example.",

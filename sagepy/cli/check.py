@@ -19,7 +19,7 @@ def check_files(session: Session, entry: str | None, test_files: list[str],
     described: dict = {}   # each verified server is contacted once per command
     targets = ([entry] if entry else []) + test_files
     for path in targets:
-        program, found = session.analyze(path, test_file=path.endswith("_test.sg"))
+        program, found = session.analyze(path, test_file=path.endswith(("_test.sg", "_eval.sg")))
         files.update(os.path.abspath(m.path) for m in program.modules)
         diags.extend(found)
         if verify_tools:
@@ -40,12 +40,13 @@ def run_check(args: Any) -> int:
         sys.stderr.write(f"error: {exc}\n")
         return 1
     entry = explicit or session.entry_file()
-    if explicit and explicit.endswith("_test.sg"):
+    if explicit and explicit.endswith(("_test.sg", "_eval.sg")):
         entry_file, tests = None, [explicit]
     else:
         entry_file = entry if os.path.isfile(entry) else None
-        from ..testfiles import test_files
-        tests = [] if explicit else test_files(session.root, session.settings.grove_path is not None)
+        from ..testfiles import EVAL_SUFFIX, TEST_SUFFIX, test_files
+        tests = [] if explicit else test_files(session.root, session.settings.grove_path is not None,
+                                               (TEST_SUFFIX, EVAL_SUFFIX))
     if entry_file is None and not tests:
         sys.stderr.write(f"error: no entry file found (looked for {display_path(entry)})\n")
         return 1

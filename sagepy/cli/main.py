@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--resume runs with the arguments the run recorded: it takes no `-- ARGS`")
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
                    "fmt": _fmt, "worker": _worker, "new": _new, "explain": _explain, "lsp": _lsp, "serve": _serve,
-                   "trace": _trace}[args.command]
+                   "trace": _trace, "eval": _eval, "ui": _ui}[args.command]
         return handler(args)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
@@ -69,7 +69,8 @@ def plain_run(argv: list[str]) -> SimpleNamespace | None:
     if line[:1] != ["run"] or len(line) > 2 or any(arg.startswith("-") for arg in line):
         return None
     return SimpleNamespace(command="run", path=line[1] if len(line) == 2 else None, trace=False, trace_file=None,
-                           resume=None, no_journal=False, version=False, color="auto", program_args=program_args)
+                           resume=None, no_journal=False, usage=False, version=False, color="auto",
+                           program_args=program_args, record=None, replay=None)
 
 
 def _take_program_arguments(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -112,7 +113,12 @@ def _run(args: argparse.Namespace | SimpleNamespace) -> int:
     _progress()
     return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace,
                      program_args=args.program_args, resume=args.resume, journal=not args.no_journal,
-                     whole_process=args.whole_process)
+                     whole_process=args.whole_process, usage=args.usage, cassette=(args.record, args.replay))
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .eval import run_eval_command
+    return run_eval_command(args)
 
 
 def _fmt(args: argparse.Namespace) -> int:
@@ -151,6 +157,11 @@ def _worker(args: argparse.Namespace) -> int:
 def _trace(args: argparse.Namespace) -> int:
     from .trace import run_trace_command
     return run_trace_command(args)
+
+
+def _ui(args: argparse.Namespace) -> int:
+    from .ui import run_ui_command
+    return run_ui_command(args)
 
 
 def _explain(args: argparse.Namespace) -> int:

@@ -7,7 +7,6 @@ current directory, as every `sage runs` command does. Errors go to stderr as `er
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable
@@ -67,10 +66,10 @@ def run_queue_command(command: str, args: argparse.Namespace) -> int:
     except ProjectError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    if session.settings.toml_broken:
+    if session.settings.store_diagnostics:
         from ..diagnostics import format_diagnostics
         from ..render import write_diagnostics
-        write_diagnostics(format_diagnostics(session.settings.diagnostics) + "\n")
+        write_diagnostics(format_diagnostics(session.settings.store_diagnostics) + "\n")
         return 1
 
     def command_on(store: Any) -> int:
@@ -108,38 +107,26 @@ def with_store(session: Session, command: Callable[[Any], int]) -> int:
 
 
 def find_run(store: Any, run_id: str) -> Any:
-    from ..runtime.durable import DurableExit
-    from ..runtime.durable import find_run as find_durable_run
+    from ..runs.service import NoRun, find_run as find_service_run
     try:
-        return find_durable_run(store, run_id)
-    except DurableExit as exc:
-        raise QueueError(exc.message) from None
+        return find_service_run(store, run_id)
+    except NoRun as exc:
+        raise QueueError(f"error: {exc}") from None
 
 
 # ---------------------------------------------------------------- submit
 
 def _submit(session: Session, explicit: str | None, args: argparse.Namespace, store: Any) -> int:
-    from ..diagnostics import display_path
-    from ..runtime.durable import new_run_id
+    from ..runs import service
     from .run import report_diagnostics
-    from ..store.base import RunRecord
-    from ..store.queue import QUEUED, RunInfo
-    from ..workers.version import program_version, version_files
-    entry = explicit or session.entry_file()
-    if not os.path.isfile(entry):
-        raise QueueError(f"error: no entry file found (looked for {display_path(entry)})")
-    program, diags = session.analyze(entry)
-    if any(d.severity == "error" for d in diags):
-        report_diagnostics(diags)
+    try:
+        submitted = service.submit(session, store, explicit, list(args.program_args), args.queue)
+    except service.NoEntry as exc:
+        raise QueueError(f"error: no entry file found (looked for {exc.entry})") from None
+    except service.CheckFailed as exc:
+        report_diagnostics(exc.diagnostics)
         return 1
-    version = program_version(session.root, version_files(session, [m.path for m in program.modules]))
-    now = time.time()
-    run_id = new_run_id(now)
-    while store.get_run(run_id) is not None:
-        run_id = new_run_id(now)
-    store.submit_run(RunRecord(run_id, now, QUEUED, None, display_path(entry)),
-                     RunInfo(queue=args.queue, version=version, args=list(args.program_args)))
-    print(run_id)
+    print(submitted.run_id)
     return 0
 
 
@@ -168,14 +155,14 @@ def _wait(args: argparse.Namespace, store: Any) -> int:
 # ---------------------------------------------------------------- cancel
 
 def _cancel(args: argparse.Namespace, store: Any) -> int:
-    from ..store.leases import lease_is_stale
-    from ..store.queue import ENDED
-    run = find_run(store, args.run_id)
-    if run.status in ENDED:
-        code = run.exit_code if run.exit_code is not None else 0
-        raise QueueError(f"error: run {run.id} already ended with exit code {code}")
-    store.cancel_run(run.id, lease_is_stale)
-    sys.stderr.write(f"run {run.id} cancelled\n")
+    from ..runs import service
+    try:
+        cancelled = service.cancel(store, args.run_id)
+    except service.NoRun as exc:
+        raise QueueError(f"error: {exc}") from None
+    except service.AlreadyEnded as exc:
+        raise QueueError(f"error: run {exc.run_id} already ended with exit code {exc.exit_code}") from None
+    sys.stderr.write(f"run {cancelled.run_id} cancelled\n")
     return 0
 
 

@@ -14,6 +14,7 @@ from ..diagnostics import Diagnostic, format_diagnostics, format_location_block
 from ..engine.host import Host, unhandled_head
 
 if TYPE_CHECKING:
+    from ..engine.outcome import RunOutcome
     from ..engine.program import CheckFailed, Program
     from ..session import Session
 
@@ -36,17 +37,25 @@ def report_diagnostics(diags: list[Diagnostic]) -> None:
 
 def run_entry(session: Session, entry_path: str, trace_file: str | None = None, trace_stderr: bool = False,
               program_args: list[str] | None = None, resume: str | None = None, journal: bool = True,
-              whole_process: bool = False) -> int:
+              whole_process: bool = False, usage: bool = False,
+              cassette: tuple[str | None, str | None] = (None, None)) -> int:
     """Run the entry file; `resume`: the RUN_ID (or `last`) of a durable run to resume; `journal`: False
     for `--no-journal` (SPEC §14: with `[persistence]` every run is durable unless told otherwise);
-    `whole_process`: the run is the process (the `sage` command), which ends when it does."""
+    `whole_process`: the run is the process (the `sage` command), which ends when it does; `usage`:
+    `--usage`, the run's model usage on stderr at the end (SPEC §23); `cassette`: the files of `--record`
+    and `--replay` (SPEC §22.2), at most one of them given."""
     from ..engine.program import CheckFailed, compile_session
+    tape, refused = _open_cassette(*cassette)
+    if refused is not None:
+        return refused
     claim = None
     if resume is not None:   # a worker's run in a process of its own: it dies with the worker
         from ..workers.child import WorkerClaim
         claim = WorkerClaim.from_environment()
     store, refused = _open_store(session, resume, claim)
     if refused is not None:
+        if tape is not None:
+            tape.close()
         return refused
     try:
         try:
@@ -63,12 +72,34 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
             gc.enable()
         trace = session.trace_target(trace_file, trace_stderr)
         host = TerminalHost(store=store, durable=journal or resume is not None, trace_file=trace[0],
-                            trace_stderr=trace[1])
+                            trace_stderr=trace[1], cassette=tape)
         host.claim = claim
-        return _run_with_signals(program, host, program_args or [], resume)
+        outcome = _run_with_signals(program, host, program_args or [], resume)
+        if usage:
+            from ..llm.usage import usage_line
+            _stderr_line(usage_line(outcome.usage))
+        return outcome.exit_code
     finally:
         if store is not None:
             store.close()
+        if tape is not None:
+            tape.close()
+
+
+def _open_cassette(record: str | None, replay: str | None) -> tuple[Any, int | None]:
+    """The cassette of `--record FILE` or `--replay FILE` (or None), or the exit code of a refusal."""
+    if not record and not replay:
+        return None, None
+    from ..effects.cassette import Cassette, CassetteRefused
+    try:
+        if replay:
+            return Cassette.replay(replay), None
+        return (Cassette.record(record) if record else None), None
+    except CassetteRefused as exc:
+        sys.stderr.write(f"{exc}\n")
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot write the cassette {record}: {exc.strerror or exc}\n")
+    return None, 1
 
 
 def _open_store(session: Session, resume: str | None, claim: Any) -> tuple[Any, int | None]:
@@ -76,6 +107,8 @@ def _open_store(session: Session, resume: str | None, claim: Any) -> tuple[Any, 
     that cannot be opened, or a run to resume that has ended, is refused before the program is loaded."""
     from ..session import store_open_failure
     if not session.settings.persistence.present and resume is None:
+        return None, None
+    if session.settings.store_diagnostics:   # an invalid [persistence] table: checking reports its E090s
         return None, None
     from ..store.config import StoreConfigError
     try:
@@ -124,7 +157,7 @@ def _refused(session: Session, failed: CheckFailed, store: Any, resume: str | No
     return 1
 
 
-def _run_with_signals(program: Program, host: Host, program_args: list[str], resume: str | None) -> int:
+def _run_with_signals(program: Program, host: Host, program_args: list[str], resume: str | None) -> RunOutcome:
     """Ctrl-C and SIGTERM stop the run before its next step (exit 130 and 143); Ctrl-C while a terminal form
     is open closes the form instead."""
     def on_signal(signum: int, frame: Any) -> None:
@@ -143,7 +176,7 @@ def _run_with_signals(program: Program, host: Host, program_args: list[str], res
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return outcome.exit_code
+    return outcome
 
 
 def _stderr_line(text: str) -> None:

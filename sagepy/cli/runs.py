@@ -12,6 +12,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..core.text import escape_surrogates
+from ..secrecy import PASSWORD_MASK, shown_journal_value
 from .groups import open_group
 
 if TYPE_CHECKING:
@@ -96,10 +98,10 @@ def run_runs_command(args: argparse.Namespace) -> int:
         return opened
     command, session = opened
     settings = session.settings
-    if settings.toml_broken:
+    if settings.store_diagnostics:
         from ..diagnostics import format_diagnostics
         from ..render import write_diagnostics
-        write_diagnostics(format_diagnostics(settings.diagnostics) + "\n")
+        write_diagnostics(format_diagnostics(settings.store_diagnostics) + "\n")
         return 1
     from ..session import store_open_failure
     from ..store.base import Busy, NewerFormat, Unavailable
@@ -128,17 +130,13 @@ def run_runs_command(args: argparse.Namespace) -> int:
 
 
 def find_run(store: Store | None, run_id: str) -> RunRecord:
-    """The run `run_id` names (`last`: the newest run of the project), found as `sage run --resume` finds it;
-    RunsError when there is none."""
-    from ..runtime.durable import DurableExit
-    from ..runtime.durable import find_run as find_durable_run
-    if store is None:   # no store file yet: no runs
-        from ..store.memory import MemoryStore
-        store = MemoryStore()
+    """The run `run_id` names (`last`: the newest run of the project), found by the run service; RunsError when
+    there is none."""
+    from ..runs.service import NoRun, find_run as find_service_run
     try:
-        return find_durable_run(store, run_id)
-    except DurableExit as exc:
-        raise RunsError(exc.message.removeprefix("error: ")) from None
+        return find_service_run(store, run_id)
+    except NoRun as exc:
+        raise RunsError(str(exc)) from None
 
 
 # ---------------------------------------------------------------- list
@@ -148,7 +146,9 @@ def _list(args: argparse.Namespace, store: Store | None) -> int:
     now = time.time()
     if args.format == "json":
         infos = store.run_infos() if store is not None else {}
-        print(json.dumps([_run_json(run, now, infos.get(run.id)) for run in runs], ensure_ascii=False))
+        usage = store.usage_records() if hasattr(store, "usage_records") else {}
+        print(escape_surrogates(json.dumps([_run_json(run, now, infos.get(run.id), usage.get(run.id))
+                                            for run in runs], ensure_ascii=False)))
         return 0
     if not runs:
         print("no durable runs yet")
@@ -170,15 +170,17 @@ def _run_lines(runs: list[RunRecord], now: float) -> list[str]:
             for rid, started, status, code, entry in rows]
 
 
-def _run_json(run: RunRecord, now: float, info: Any = None) -> dict[str, Any]:
-    """The object of `list --format json`; `info`: the run's queue row (store.queue.RunInfo), if any."""
+def _run_json(run: RunRecord, now: float, info: Any = None, usage: Any = None) -> dict[str, Any]:
+    """The object of `list --format json`; `info`: the run's queue row (store.queue.RunInfo), if any;
+    `usage`: its usage record (SPEC §23), if any."""
+    from ..llm.usage import summary_of
     from ..store.leases import shown_status
     from ..store.queue import QUEUED, RunInfo
     info = info or RunInfo()
     return {"id": run.id, "started_at": None if run.status == QUEUED else _utc(run.started_at, iso=True),
             "status": shown_status(run, now), "exit_code": run.exit_code, "entry": run.entry,
             "queue": info.queue, "version": info.version or None, "host": run.lease_host or info.host,
-            "recoveries": info.recoveries}
+            "recoveries": info.recoveries, "usage": summary_of(usage if usage is not None else {})}
 
 
 def _utc(stamp: float, iso: bool = False) -> str:
@@ -190,11 +192,18 @@ def _utc(stamp: float, iso: bool = False) -> str:
 def _show(args: argparse.Namespace, store: Store | None) -> int:
     run = find_run(store, args.run_id)
     assert store is not None   # find_run found the run in it
+    from ..store.base import USAGE_PATH
     steps = store.steps(run.id)
+    usage = next((step.outcome for step in steps if step.path == USAGE_PATH), None)
+    steps = [step for step in steps if step.path != USAGE_PATH]
     if args.format == "json":
-        print(json.dumps([_step_json(step) for step in steps], ensure_ascii=False))
+        print(escape_surrogates(json.dumps([_step_json(step) for step in steps], ensure_ascii=False)))
         return 0
     print(_run_lines([run], time.time())[0])
+    if usage is not None:
+        from ..llm.usage import models_line, summary_of, usage_line
+        print(usage_line(summary_of(usage)))
+        print(models_line(usage))
     if not steps:
         print("  (no journaled steps)")
     path = None
@@ -204,14 +213,17 @@ def _show(args: argparse.Namespace, store: Store | None) -> int:
             print(path)
         line = f"  {step.number} {step.kind} {step.target} {step.safety} {step.status}"
         if step.status != "started":
-            line += " " + _cut(json.dumps(step.outcome, ensure_ascii=False))
+            shown = shown_journal_value(step.kind, step.target, step.outcome)
+            line += " " + (PASSWORD_MASK if shown is PASSWORD_MASK
+                           else _cut(escape_surrogates(json.dumps(shown, ensure_ascii=False))))
         print(line)
     return 0
 
 
 def _step_json(step: StepRecord) -> dict[str, Any]:
     return {"path": step.path, "step": step.number, "kind": step.kind, "target": step.target,
-            "args_hash": step.args_hash, "class": step.safety, "status": step.status, "outcome": step.outcome}
+            "args_hash": step.args_hash, "class": step.safety, "status": step.status,
+            "outcome": shown_journal_value(step.kind, step.target, step.outcome)}
 
 
 def _cut(text: str) -> str:
@@ -221,36 +233,33 @@ def _cut(text: str) -> str:
 # ---------------------------------------------------------------- resolve
 
 def _resolve(args: argparse.Namespace, store: Store | None) -> int:
-    from ..store.base import DONE, HALTED, STARTED, STEP_FAILED
-    run = find_run(store, args.run_id)
-    assert store is not None
+    from ..runs import service
     path, number = args.step
-    if run.status != HALTED:
-        from ..store.leases import shown_status
-        raise RunsError(f"run {run.id} is {shown_status(run)}, not halted: only the step a halted run stopped "
-                        "at can be resolved")
-    step = next((s for s in store.steps(run.id) if s.path == path and s.number == number), None)
-    if step is None:
-        raise RunsError(f"run {run.id} has no step {path}:{number} (`sage runs show {run.id}` lists its steps)")
-    if step.status != STARTED:
-        raise RunsError(f"step {path}:{number} of run {run.id} is already {step.status}: only a step whose "
-                        "outcome is unknown (started) can be resolved")
     if args.not_run:
-        store.delete_step(run.id, path, number)
-        done = "not run: the next resume performs it"
+        resolution = service.Resolution.not_run()
     elif args.failed is not None:
-        # the message alone: on resume the journal raises it as an error of the kind the call raises
-        step.status, step.outcome = STEP_FAILED, {"message": args.failed}
-        store.record_step(run.id, step)
-        done = "failed"
+        resolution = service.Resolution.failed(args.failed)
     else:
-        step.status, step.outcome = DONE, args.ok
-        store.record_step(run.id, step)
-        done = "done"
-    if store.requeue_run(run.id):   # a worker was executing it: a worker resumes it
-        print(f"recorded {path}:{number} of run {run.id} as {done}; the run is queued again for a worker")
+        resolution = service.Resolution.returned(args.ok)
+    try:
+        resolved = service.resolve(store, args.run_id, path, number, resolution)
+    except service.NoRun as exc:
+        raise RunsError(str(exc)) from None
+    except service.NotHalted as exc:
+        raise RunsError(f"run {exc.run_id} is {exc.status}, not halted: only the step a halted run stopped "
+                        "at can be resolved") from None
+    except service.NoSuchStep as exc:
+        raise RunsError(f"run {exc.run_id} has no step {path}:{number} (`sage runs show {exc.run_id}` lists its "
+                        "steps)") from None
+    except service.NotUnknown as exc:
+        raise RunsError(f"step {path}:{number} of run {exc.run_id} is already {exc.status}: only a step whose "
+                        "outcome is unknown (started) can be resolved") from None
+    rid = resolved.run_id
+    done = "not run: the next resume performs it" if resolved.done == "not run" else resolved.done
+    if resolved.requeued:   # a worker was executing it: a worker resumes it
+        print(f"recorded {path}:{number} of run {rid} as {done}; the run is queued again for a worker")
     else:
-        print(f"recorded {path}:{number} of run {run.id} as {done}; continue with `sage run --resume {run.id}`")
+        print(f"recorded {path}:{number} of run {rid} as {done}; continue with `sage run --resume {rid}`")
     return 0
 
 

@@ -43,44 +43,31 @@ def _common(parser: argparse.ArgumentParser, step_key: Any) -> None:
 
 
 def run_answer(args: argparse.Namespace, store: Store | None) -> int:
-    """Record the answer; exit 1 with `error: …` when the run or the waiting step is not there."""
-    from ..effects.people import now_utc, person
-    from ..runtime.durable import DurableExit, find_run
-    from ..store.base import DONE, WAITING
+    """Record the answer through the run service; exit 1 with `error: …` when the run or the waiting step is not
+    there."""
+    from ..decisions import Decision, person
+    from ..runs import service
     path, number = args.step
     command = args.runs_command
-    kind = "io" if command == "answer" else "approval"
     try:
-        if store is None:   # no store file yet: no runs
-            raise DurableExit(1, f"error: no run {args.run_id} in this project" if args.run_id != "last"
-                              else "error: no durable run in this project yet")
-        run = find_run(store, args.run_id)
-    except DurableExit as exc:
-        sys.stderr.write(exc.message + "\n")
+        if command == "answer":
+            done = service.answer(store, args.run_id, path, number, args.text)
+        elif command == "approve":
+            done = service.decide(store, args.run_id, path, number, Decision.approve(person(), args.always))
+        else:
+            done = service.decide(store, args.run_id, path, number, Decision.deny(person(), args.reason))
+    except service.NoRun as exc:
+        sys.stderr.write(f"error: {exc}\n")
         return 1
-    not_waiting = (f"error: {path} step {number} of run {run.id} is not waiting for "
-                   f"{'an answer' if kind == 'io' else 'approval'}\n")
-    step = next((s for s in store.steps(run.id) if s.path == path and s.number == number), None)
-    if step is None or step.status != WAITING or step.kind != kind or (kind == "io" and step.target != "ask"):
-        sys.stderr.write(not_waiting)
+    except service.NotWaiting as exc:
+        sys.stderr.write(f"error: {path} step {number} of run {exc.run_id} is not waiting for "
+                         f"{'an answer' if exc.question else 'approval'}\n")
         return 1
-    by, at = person(), now_utc()
-    if command == "answer":
-        step.outcome = args.text
-        done = "answered"
-    elif command == "approve":
-        step.outcome = {"approved": True, "by": by, "at": at, **({"always": True} if args.always else {})}
-        done = "approved"
+    except service.AlreadyEnded as exc:   # a cancelled run too, as `sage runs cancel` says
+        sys.stderr.write(f"error: run {exc.run_id} already ended with exit code {exc.exit_code}\n")
+        return 1
+    if done.requeued:   # a worker was executing it: a worker resumes it
+        print(f"{done.done} {path}:{number} of run {done.run_id}; the run is queued again for a worker")
     else:
-        step.outcome = {"approved": False, "by": by, "at": at, "reason": args.reason or "denied"}
-        done = "denied"
-    step.status = DONE
-    status = store.decide_step(run.id, step)
-    if status is None:   # answered meanwhile
-        sys.stderr.write(not_waiting)
-        return 1
-    if status == "queued":   # a worker was executing it: a worker resumes it
-        print(f"{done} {path}:{number} of run {run.id}; the run is queued again for a worker")
-    else:
-        print(f"{done} {path}:{number} of run {run.id}; continue with `sage run --resume {run.id}`")
+        print(f"{done.done} {path}:{number} of run {done.run_id}; continue with `sage run --resume {done.run_id}`")
     return 0

@@ -23,6 +23,8 @@ def add_arguments(parser: Any) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="show output and timing of every test")
     parser.add_argument("--serial", action="store_true", help="run every test alone")
     parser.add_argument("--real-llm", action="store_true", help="call the configured LLM when no divine mock is left")
+    parser.add_argument("--replay", metavar="FILE", help="answer the model turns and tool calls that no mock "
+                        "answers from the cassette FILE (written by `sage run --record`)")
     parser.add_argument("--junit-xml", metavar="PATH", help="also write JUnit XML to PATH")
     parser.add_argument("--timeout-ms", type=int, metavar="N", help="per-test time limit (default [test] timeout_ms "
                         "or 10000)")
@@ -113,7 +115,8 @@ def _run(args: Any, session: Any, targets: list[tuple[str, str | None]]) -> int:
             write_diagnostics(diagnostics.pop(result.label))
 
     timeout_ms = args.timeout_ms or session.settings.test.timeout_ms
-    results = run_all(entries, timeout_ms, args.real_llm, args.serial, emit, exit_first=args.exitfirst)
+    results = run_all(entries, timeout_ms, args.real_llm, args.serial, emit, exit_first=args.exitfirst,
+                      replay=args.replay)
     passed = sum(1 for r in results if r.status == "pass")
     failures = [r for r in results if r.status != "pass"]
     _remember_failures(session.root, selection, results)

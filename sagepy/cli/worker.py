@@ -50,10 +50,10 @@ def run_worker_command(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: {exc}\n")
         return 1
     settings = session.settings
-    if settings.toml_broken:
+    if settings.store_diagnostics:
         from ..diagnostics import format_diagnostics
         from ..render import write_diagnostics
-        write_diagnostics(format_diagnostics(settings.diagnostics) + "\n")
+        write_diagnostics(format_diagnostics(settings.store_diagnostics) + "\n")
         return 1
     entry = explicit or session.entry_file()
     if not os.path.isfile(entry):

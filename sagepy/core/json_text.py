@@ -8,6 +8,8 @@ import json
 import math
 from typing import Any
 
+from .text import escape_surrogates
+
 
 # one encoder for every call: json.dumps builds a new one each time it is given options (the journal writes
 # one text per step)
@@ -15,8 +17,9 @@ _compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def compact_json(data: Any) -> str:
-    """The compact JSON text of JSON data: no blanks, non-ASCII characters kept as they are."""
-    return _compact(data)
+    """The compact JSON text of JSON data: no blanks, non-ASCII characters kept as they are, except lone
+    surrogates (`sagepy.core.text.escape_surrogates`)."""
+    return escape_surrogates(_compact(data))
 
 
 def _reject_constant(name: str) -> Any:

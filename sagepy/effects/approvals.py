@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..core.errors import SageRaise, TestAbort
 from ..core.values import ErrorValue
 from .chain import Perform
-from .people import NoOneToAsk, Terminal, now_utc, person
+from ..decisions import NUMBERED, Decision, person, takes_number
+from .people import NoOneToAsk, Terminal
 from .step import APPROVAL, IO, Step
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class Answerers:
         with self.lock:
             by = self.always.get(request.label)
         if by is not None:
-            return {"approved": True, "by": by, "at": now_utc(), "always": True}
+            return Decision.approve(by, always=True).outcome()
         if not self.terminal.available:
             raise NoOneToAsk(request.arguments)
         from ..core.json_text import compact_json
@@ -167,10 +168,15 @@ class ApprovalLayer:
         self.people = people
 
     def perform(self, step: Step, next: Perform) -> Any:
+        if step.kind == APPROVAL:   # a decision taken on its own, ahead of its call (Effects.decide)
+            return self._decide(step, next)
         approval = step.approval
         if approval is None:
             return next(step)
-        decision = self._decide(approval, next)
+        decision = step.decision if step.decision is not None else self._decide(approval, next)
+        step.decision = decision
+        if takes_number(decision):
+            step.take_number()
         if decision.get("approved"):
             return next(step)
         request = approval.person
@@ -192,9 +198,10 @@ class ApprovalLayer:
             try:
                 decision = next(approval)
             except NoOneToAsk:
-                decision = {"approved": False, "by": "policy", "at": now_utc(), "reason": NO_ONE_TO_APPROVE}
+                decision = Decision.deny("policy", NO_ONE_TO_APPROVE).outcome()
             if not isinstance(decision, dict):   # a record written by hand: read as the decision it names
-                decision = {"approved": bool(decision), "by": "journal"}
+                decision = Decision.from_outcome(decision).outcome()
+                decision.pop(NUMBERED, None)   # … numbered as every denial was before denials took no number
             people.answerers.learn(request.label, decision)
         event = {"tool": request.tool, "fn": request.fn, "approved": bool(decision.get("approved")),
                  "by": decision.get("by")}
@@ -209,8 +216,5 @@ class ApprovalLayer:
         if mock is EMPTY:
             raise TestAbort(f"approval requested for {request.label} but no mock approve left")
         if isinstance(mock, (Denial, Failure)):
-            return {"approved": False, "by": "mock",
-                    "reason": mock.reason if isinstance(mock, Denial) else mock.message}
-        if mock is True:
-            return {"approved": True, "by": "mock"}
-        return {"approved": False, "by": "mock", "reason": "denied"}
+            return Decision(False, "mock", reason=mock.reason if isinstance(mock, Denial) else mock.message).outcome()
+        return Decision(mock is True, "mock").outcome()

@@ -36,9 +36,10 @@ class Effects:
         self.mocks = mocks              # sagepy.effects.mocks.MockQueues under `sage test`, else None
         self.real_llm = real_llm        # `sage test --real-llm`
         self.ended = False              # the test this Effects belongs to has ended
-        self.world = World(settings, tracer, self.elicit, self.sample)
+        self.world = World(settings, tracer, self.elicit, self.sample, runtime)
         self.journal: Any = None        # the journal of a durable run (effects.journal.Journal), else None
         self.otel: Any = None           # the spans of an exported run (telemetry.spans.SpanExport), else None
+        self.cassette: Any = None       # the recorded run written or replayed (effects.cassette.Cassette), else None
         policy = settings.approvals
         self.gated = policy is not None and bool(policy.rules)   # some calls may need approval (SPEC §17)
         self._people: Any = None
@@ -46,6 +47,18 @@ class Effects:
         self.perform: Perform = _unassembled   # the chain, set by build_effects
 
     # ---------------------------------------------------------------- model turns
+    @property
+    def usage(self) -> Any:
+        """The run's model usage (SPEC §23), sagepy.llm.usage.RunUsage."""
+        return self.world.usage
+
+    def usage_summary(self) -> dict:
+        """`RunOutcome.usage`: that of a run that made no model request without loading the LLM package."""
+        if not self.world.usage_started:
+            return {"turns": 0, "input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0, "cost": None,
+                    "unknown_turns": 0}
+        return self.world.usage.summary()
+
     def divine(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None = None) -> Any:
         data = self.perform(Step(LLM, "infer" if infer else "divine", [prompt], target, "read_only", ctx,
                                  overrides=overrides))
@@ -86,7 +99,8 @@ class Effects:
         tool loop with `source` "model"), with the approval step it needs, numbered before it (SPEC §17.1)."""
         if ref.builtin:   # every parameter of a built-in tool is a String: already wire data
             approval = self._tool_gate(ctx, ref, args, source) if self.gated else None
-            step = Step(TOOL, ref.label, args, ref.ret, self.world.tool_safety(ref), ctx, tool=ref, source=source)
+            step = Step(TOOL, ref.label, args, ref.ret, self.world.tool_safety(ref), ctx, tool=ref, source=source,
+                        numbered=approval is None)
         else:
             arguments = _wire().tool_arguments(ref, args)
             approval = self._tool_gate(ctx, ref, arguments, source) if self.gated else None
@@ -94,9 +108,19 @@ class Effects:
             # before, it is looked up when first read, so that a mocked or replayed call connects to nothing
             known = self.world.known_safety(ref.label)
             step = Step(TOOL, ref.label, arguments, ref.ret, known, ctx, tool=ref, source=source,
-                        resolve=None if known is not None else self._tool_safety)
+                        resolve=None if known is not None else self._tool_safety, numbered=approval is None)
         step.approval = approval
         return step
+
+    def decide(self, step: Step) -> None:
+        """Take the decision on a call's approval now (the calls a model asks for in one answer, in the
+        model's order, before any of them is made): the approvals layer takes a decision performed on its own
+        and answers with it. An approved call takes its number at once, after its approval's."""
+        if step.approval is not None and step.decision is None:
+            from ..decisions import takes_number
+            step.decision = self.perform(step.approval)
+            if takes_number(step.decision):
+                step.take_number()
 
     def _tool_gate(self, ctx: Any, ref: ToolRef, arguments: Any, source: str | None) -> Step | None:
         names = (ref.tool,) if ref.builtin else (ref.tool, ref.server)
@@ -115,7 +139,14 @@ class Effects:
         return server.safety.get(ref.remote, "destructive") if server is not None else "destructive"
 
     def _tool_safety(self, step: Step) -> str:
+        if self._replaying():
+            return "destructive"
         return self.world.tool_safety(step.tool)
+
+    def _replaying(self) -> bool:
+        """A run answered from a cassette connects to no server, not even for a remote tool's safety class:
+        such a call counts as destructive (the model's calls of one answer then run one after another)."""
+        return self.cassette is not None and self.cassette.mode == "replay"
 
     def mcp_builtin(self, ctx: Any, name: str, args: list, ret: T.Type | None = None) -> Any:
         """The dynamic MCP builtins of SPEC §8.5 and §8.11 (sagepy.effect_builtins; their arguments are Strings:
@@ -135,7 +166,8 @@ class Effects:
         """The step of `mcp_call(handle, tool, args_json)`; `caller` describes a call the model asked for."""
         approval = self._dynamic_gate(ctx, args, caller) if self.gated else None
         step = Step(MCP, "mcp_call", args, T.STRING, None, ctx, tool=caller,
-                    source=None if caller is None else "model", resolve=self._dynamic_safety)
+                    source=None if caller is None else "model", resolve=self._dynamic_safety,
+                    numbered=approval is None)
         step.approval = approval
         return step
 
@@ -172,6 +204,8 @@ class Effects:
         return "mcp" + handle.rpartition(":")[2]
 
     def _dynamic_safety(self, step: Step) -> str:
+        if self._replaying():
+            return "destructive"
         return self.world.dynamic_safety(self.live_handle(step.arguments[0]), step.arguments[1])
 
     def live_handle(self, handle: str) -> str:
@@ -276,7 +310,8 @@ class Effects:
         return TerminalElicitation()(server, request)
 
     def prestart(self, tools: set[str]) -> None:
-        self.world.prestart(tools)
+        if self.cassette is None or self.cassette.mode != "replay":   # a replayed run starts no server
+            self.world.prestart(tools)
 
     def interrupt_form(self) -> bool:
         return self.world.interrupt_form()
@@ -287,6 +322,8 @@ class Effects:
             self.otel.event(ctx, kind, data)
 
     def close(self) -> None:
+        if self.cassette is not None:
+            self.cassette.close()
         self.world.close()
         self.tracer.close()
         if self.otel is not None:

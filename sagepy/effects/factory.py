@@ -10,20 +10,26 @@ from .trace import TraceLayer, Tracer
 
 if TYPE_CHECKING:
     from ..settings import Settings
+    from .cassette import Cassette
     from .journal import Journal
     from .mocks import MockQueues
 
 
 def build_effects(runtime: Any, settings: Settings, io_builtins: dict[str, Callable[..., Any]], *,
                   trace_path: str | None = None, trace_stderr: bool = False, mocks: MockQueues | None = None,
-                  real_llm: bool = False, journal: Journal | None = None, export: str | None = None) -> Effects:
+                  real_llm: bool = False, journal: Journal | None = None, export: str | None = None,
+                  cassette: Cassette | None = None) -> Effects:
     """The effects of one `sage run`, or of one test when `mocks` are the test's queues (the mocks layer
     first; `real_llm`: `sage test --real-llm`); `journal`: that of a durable run (SPEC §14: `sage run` with
     `[persistence]`, unless `--no-journal`; a test never journals); `export`: the entry file as displayed, when
-    `sage run` exports its spans if an OTLP endpoint is configured (SPEC §18.1; a test never exports). Sets
+    `sage run` exports its spans if an OTLP endpoint is configured (SPEC §18.1; a test never exports);
+    `cassette`: the recorded run to write or to answer from (SPEC §22.2), closed with the effects. Sets
     `runtime.effects`."""
     effects = Effects(runtime, settings, Tracer(trace_path, trace_stderr), mocks, real_llm)
     effects.journal = journal
+    if journal is not None:
+        journal.world = effects.world
+    effects.cassette = cassette
     if export is not None:
         _start_export(effects, export)
     effects.perform = compose(layers(effects, io_builtins))
@@ -59,6 +65,9 @@ def layers(effects: Effects, io_builtins: dict[str, Callable[..., Any]]) -> list
     if effects.mocks is not None:
         from .mocks import MockLayer
         chain.append(MockLayer(effects))
+    if effects.cassette is not None:   # below the mocks, which answer first; a replayed step goes no further
+        from .cassette import CassetteLayer
+        chain.append(CassetteLayer(effects.cassette, effects))
     if effects.tracer.on:   # tracing is decided once per run: without it, steps skip the layer altogether
         chain.append(TraceLayer(effects.tracer, effects))
     if effects.otel is not None:

@@ -33,12 +33,13 @@ from typing import Any, Callable
 from ..core.errors import AgentCancelled, SageRaise
 from ..core.values import UNIT, ErrorValue
 from ..store import crash
-from ..store.base import DONE, STARTED, STEP_FAILED, WAITING, Busy, StepRecord, TakenOver, Unavailable, Unreachable
+from ..store.base import (DONE, STARTED, STEP_FAILED, USAGE, USAGE_PATH, WAITING, Busy, StepRecord, TakenOver,
+                          Unavailable, Unreachable)
 from .chain import Perform
 from .grouping import OutcomeGroups, groupable
 from .outcomes import args_hash, decode_error, decode_value, encode_error, encode_value
 from .people import NoOneToAsk
-from .step import AWAIT, MCP, RECEIVE, STATE, Step
+from .step import AWAIT, LLM, MCP, RECEIVE, STATE, Step
 
 
 class JournalStopped(AgentCancelled):
@@ -55,9 +56,10 @@ class Journal:
     It joins the effects chain when the chain is built, before the run is created or found; `begin` gives it
     the run's id and records before the program's first step."""
 
-    def __init__(self, store: Any, runtime: Any) -> None:
+    def __init__(self, store: Any, runtime: Any, secret_names: frozenset[str] = frozenset()) -> None:
         self.store = store              # the base.Store of the project
         self.runtime = runtime
+        self.secret_names = secret_names   # variables grove.toml names in `*_env` keys: their reads are secret
         self.run_id = ""
         self.records: dict[tuple[str, int], StepRecord] = {}
         self.horizon: dict[str, int] = {}   # agent path -> its last recorded step
@@ -73,6 +75,7 @@ class Journal:
         self.groups: OutcomeGroups | None = None   # pending outcomes, from `begin` on
         self.grouped = False
         self.confirmed = time.monotonic()
+        self.world: Any = None          # the run's world, whose model usage the journal keeps (SPEC §23)
 
     def begin(self, run_id: str, records: list[StepRecord]) -> None:
         """The run this journal records: its id and the records of its earlier executions (none for a new run)."""
@@ -83,6 +86,9 @@ class Journal:
                 self.horizon[r.path] = r.number
         self.recorded_handles = {r.outcome for r in records
                                  if r.kind == MCP and r.target == "mcp_connect" and r.status == DONE}
+        usage = self.records.get((USAGE_PATH, 1))
+        if usage is not None and self.world is not None:   # a resumed run counts on from its recorded usage
+            self.world.usage.restore(usage.outcome)
         self.groups = OutcomeGroups(lambda group: self.store.record_steps(run_id, group))
         # Under the crash-sweep hooks each outcome commits at once, so that a crash at the k-th journal write
         # happens at the same place of the program on every execution (what the sweep's checks rest on).
@@ -120,14 +126,22 @@ class Journal:
     def record(self, step: Step, digest: str, safety: str, status: str, outcome: Any = None) -> StepRecord:
         """Commit a step's record: an outcome of a read-only or idempotent step joins the pending group;
         anything else commits the group first, then itself. A destructive step's intent that another
-        process inserted first halts the run (the other process performs the call)."""
+        process inserted first halts the run (the other process performs the call). A model turn's outcome
+        carries the run's usage along, when it changed (SPEC §23: the record of pseudo-path `#usage`, one
+        per run, written over)."""
         record = StepRecord(step.path, step.number, step.kind, step.target, digest, safety, status, outcome)
         with _store_errors(self):
             if status != STARTED and groupable(record):
+                records = [record]
+                if step.kind == LLM and self.world is not None:
+                    usage = self.world.usage.record()
+                    if usage is not None:
+                        records.append(StepRecord(USAGE_PATH, 1, USAGE, USAGE, "", "read_only", DONE, usage))
                 if self.grouped:
-                    self.groups.add(record)
+                    for each in records:
+                        self.groups.add(each)
                 else:
-                    self.store.record_steps(self.run_id, [record])
+                    self.store.record_steps(self.run_id, records)
                 return record
             self.groups.flush()
             if status != STARTED:
@@ -179,8 +193,12 @@ class Journal:
                     None)
 
     def diverge(self, step: Step, record: StepRecord) -> None:
+        """Stop the run on a step that is not the one recorded: what differs is named (the kind or target
+        shows it; when only the arguments differ, it says so)."""
+        same = (record.kind, record.target) == (step.kind, step.target)
         self._stop(1, "diverged", f"error: journal divergence at {step.path} step {step.number}: recorded "
-                   f"{record.kind} {record.target}, now {step.kind} {step.target}")
+                   f"{record.kind} {record.target}, now {step.kind} {step.target}"
+                   + (" with other arguments" if same else ""))
 
     def cancel(self) -> None:
         """`sage runs cancel` (from the lease's heartbeat): every agent stops before its next step, and the
@@ -339,7 +357,7 @@ class JournalLayer:
         else:
             if step.kind == MCP and step.target == "mcp_connect":
                 value = journal.program_handle(value)
-            outcome = encode_value(step, value)
+            outcome = encode_value(step, value, journal.secret_names)
         journal.record(step, digest, safety, DONE, outcome)
         return value
 

@@ -46,10 +46,15 @@ def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer
                                     "read_only", ctx, turn=ModelTurn(offer, target, overrides, turn)))
 
     def call_step(function: OfferedFunction, arguments: Any) -> Step:
+        # the calls of one answer are built, and their approvals decided, in the model's order before any of
+        # them is made: each approval, and each approved call, takes the next step number (SPEC §17.1)
         if function.info is not None:
-            return effects.tool_step(ctx, function.info, arguments, source="model")
-        caller = ToolRef.dynamic(function.server, function.remote, T.STRING)
-        return effects.mcp_call_step(ctx, [function.handle, function.remote, compact_json(arguments)], caller)
+            step = effects.tool_step(ctx, function.info, arguments, source="model")
+        else:
+            caller = ToolRef.dynamic(function.server, function.remote, T.STRING)
+            step = effects.mcp_call_step(ctx, [function.handle, function.remote, compact_json(arguments)], caller)
+        effects.decide(step)
+        return step
 
     callbacks = Callbacks(ask, call_step, effects.value, lambda step: step.safety, ctx.check,
                           # under `sage test` the calls of one answer take their mocks in the model's order

@@ -46,14 +46,18 @@ class _Turn:
         self.output_tokens: int | None = None
 
 
-def observe_answer(data: Any, provider: str, url: str, model: str) -> None:
+def observe_answer(data: Any, provider: str, url: str, model: str, counts: Any) -> None:
     """The LLM client's hook: one decoded answer of the turn this thread is performing, in chat-completions
-    form (`choices[].finish_reason`, `usage.prompt_tokens`) or the Messages API's (`stop_reason`,
-    `usage.input_tokens`), from `provider` at `url` for `model`."""
+    form (`choices[].finish_reason`) or the Messages API's (`stop_reason`), from `provider` at `url` for
+    `model`, with its token counts (sagepy.llm.usage.Counts)."""
     turn = getattr(_turns, "turn", None)
     if turn is None or not isinstance(data, dict):
         return
     turn.provider, turn.url, turn.model = provider, url, model
+    if counts.input is not None:
+        turn.input_tokens = (turn.input_tokens or 0) + counts.input
+    if counts.output is not None:
+        turn.output_tokens = (turn.output_tokens or 0) + counts.output
     if isinstance(data.get("model"), str):
         turn.models.append(data["model"])
     for choice in data.get("choices") or ():
@@ -61,13 +65,6 @@ def observe_answer(data: Any, provider: str, url: str, model: str) -> None:
             turn.finish_reasons.append(choice["finish_reason"])
     if isinstance(data.get("stop_reason"), str):
         turn.finish_reasons.append(data["stop_reason"])
-    usage = data.get("usage")
-    if isinstance(usage, dict):
-        for field, slot in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens"),
-                            ("input_tokens", "input_tokens"), ("output_tokens", "output_tokens")):
-            count = usage.get(field)
-            if isinstance(count, int) and not isinstance(count, bool):
-                setattr(turn, slot, (getattr(turn, slot) or 0) + count)
 
 
 class OtelLayer:
@@ -121,12 +118,14 @@ class OtelLayer:
 
     def _chat_span(self, step: Step, model: str, started: int, turn: _Turn, replayed: bool, value: Any,
                    error: SageRaise | None) -> None:
-        server = self._server
+        server, asked = self._server, model
         if turn.provider is not None:   # the route that answered: `model: "<provider>:…"`, a fallback
             model, server = turn.model or model, _address(turn.url)
         attributes: dict[str, Any] = {"gen_ai.operation.name": "chat",
                                       "gen_ai.provider.name": turn.provider or self._provider,
                                       "gen_ai.request.model": model}
+        if model != asked:   # a fallback answered (SPEC §23): the model the turn asked for first
+            attributes["sage.llm.fallback_from"] = asked
         if server is not None and not self._offline(model):
             attributes["server.address"], attributes["server.port"] = server
         if turn.models:

@@ -14,7 +14,8 @@ from typing import Any
 
 from ..core.errors import SageRaise
 from ..core.values import UNIT, ErrorValue
-from .step import AWAIT, LLM, MCP, STATE, TOOL, Step
+from ..secrecy import SECRET_OUTCOME, SECRET_READS, secret_outcome, secret_variable
+from .step import AWAIT, IO, LLM, MCP, STATE, TOOL, Step
 
 
 def args_hash(arguments: Any) -> str:
@@ -23,19 +24,24 @@ def args_hash(arguments: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def encode_value(step: Step, value: Any) -> Any:
+def encode_value(step: Step, value: Any, secret_names: frozenset[str] = frozenset()) -> Any:
     """The JSON the journal records for the step's outcome: the outcome itself (wire data already), except a
-    `state` read's or update's value, which the field's type converts (it never leaves the process)."""
+    `state` read's or update's value, which the field's type converts (it never leaves the process), and the
+    value of a variable whose name is secret (`secret_names`: those grove.toml names), wrapped so that no
+    one is shown it (sagepy.secrecy)."""
     if step.kind == STATE and _field_value(step):
         from ..core.convert import to_json
         return to_json(value)
+    if step.kind == IO and step.target in SECRET_READS and step.arguments \
+            and secret_variable(step.arguments[0], secret_names):
+        return {SECRET_OUTCOME: value}
     return value
 
 
 def decode_value(step: Step, data: Any) -> Any:
     """The outcome the layers below the journal would have returned, from its recorded JSON."""
     if step.kind != STATE:
-        return data
+        return data[SECRET_OUTCOME] if secret_outcome(step.kind, step.target, data) else data
     if not _field_value(step):
         return UNIT
     from ..core.convert import from_json

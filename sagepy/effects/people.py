@@ -8,19 +8,20 @@ pauses a durable run, or to the approvals layer, which denies the call.
 """
 from __future__ import annotations
 
-import getpass
-import os
-import socket
 import sys
-import time
 from typing import Any, TextIO
 
 from ..core.errors import AgentCancelled, SageRaise
 from ..core.values import ErrorValue
+from ..decisions import Decision, person
 from ..terminal import wait_for_line
 
 
 
+
+# A denial records `"call_step": false`: the denied call, never made, took no step number, so the step after
+# the approval is the next number (SPEC §17.1). A denial without it was recorded by a sagepy that gave the call
+# its number all the same: replayed, the call takes that number again, so that the steps after it keep theirs.
 class NoOneToAsk(BaseException):
     """No one can answer here and now. `request` is what a waiting journal record keeps: the call's arguments
     (an approval) or the question (`ask`). A BaseException: no layer between the answerer and the journal
@@ -29,20 +30,6 @@ class NoOneToAsk(BaseException):
     def __init__(self, request: Any) -> None:
         super().__init__(request)
         self.request = request
-
-
-def person() -> str:
-    """Who answers at this terminal, or with `sage runs approve|deny|answer`: `$USER@<host>`."""
-    try:
-        user = os.environ.get("USER") or getpass.getuser()
-    except (KeyError, OSError):   # no user name for this uid
-        user = str(os.getuid())
-    return f"{user}@{socket.gethostname()}"
-
-
-def now_utc() -> str:
-    """When a decision was taken, as the journal records it."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 class Terminal:
@@ -75,14 +62,12 @@ class Terminal:
             while True:
                 line = self._line(ctx, question)
                 answer = "n" if line is None else line.strip().lower()
-                if answer in ("y", "yes"):
-                    return {"approved": True, "by": person(), "at": now_utc()}
-                if answer in ("a", "always"):
-                    return {"approved": True, "by": person(), "at": now_utc(), "always": True}
+                if answer in ("y", "yes", "a", "always"):
+                    return Decision.approve(person(), always=answer in ("a", "always")).outcome()
                 if answer in ("n", "no"):
                     reason = None if line is None else self._line(ctx, "reason (optional): ")
-                    reason = (reason or "").strip() or "denied"
-                    return {"approved": False, "by": person(), "at": now_utc(), "reason": reason}
+                    reason = (reason or "").strip() or None
+                    return Decision.deny(person(), reason).outcome()
 
     def ask(self, ctx: Any, question: str) -> str:
         """One line of text, without its newline; end of input fails as `read_line` does."""

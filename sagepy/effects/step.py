@@ -40,18 +40,21 @@ class Step:
     `divine(p, tools: [...])` (SPEC §4.12), traced as such; `turn`, the `ModelTurn` of such a `divine`'s model
     turns; `overrides`, the request fields of a plain `divine`; `field`, (agent, field, value) of a `state` step;
     `awaited`, the handle of an `await`; `call_id`, the model's id of a call it asked for; `approval`, the step
-    of the decision a call needs before it is made (SPEC §17.1), numbered just before it; `person`, what an
+    of the decision a call needs before it is made (SPEC §17.1), numbered just before it: such a call is built
+    `numbered=False` and takes its number (`take_number`) once approved, so that a denied call, never made,
+    is no step of its own; `decision`, that approval's decision once taken; `person`, what an
     approval or `ask` step asks of a person (sagepy.effects.approvals). A safety class that costs a round trip
     to find (a remote tool's annotations) is resolved on first read.
     """
 
     __slots__ = ("kind", "target", "arguments", "ret", "path", "number", "agent", "tool", "source", "turn",
-                 "overrides", "field", "awaited", "call_id", "approval", "person", "_safety", "_resolve")
+                 "overrides", "field", "awaited", "call_id", "approval", "decision", "person", "_safety",
+                 "_resolve")
 
     def __init__(self, kind: str, target: str, arguments: Any, ret: T.Type | None, safety: str | None,
                  agent: Any, *, tool: Any = None, source: str | None = None, turn: Any = None,
                  overrides: dict | None = None, field: tuple | None = None, awaited: Any = None,
-                 person: Any = None, resolve: Callable[["Step"], str] | None = None) -> None:
+                 person: Any = None, resolve: Callable[["Step"], str] | None = None, numbered: bool = True) -> None:
         self.kind = kind
         self.target = target
         self.arguments = arguments
@@ -65,16 +68,20 @@ class Step:
         self.awaited = awaited
         self.call_id: str | None = None   # the model's id of a call it asked for (SPEC §4.12)
         self.approval: Step | None = None
+        self.decision: dict | None = None
         self.person = person
         self._safety = safety
         self._resolve = resolve
-        if agent is not None:
-            agent.steps += 1
-            self.path = agent.path
-            self.number = agent.steps
-        else:   # a server's sampling request, answered on the event loop for no agent in particular
-            self.path = None
-            self.number = None
+        self.path = agent.path if agent is not None else None   # None: a server's sampling request, answered
+        self.number: int | None = None                           # on the event loop for no agent in particular
+        if numbered:
+            self.take_number()
+
+    def take_number(self) -> None:
+        """The agent's next step number, unless the step has one (or no agent)."""
+        if self.number is None and self.agent is not None:
+            self.agent.steps += 1
+            self.number = self.agent.steps
 
     @property
     def safety(self) -> str:

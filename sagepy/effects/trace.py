@@ -16,14 +16,27 @@ from .chain import Perform
 from .step import LLM, MCP, TOOL, Step, current_context
 
 
+class TraceFileError(Exception):
+    """The trace file cannot be opened: str() is the whole message (`error: …`)."""
+
+
 class Tracer:
-    """Writes one JSON object per line to a file (appended) or stderr; does nothing when tracing is off."""
+    """Writes one JSON object per line to a file (appended) or stderr; does nothing when tracing is off.
+    The file is opened at once (a path that cannot be written is refused before the run starts); one that
+    this tracer created and that got no event (the program failed checking) is removed again."""
 
     def __init__(self, path: str | None = None, to_stderr: bool = False) -> None:
         self.lock = threading.Lock()
         self.stream: Any = None
+        self._created: str | None = None   # the file this tracer made, until an event is written to it
         if path:
-            self.stream = open(path, "a", encoding="utf-8")
+            import os
+            existed = os.path.exists(path)
+            try:
+                self.stream = open(path, "a", encoding="utf-8")
+            except OSError as exc:
+                raise TraceFileError(f"error: cannot open trace file {path}: {exc.strerror or exc}") from None
+            self._created = None if existed else path
         elif to_stderr:
             self.stream = sys.stderr
 
@@ -40,15 +53,22 @@ class Tracer:
         event = {"t": time.time_ns() // 1_000_000, "kind": kind,
                  "agent": getattr(ctx, "display_name", None), "path": getattr(ctx, "path", None)}
         event.update(data)
-        import json   # only when tracing: a run without it never imports json
-        line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        from ..core.json_text import compact_json   # only when tracing: a run without it never imports json
+        line = compact_json(event)
         with self.lock:
             stream.write(line + "\n")
             stream.flush()
+            self._created = None
 
     def close(self) -> None:
         if self.stream is not None and self.stream is not sys.stderr:
             self.stream.close()
+            if self._created is not None:
+                import os
+                try:
+                    os.remove(self._created)
+                except OSError:   # removed or replaced meanwhile: nothing of ours is left to remove
+                    pass
         self.stream = None
 
 

@@ -15,8 +15,10 @@ if TYPE_CHECKING:
 
 
 class World:
-    def __init__(self, settings: Settings, tracer: Tracer, elicit: Callable, sample: Callable) -> None:
+    def __init__(self, settings: Settings, tracer: Tracer, elicit: Callable, sample: Callable,
+                 runtime: Any = None) -> None:
         self.settings = settings
+        self.runtime = runtime
         self.tracer = tracer
         self._elicit = elicit
         self._sample = sample
@@ -28,16 +30,46 @@ class World:
         self._safety: dict[str, str] = {}   # `T.f` of a typed MCP tool -> its class, once its server is listed
         self._descriptions: dict[str, dict[str, str]] = {}   # server key -> remote tool -> its description
         self._lock = threading.Lock()
+        self._usage: Any = None
 
     # ---------------------------------------------------------------- LLM
+    @property
+    def usage_started(self) -> bool:
+        return self._usage is not None
+
+    @property
+    def usage(self) -> Any:
+        """The run's model usage (sagepy.llm.usage.RunUsage), made on first use."""
+        if self._usage is None:
+            with self._lock:
+                if self._usage is None:
+                    self._usage = self.settings.llm.usage.run_usage()
+        return self._usage
+
     def llm(self) -> Any:
+        usage = self.usage
         with self._lock:
             if self._llm is None:
                 from ..llm import LlmClient
                 tracer = self.tracer   # tracing is decided once per run: without it the client traces nothing
                 self._llm = LlmClient(self.settings.llm, trace=(lambda kind, data: tracer.emit(None, kind, data))
-                                      if tracer.on else None, observe=self.observe_llm, transport=self.model)
+                                      if tracer.on else None, observe=self.observe_llm, usage=usage,
+                                      limiter=self._limiter(), transport=self.model)
             return self._llm
+
+    def _limiter(self) -> Any:
+        """The project's limits on model requests (SPEC §23), with their buckets in the run's durable store
+        (shared by every process using it), else in this process; None when none is configured."""
+        config = self.settings.llm.usage
+        if not config.limited:
+            return None
+        from ..llm.limits import Limiter
+        from ..store.buckets import process_buckets
+        project = str(self.settings.root)
+        store = getattr(getattr(self.runtime, "store", None), "backend", None)
+        buckets = store if getattr(store, "durable", False) and hasattr(store, "take_from_bucket") \
+            else process_buckets(project)
+        return Limiter(project, config, buckets)
 
     # ---------------------------------------------------------------- MCP
     @property

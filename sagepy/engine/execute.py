@@ -104,8 +104,15 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
             host.err(store_open_failure(_target(settings), exc))
             return RunOutcome(FAILED, 1)
     durable = persistent and (host.durable is not False or resume)
-    runtime = runtime_for(session, host, store=store, durable=durable, program_args=program_args,
-                          export=display_path(program.path) if host.telemetry else None)
+    from ..effects.trace import TraceFileError
+    try:
+        runtime = runtime_for(session, host, store=store, durable=durable, program_args=program_args,
+                              export=display_path(program.path) if host.telemetry else None)
+    except TraceFileError as exc:   # refused before anything runs, like a store that cannot be opened
+        if store is not None and host.store is None:
+            store.close()
+        host.err(str(exc))
+        return RunOutcome(FAILED, 1)
     if host.mocks is None:
         runtime.effects.prestart(set(program.uses))
     try:
@@ -144,7 +151,7 @@ def runtime_for(session: Session, host: Host, *, store: Any = None, durable: boo
     runtime = session.build_runtime(out=host.out, err=host.err, store=store, durable=durable,
                                     trace=(host.trace_file, host.trace_stderr), mocks=host.mocks,
                                     real_llm=host.real_llm, program_args=list(program_args), export=export,
-                                    io=host.io_functions())
+                                    io=host.io_functions(), cassette=host.cassette)
     host.effects = runtime.effects
     if host.people is not None:
         runtime.effects.answer_with(host.people)
@@ -181,8 +188,7 @@ def _run(program: Program, host: Host, runtime: Runtime, target: Any, fields: di
 
 
 def _usage(effects: Any) -> dict:
-    usage = getattr(effects, "usage", None)
-    return usage.summary() if usage is not None else {}
+    return effects.usage_summary()
 
 
 def _run_agent(host: Host, runtime: Runtime, agent: Any, fields: dict, journal: Any) -> tuple[int, str, Any]:
@@ -229,6 +235,10 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any, fields: dict, journal: 
         if journal.stop_message:   # a pause says which steps wait once the run has released its lease
             runtime.write_err(journal.stop_message)
         return journal.stop_code, journal.kind if journal.kind in ("halted", "cancelled", "paused") else "stopped", inst
+    cassette = host.cassette
+    if cassette is not None and cassette.missed is not None:   # a replay miss stopped the run (SPEC §22.2)
+        host.err(cassette.missed)
+        return 1, FAILED, inst
     for failed in runtime.unawaited_failures():
         if failed is inst:
             continue

@@ -27,6 +27,8 @@ class Host:
     `sage test --real-llm`.
     `stdin`, `environ`, `clock`: what `read_line`/`read_all`, `env`/`env_or` and `now_ms`/`now_s` read
     (a text stream, a mapping, a function returning seconds since the epoch); default the process's.
+    `cassette`: the recorded run (a `sagepy.effects.cassette.Cassette`) the run writes its model turns and
+    tool calls to, or answers them from (SPEC §22.2); the caller opens and closes it.
     `cancel`: an event the caller sets to stop the run before its next step (the outcome is `cancelled`,
     a durable run stays resumable); `cancel_code` is the exit code reported for it (130, or 143 for SIGTERM).
     `people`: who answers approvals and `ask` (SPEC §17.3 item 2) instead of the terminal — an object with
@@ -43,7 +45,8 @@ class Host:
                  durable: bool | None = None, trace_file: str | None = None, trace_stderr: bool = False,
                  telemetry: bool = True, mocks: Any = None, real_llm: bool = False,
                  stdin: TextIO | None = None, environ: Mapping[str, str] | None = None,
-                 clock: Callable[[], float] | None = None, cancel: threading.Event | None = None,
+                 clock: Callable[[], float] | None = None, cassette: Any = None,
+                 cancel: threading.Event | None = None,
                  people: Any = None, mcp: Any = None, model: Any = None) -> None:
         from ..runtime.agents import stderr_line, stdout_line
         self.out = out or stdout_line
@@ -58,6 +61,7 @@ class Host:
         self.stdin = stdin
         self.environ = environ
         self.clock = clock
+        self.cassette = cassette
         self.cancel = cancel if cancel is not None else threading.Event()
         self.cancel_code = 130
         self.people = people

@@ -430,4 +430,28 @@ tool Tracker {
 [tools.Tracker]
 command = "tracker-mcp"
 """),
+    ErrorCode("E096", "`eval`, `score` or `mock` out of place",
+              """An `eval` block stands at the top level of a file whose name ends in `_eval.sg`; a
+              `score "name" = expr;` statement stands directly in an eval block's body (not in a nested block,
+              a closure or a function); and an eval block has no `mock`: its cases run against the real model,
+              which is what an evaluation measures (use a test for mocked runs, and `sage eval --replay` to
+              run an eval again without the model).""",
+              file="labels_eval.sg",
+              wrong="""\
+record Case { title: String, label: String }
+
+eval "labels" over "cases.jsonl" as c: Case {
+    mock divine -> "bug";
+    let got = try divine("Label this issue: {c.title}");
+    score "exact" = got == c.label;
+}
+""",
+              fixed="""\
+record Case { title: String, label: String }
+
+eval "labels" over "cases.jsonl" as c: Case {
+    let got = try divine("Label this issue: {c.title}");
+    score "exact" = got == c.label;
+}
+"""),
 ])

@@ -319,6 +319,12 @@ run Root;
               """A test ran longer than its limit (`--timeout-ms`, else `[test] timeout_ms`, else 10,000 ms).
               This is a test failure, not a Sage error value: the test's agents are stopped and its MCP
               requests cancelled."""),
+    ErrorCode("E213", "replay miss",
+              """A run replayed from a cassette (`sage run --replay FILE`, `sage eval --replay DIR`, `sage test
+              --replay FILE` or a test's `replay "file";`) made a model turn or tool call that the cassette has no
+              recorded outcome for: the program, its prompts or its arguments changed since the recording. The
+              run stops (exit 1) and the message shows the closest recorded request of the same kind and
+              target as a unified diff. Record the run again (`--record`) once the change is intended."""),
     ErrorCode("E212", "no match arm",
               """No arm of a `match` fits the value. The checker requires every `match` to be exhaustive
               (E029), so this is rare; the message shows the value."""),

@@ -176,5 +176,12 @@ class ItemPrinter(StatementPrinter):
         annotation = [f"@{node.annotation}", HARD] if node.annotation else []
         return [annotation, f"test {quote}{node.name}{quote} ", self.block(node.body)]
 
+    def i_EvalDecl(self, node: A.EvalDecl) -> Doc:
+        text = self.source(node.span)
+        name = _quote_of(text, node.name)
+        data = _quote_of(text, node.dataset)
+        return [f"eval {name}{node.name}{name} over {data}{node.dataset}{data} as {node.row.name}: ",
+                self.type(node.row.type), " ", self.block(node.body)]
+
     def i_RunDecl(self, node: A.RunDecl) -> Doc:
         return f"run {node.name};"

@@ -65,6 +65,12 @@ class StatementPrinter(ExprPrinter):
             return "return;"
         return ["return ", self.expr(node.value), ";"]
 
+    def s_ScoreStmt(self, node: A.ScoreStmt) -> Doc:
+        return [f'score "{node.name}" = ', self.expr(node.value), ";"]
+
+    def s_ReplayStmt(self, node: A.ReplayStmt) -> Doc:
+        return f'replay "{node.path}";'
+
     def s_MockStmt(self, node: A.MockStmt) -> Doc:
         head = f"mock tool {node.tool}.{node.fn}" if node.kind == "tool" else f"mock {node.kind}"
         value = node.value

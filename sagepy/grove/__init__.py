@@ -14,8 +14,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..diagnostics import Diagnostic, did_you_mean
-from .keys import (Collector, apply_keys, non_negative_int, number, one_of, port, positive_int, string,
-                   string_list, toml_type)
+from .keys import (Collector, apply_keys, non_negative_int, number, one_of, port, positive_int, string, string_list,
+                   toml_type)
+from .llm import non_negative_number, positive_number
 if TYPE_CHECKING:
     from ..approval_policy import ApprovalPolicy
     from ..project import Project
@@ -113,7 +114,12 @@ _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
             "timeout_ms": (positive_int, "a positive integer"), "retries": (non_negative_int, "an integer ≥ 0"),
             "infer_retries": (positive_int, "a positive integer"),
             "max_tool_steps": (positive_int, "a positive integer"),
-            "max_tool_result_chars": (positive_int, "a positive integer")},
+            "max_tool_result_chars": (positive_int, "a positive integer"),
+            "max_tokens_per_run": (positive_int, "a positive integer"),
+            "max_cost_per_run": (non_negative_number, "a number ≥ 0 (dollars)"),
+            "max_concurrent_requests": (positive_int, "a positive integer"),
+            "requests_per_minute": (positive_number, "a number > 0"),
+            "tokens_per_minute": (positive_number, "a number > 0")},
     "persistence": {"backend": (one_of(("sqlite", "postgres", "memory")), 'one of "sqlite", "postgres", "memory"'),
                     "path": (string, "a string"), "url": (string, "a string"), "schema": (string, "a string"),
                     "max_recoveries": (non_negative_int, "an integer ≥ 0")},
@@ -153,6 +159,8 @@ class Grove:
         self.approvals: ApprovalPolicy | None = None   # `[approvals]` (SPEC §17.1), when grove.toml has it
         self.toml_broken = False
         self.diagnostics: list[Diagnostic] = []
+        self.persistence_diagnostics: list[Diagnostic] = []   # those of the [persistence] table (SPEC §14.1)
+        self.secret_env_names: frozenset[str] = frozenset()   # every variable a `*_env` key names
         self.tool_diagnostics: list[Diagnostic] = []
 
 
@@ -165,6 +173,7 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
         return grove
     if project.toml_error is not None:
         grove.toml_broken = True
+        _remember_masked(project.config_path)   # an unterminated URL string is still a URL with a password
         grove.diagnostics = grove.tool_diagnostics = [toml_error_diagnostic(project.config_path,
                                                                             project.toml_error)]
         return grove
@@ -175,6 +184,8 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
                                "persistence": grove.persistence, "supervision": grove.supervision,
                                "extern": grove.extern, "observability": grove.observability, "serve": grove.serve}
     out = Collector(path)
+    from ..secrecy import env_names_in
+    grove.secret_env_names = env_names_in(config)
     for section, data in config.items():
         if section in _MCP_SECTIONS:
             continue
@@ -186,6 +197,8 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
             continue
         if not isinstance(data, dict):
             out.error(f"{out.file}: [{section}] must be a table, found {toml_type(data)}", section)
+            if section == "persistence":
+                grove.persistence_diagnostics.append(out.diagnostics[-1])
             continue
 
         def report(message: str, key: str | None, hint: str | None, section: str = section) -> None:
@@ -195,14 +208,22 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
             from ..approval_policy import parse_approvals
             grove.approvals = parse_approvals(data, report, lambda key: out.locator.span("approvals", key))
             continue
+        before = len(out.diagnostics)
         if section == "persistence":
             grove.persistence.backend = "sqlite"
             grove.persistence.present = True
         if section == "llm":
             data = _llm_tables(data, grove, out)
         apply_keys(data, keys, section, report, targets[section])
+        if section == "persistence":
+            grove.persistence_diagnostics += out.diagnostics[before:]
+        if section == "llm":
+            from .llm import check_prices_cover
+            check_prices_cover(grove.llm, out)
     if grove.persistence.present:
+        before = len(out.diagnostics)
         _check_postgres(config, grove, state_url, out)
+        grove.persistence_diagnostics += out.diagnostics[before:]
     if grove.serve.auth == "bearer" and grove.serve.token_env is None:
         out.error(f'{out.file}: [serve] auth = "bearer" needs token_env (the variable holding the token)', "serve",
                   "auth")
@@ -220,13 +241,24 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
     return grove
 
 
+LLM_OWN_KEYS = ("providers", "prices", "fallback")
+
+
 def _llm_tables(data: dict, grove: Grove, out: Collector) -> dict:
-    """The sub-tables of `[llm]` (SPEC §23), checked on their own; the rest of the table is returned."""
-    if "providers" not in data:
+    """The sub-tables of `[llm]` and its fallback chain (SPEC §23), checked on their own; the rest of the
+    table is returned."""
+    if not any(key in data for key in LLM_OWN_KEYS):
         return data
-    from .llm import check_providers
-    grove.llm["providers"] = check_providers(data["providers"], out)
-    return {key: value for key, value in data.items() if key != "providers"}
+    from .llm import check_fallback, check_prices, check_providers
+    if "providers" in data:
+        grove.llm["providers"] = check_providers(data["providers"], out)
+    if "prices" in data:
+        grove.llm["prices"] = check_prices(data["prices"], out)
+    if "fallback" in data:
+        fallback = check_fallback(data["fallback"], out)
+        if fallback is not None:
+            grove.llm["fallback"] = fallback
+    return {key: value for key, value in data.items() if key not in LLM_OWN_KEYS}
 
 
 def _remember_masked(path: str) -> None:

@@ -202,7 +202,7 @@ def _describe(value: Any, parse: Parser) -> str:
         bad = _bad_entry(value, parse)
         if bad is not None:
             return f"an invalid entry `{bad}`"
-    if isinstance(value, list) and value:
+    if isinstance(value, list) and any(not isinstance(v, str) for v in value):
         return "an array with a non-string element"
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)

@@ -9,7 +9,8 @@ after a tool-result message, sampling messages from a server), and an empty assi
 with the user message after it merged into the one before.
 
 An answer's `text` blocks, joined, are its content; its `tool_use` blocks are its tool calls; `usage`'s
-`input_tokens`/`output_tokens` are its token counts. Error bodies (`{"type": "error", "error": {"type",
+`input_tokens` (with the prompt cache's `cache_read_input_tokens` and `cache_creation_input_tokens`) and
+`output_tokens` are its token counts. Error bodies (`{"type": "error", "error": {"type",
 "message"}}`) become `API error <status>: <type>: <message>`.
 """
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 
 from ..core.json_text import compact_json, parse_json
 from .config import ANTHROPIC_MAX_TOKENS
-from .provider import BODY_LIMIT, Provider, counts, decoded
+from .provider import BODY_LIMIT, Provider, count, decoded
+from .usage import Counts
 
 API_VERSION = "2023-06-01"
 
@@ -65,8 +67,13 @@ class AnthropicMessages(Provider):
             return {"role": "assistant", "content": text or None, "tool_calls": calls}
         return {"role": "assistant", "content": text}
 
-    def usage(self, data: Any) -> tuple[int | None, int | None]:
-        return counts(data.get("usage") if isinstance(data, dict) else None, "input_tokens", "output_tokens")
+    def usage(self, data: Any) -> Counts:
+        """`input_tokens` leaves out what was read from or written to the prompt cache: the input is all three."""
+        usage = data.get("usage") if isinstance(data, dict) else None
+        fresh, read, written = (count(usage, key) for key in ("input_tokens", "cache_read_input_tokens",
+                                                                "cache_creation_input_tokens"))
+        total = None if fresh is None else fresh + (read or 0) + (written or 0)
+        return Counts(total, count(usage, "output_tokens"), read)
 
     def error_text(self, status: int, text: str) -> str:
         body = decoded(text)

@@ -1,9 +1,13 @@
 """`divine`/`infer` and MCP sampling against the configured model API (SPEC §4.10, §4.13).
 
-A call resolves its model (the effect handler's override, else the configuration), then answers offline when
-the model is `echo` or the key is `mock`, fails with the no-model message when nothing is configured, and
-otherwise sends requests through `ChatTransport`, in the API of the provider (sagepy.llm.provider: OpenAI
-chat completions or the Anthropic Messages API), from one provider-neutral conversation. Typed calls ask for
+A call resolves its model (the `model:` option or the effect handler's override, else the configuration;
+`"<provider>:<model>"` names another provider, SPEC §23), then answers offline when the model is `echo` or the
+key is `mock`, fails with the no-model message when nothing is configured, and otherwise sends requests
+through the `Route` of that provider (its settings, its API — sagepy.llm.provider: OpenAI chat completions or
+the Anthropic Messages API — and its `ChatTransport`), from one provider-neutral conversation. Each request
+is checked against the run's budgets and counted in its usage (sagepy.llm.usage), waits for the project's
+limits (sagepy.llm.limits), and, when it fails after its retries with a transient error, goes to each
+`[llm] fallback` in turn. Typed calls ask for
 JSON matching the target type's schema, read the reply leniently, check it against the type (§5) and, on a
 failure, ask again quoting the error. A typed answer leaves as wire data (its JSON, written as the value's
 would be); the effects boundary makes the Sage value of it.
@@ -22,11 +26,14 @@ from ..core import types as T
 from ..core.convert import ConversionError, compact_json, fitted_json, json_schema
 from ..core.errors import SageRaise
 from ..core.values import ErrorValue
+from ..progress import note
 from .config import ECHO_MODEL, PROVIDERS, LlmConfig
+from .limits import Limiter
 from .offline import OfflineError, echo_answer, mock_answer
 from .parse import extract_json
 from .providers import provider_for
 from .transport import ChatTransport, TransportError
+from .usage import Counts, RunUsage
 
 NO_MODEL = ("no model configured; set SAGE_API_KEY (and SAGE_LLM_URL for a non-OpenAI endpoint) or [llm] in "
             "grove.toml; use model \"echo\" to run offline")
@@ -66,19 +73,27 @@ def retry_instructions(error: str) -> str:
 class _Tally:
     """What one `divine`/`chat` call cost, for its `llm.response` event."""
 
-    __slots__ = ("started", "attempts", "prompt_tokens", "completion_tokens")
+    __slots__ = ("started", "attempts", "prompt_tokens", "completion_tokens", "cached_tokens", "cost",
+                 "answered")
 
     def __init__(self) -> None:
         self.started = time.monotonic()
         self.attempts = 0
         self.prompt_tokens: int | None = None
         self.completion_tokens: int | None = None
+        self.cached_tokens: int | None = None
+        self.cost: float | None = None
+        self.answered: str | None = None   # "<provider>:<model>" of a fallback that answered
 
-    def add_usage(self, prompt: int | None, completion: int | None) -> None:
-        if prompt is not None:
-            self.prompt_tokens = (self.prompt_tokens or 0) + prompt
-        if completion is not None:
-            self.completion_tokens = (self.completion_tokens or 0) + completion
+    def add_usage(self, counts: Counts, cost: float | None) -> None:
+        if counts.input is not None:
+            self.prompt_tokens = (self.prompt_tokens or 0) + counts.input
+        if counts.output is not None:
+            self.completion_tokens = (self.completion_tokens or 0) + counts.output
+        if counts.cached is not None:
+            self.cached_tokens = (self.cached_tokens or 0) + counts.cached
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
 
     def event(self, chars: int, mocked: bool) -> dict:
         data: dict[str, Any] = {"duration_ms": int((time.monotonic() - self.started) * 1000), "chars": chars,
@@ -87,6 +102,12 @@ class _Tally:
             data["prompt_tokens"] = self.prompt_tokens
         if self.completion_tokens is not None:
             data["completion_tokens"] = self.completion_tokens
+        if self.cached_tokens is not None:
+            data["cached_tokens"] = self.cached_tokens
+        if self.cost is not None:
+            data["cost"] = round(self.cost, 9)
+        if self.answered is not None:
+            data["answered_by"] = self.answered
         return data
 
 
@@ -121,16 +142,20 @@ def split_model(model: str | None) -> tuple[str | None, str | None]:
 class LlmClient:
     """The real LLM layer of `Effects`. Safe to share between agent threads."""
 
-    def __init__(self, config: LlmConfig, trace: Trace | None = None,
-                 observe: Callable[..., None] | None = None, transport: Any = None) -> None:
-        """`observe`: called with every decoded answer of the API and the route and model that gave it (the
-        span exporter reads the model, finish reasons and usage from it). `transport`: where every request goes
-        instead of the configured providers (a Host's `model`, e.g. `sage serve`'s calling client): it takes
-        OpenAI chat bodies and answers in their form, with `post`, `endpoint`, `redact` and `close` as
-        ChatTransport has."""
+    def __init__(self, config: LlmConfig, trace: Trace | None = None, observe: Callable[..., None] | None = None,
+                 usage: RunUsage | None = None, limiter: Limiter | None = None, transport: Any = None) -> None:
+        """`observe`: called with every decoded answer of the API, the provider, URL and model that gave it
+        and its token counts (the span exporter reads the model, finish reasons and usage from them);
+        `usage`: the run's usage, which budgets are checked against; `limiter`: the project's rate limits;
+        `transport`: where every request goes instead of the configured providers (a Host's `model`, e.g.
+        `sage serve`'s calling client): it takes OpenAI chat bodies and answers in their form, with `post`,
+        `endpoint`, `redact` and `close` as ChatTransport has."""
         self.config = config
         self._trace = trace
         self._observe = observe
+        self.usage = usage if usage is not None else config.usage.run_usage()
+        self._limiter = limiter
+        self._fallback = config.usage.fallback
         self._external = Route(config, transport) if transport is not None else None
         self._routes: dict[str, Route] = {config.provider: Route(config)}
         self._routes_lock = threading.Lock()
@@ -171,8 +196,7 @@ class LlmClient:
             if typed:
                 value, reply = self._typed(route, model, messages, temperature, max_tokens, target, tally)
                 return value, len(reply), False
-            reply = self._complete(route, model, self._body(route, model, messages, temperature, max_tokens),
-                                   None, tally)
+            reply = self._complete(route, model, self._builder(messages, temperature, max_tokens), None, tally)
             return reply, len(reply), False
 
         return self._traced(route, {"model": model, "prompt_chars": len(prompt), "typed": typed}, answer)
@@ -194,10 +218,10 @@ class LlmClient:
                 text = compact_json(value) if typed else value
                 return {"role": "assistant", "content": text}, len(text), True
             self._check_ready(route, model)
-            provider = route.provider
-            body = self._body(route, model, messages, temperature, max_tokens, tools(provider.dialect))
-            response_format = _response_format(target)[1] if typed and provider.response_format else None
-            reply = provider.answer(self._request(route, model, body, response_format, tally))
+            response_format = _response_format(target)[1] if typed else None
+            data, answered = self._request(route, model, self._builder(messages, temperature, max_tokens, tools),
+                                           response_format, tally)
+            reply = answered.provider.answer(data)
             return reply, len(reply["content"] or ""), False
 
         # the conversation grows with each turn: measured only for a trace that shows it
@@ -223,7 +247,7 @@ class LlmClient:
                 return reply, len(reply), True
             self._check_ready(route, model)
             full = ([{"role": "system", "content": system}] if system else []) + list(messages)
-            reply = self._complete(route, model, self._body(route, model, full, None, max_tokens), None, tally)
+            reply = self._complete(route, model, self._builder(full, None, max_tokens), None, tally)
             return reply, len(reply), False
 
         return self._traced(route, request, answer)
@@ -278,26 +302,28 @@ class LlmClient:
         if config.error is not None:
             raise _llm_error(config.error)
 
-    def _body(self, route: Route, model: str, messages: list[dict], temperature: float | None,
-              max_tokens: int | None, tools: list[dict] | None = None) -> dict:
-        """The provider's request body for a neutral conversation; the configuration fills in what the
-        handler did not set."""
-        config = route.config
-        return route.provider.body(model, messages, temperature if temperature is not None else config.temperature,
-                                   max_tokens if max_tokens is not None else config.max_tokens, tools)
+    @staticmethod
+    def _builder(messages: list[dict], temperature: float | None, max_tokens: int | None,
+                 tools: Callable[[Any], list[dict]] | None = None) -> Callable[[Route, str], dict]:
+        """What makes the request body of a neutral conversation for a route and model (the turn's own, or a
+        fallback's); the route's configuration fills in what the handler did not set."""
+        def build(route: Route, model: str) -> dict:
+            config, provider = route.config, route.provider
+            return provider.body(model, messages, temperature if temperature is not None else config.temperature,
+                                 max_tokens if max_tokens is not None else config.max_tokens,
+                                 tools(provider.dialect) if tools is not None else None)
+        return build
 
     def _typed(self, route: Route, model: str, messages: list[dict], temperature: float | None,
                max_tokens: int | None, target: T.Type, tally: _Tally) -> tuple[Any, str]:
         """(the answer's JSON, last raw reply) for a typed call, asking again after each unusable reply."""
         schema, response_format = _response_format(target)
-        if not route.provider.response_format:
-            response_format = None
         messages = [{"role": "system", "content": _typed_instructions(schema)}] + messages
         attempts = max(1, self.config.infer_retries)
         reply = ""
         error = ""
         for _ in range(attempts):
-            reply = self._complete(route, model, self._body(route, model, messages, temperature, max_tokens),
+            reply = self._complete(route, model, self._builder(messages, temperature, max_tokens),
                                    response_format, tally)
             try:
                 return fitted_json(extract_json(reply), target), reply
@@ -309,43 +335,75 @@ class LlmClient:
         raise _llm_error(f"failed to parse structured response after {attempts} attempts: {error}; "
                          f"last reply: {last}")
 
-    def _complete(self, route: Route, model: str, body: dict, response_format: dict | None, tally: _Tally) -> str:
-        """Send one request (with the transport's retries) and return the reply text."""
-        return route.provider.text(self._request(route, model, body, response_format, tally))
+    def _complete(self, route: Route, model: str, build: Callable[[Route, str], dict],
+                  response_format: dict | None, tally: _Tally) -> str:
+        """Send one request (with the transport's retries and the fallbacks) and return the reply text."""
+        data, answered = self._request(route, model, build, response_format, tally)
+        return answered.provider.text(data)
 
-    def _request(self, route: Route, model: str, body: dict, response_format: dict | None, tally: _Tally) -> Any:
-        """Send one request (with the transport's retries, and once more without `response_format` when the
-        server refuses it) and return the decoded answer."""
+    def _request(self, route: Route, model: str, build: Callable[[Route, str], dict],
+                 response_format: dict | None, tally: _Tally) -> tuple[Any, Route]:
+        """The decoded answer to the request `build` makes, and the route that gave it: the turn's own model,
+        else, when it failed after its retries with a transient error, each `[llm] fallback` in turn (SPEC §23)."""
+        chain = [(route, model)] + [(self.route(f"{p}:{m}")[0], m) for p, m in self._fallback
+                                    if (p, m) != (route.provider.name, model)]
+        for i, (current, name) in enumerate(chain):
+            try:
+                data = self._request_on(current, name, build(current, name), response_format, tally)
+            except TransportError as exc:
+                if not exc.transient or i == len(chain) - 1:
+                    raise _llm_error(exc.message) from None
+                following, following_model = chain[i + 1]
+                note(f"{current.provider.name}:{name} failed ({exc.message}); trying "
+                     f"{following.provider.name}:{following_model}")
+                continue
+            if i:
+                tally.answered = f"{current.provider.name}:{name}"
+            return data, current
+        raise AssertionError("unreachable: the chain is never empty")
+
+    def _request_on(self, route: Route, model: str, body: dict, response_format: dict | None,
+                    tally: _Tally) -> Any:
+        """Send one request to `route` (with the transport's retries, and once more without `response_format`
+        when the server refuses it) and return the decoded answer; raises TransportError."""
         endpoint = route.transport.endpoint
         with _WITHOUT_FORMAT_LOCK:
-            with_format = response_format is not None and endpoint not in _WITHOUT_FORMAT
+            with_format = (response_format is not None and route.provider.response_format
+                           and endpoint not in _WITHOUT_FORMAT)
         if with_format:
             body = dict(body, response_format=response_format)
         try:
-            answer = self._post(route, model, body, tally)
+            return self._post(route, model, body, tally)
         except TransportError as exc:
             if not (with_format and exc.status in (400, 422) and "response_format" in exc.body):
-                raise _llm_error(exc.message) from None
-            with _WITHOUT_FORMAT_LOCK:
-                _WITHOUT_FORMAT.add(endpoint)
-            body = {k: v for k, v in body.items() if k != "response_format"}
-            try:
-                answer = self._post(route, model, body, tally)
-            except TransportError as retry_exc:
-                raise _llm_error(retry_exc.message) from None
-        return answer.data
+                raise
+        with _WITHOUT_FORMAT_LOCK:
+            _WITHOUT_FORMAT.add(endpoint)
+        return self._post(route, model, {k: v for k, v in body.items() if k != "response_format"}, tally)
 
     def _post(self, route: Route, model: str, body: dict, tally: _Tally) -> Any:
+        """One request with its retries, inside the run's budget and the project's limits; its usage is
+        counted."""
+        usage, limiter, provider = self.usage, self._limiter, route.provider.name
+        usage.check(provider, model)
         try:
-            answer = route.transport.post(body, model)
+            if limiter is None:
+                answer = route.transport.post(body, model)
+            else:
+                estimate = len(compact_json(body)) // 4 if limiter.tpm else 0
+                with limiter.in_flight(model):
+                    answer = route.transport.post(body, model, lambda: limiter.admit(model, estimate))
         except TransportError as exc:
             tally.attempts += exc.attempts
             raise
         tally.attempts += answer.attempts
-        tally.add_usage(*route.provider.usage(answer.data))
+        counts = route.provider.usage(answer.data)
+        tally.add_usage(counts, usage.add(provider, model, counts))
+        if limiter is not None:
+            limiter.settle(estimate, (counts.input or 0) + (counts.output or 0) if counts.known else None)
         if self._observe is not None:
-            self._observe(answer.data, route.provider.name, route.config.url, model)
-        return answer
+            self._observe(answer.data, provider, route.config.url, model, counts)
+        return answer.data
 
     def _emit(self, kind: str, data: dict) -> None:
         if self._trace is not None:

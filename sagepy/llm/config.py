@@ -4,7 +4,7 @@ Precedence, highest first: the per-call overrides of an effect handler (given to
 resolved here), the environment, grove.toml's `[llm]` section, the defaults. The key is read from the
 variable that `[llm] api_key_env` names; grove.toml never holds the key itself. The variables most users
 already have for the provider's own clients serve as fallbacks (SPEC §12, §4.13): for `openai`,
-`OPENAI_API_KEY` when that variable is unset and `OPENAI_BASE_URL` when neither `SAGE_LLM_URL` nor `[llm] url`
+`OPENAI_API_KEY` when neither that variable nor `SAGE_API_KEY` is set, and `OPENAI_BASE_URL` when neither `SAGE_LLM_URL` nor `[llm] url`
 is set; for `anthropic`, `ANTHROPIC_API_KEY`. The provider (`SAGE_LLM_PROVIDER`, `[llm] provider`) also
 chooses the default URL and model: `anthropic` has no default model.
 
@@ -15,6 +15,8 @@ on the offline `echo` model, is not stopped by a setting it does not use.
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
+
+from .usage import UsageSettings
 
 DEFAULT_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -99,7 +101,7 @@ class LlmConfig:
 
     __slots__ = ("url", "model", "api_key", "temperature", "max_tokens", "timeout_ms", "retries",
                  "infer_retries", "max_tool_steps", "max_tool_result_chars", "configured", "error", "key_env",
-                 "provider", "others")
+                 "provider", "others", "usage")
 
     def __init__(self, url: str = DEFAULT_URL, model: str | None = DEFAULT_MODEL, api_key: str | None = None,
                  temperature: float | None = None, max_tokens: int | None = None,
@@ -122,6 +124,7 @@ class LlmConfig:
         self.error = error
         self.key_env = key_env
         self.others: dict[str, LlmConfig] = {}   # the settings of the other providers (SPEC §23)
+        self.usage = UsageSettings()   # prices, budgets, limits and fallbacks (SPEC §23)
 
     def __repr__(self) -> str:
         # The key stays out of every rendering of the configuration.
@@ -167,13 +170,15 @@ class LlmConfig:
             errors.append("invalid [llm] api_key_env: expected the name of an environment variable")
             key_env = DEFAULT_KEY_ENV
         api_key = environ.get(key_env) or None
-        fallback = ANTHROPIC_KEY_ENV if anthropic else FALLBACK_KEY_ENV
-        if api_key is None and environ.get(fallback):
-            key_env, api_key = fallback, environ[fallback]
+        # SPEC §4.13: the `[llm] api_key_env` variable, SAGE_API_KEY, then the provider's own variable
+        for fallback in (DEFAULT_KEY_ENV, ANTHROPIC_KEY_ENV if anthropic else FALLBACK_KEY_ENV):
+            if api_key is None and environ.get(fallback):
+                key_env, api_key = fallback, environ[fallback]
         configured = bool(environ.get("SAGE_LLM_URL") or (environ.get(FALLBACK_URL_ENV) and not anthropic)
                           or api_key or section or values["model"] == ECHO_MODEL)
         config = cls(api_key=api_key, configured=configured, error=errors[0] if errors else None, key_env=key_env,
                      provider=provider, **values)
+        config.usage = UsageSettings(section)
         tables = section.get("providers") or {}
         config.others = {name: config._other(name, tables.get(name) or {}, environ)
                          for name in PROVIDERS if name != provider}

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.json_text import parse_json
 from .config import LlmConfig
+from .usage import Counts
 
 BODY_LIMIT = 500
 """How much of a failed answer's body an `API error` message quotes."""
@@ -52,8 +53,8 @@ class Provider:
         """The text of an answer, `""` when it has none."""
         return self.answer(data).get("content") or ""
 
-    def usage(self, data: Any) -> tuple[int | None, int | None]:
-        """(prompt tokens, completion tokens) as the answer reports them."""
+    def usage(self, data: Any) -> Counts:
+        """The token counts the answer reports (SPEC §23): input (cached input included), output, cached."""
         raise NotImplementedError
 
     def error_text(self, status: int, text: str) -> str:
@@ -65,12 +66,12 @@ class Provider:
         return status == 429
 
 
-def counts(usage: Any, prompt: str, completion: str) -> tuple[int | None, int | None]:
-    """Two integer fields of a `usage` object (None where absent or not an integer)."""
-    if not isinstance(usage, dict):
-        return None, None
-    return tuple(value if isinstance(value, int) and not isinstance(value, bool) else None  # type: ignore
-                 for value in (usage.get(prompt), usage.get(completion)))
+def count(usage: Any, *path: str) -> int | None:
+    """An integer field of a `usage` object, down `path` (None where absent or not an integer ≥ 0)."""
+    value = usage
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def text_of(content: Any) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .config import ANTHROPIC, LlmConfig
-from .provider import Provider, counts, text_of
+from .provider import Provider, count, text_of
+from .usage import Counts
 
 
 def provider_for(config: LlmConfig) -> Provider:
@@ -60,5 +61,7 @@ class OpenAIChat(Provider):
             answer["tool_calls"] = message["tool_calls"]
         return answer
 
-    def usage(self, data: Any) -> tuple[int | None, int | None]:
-        return counts(data.get("usage") if isinstance(data, dict) else None, "prompt_tokens", "completion_tokens")
+    def usage(self, data: Any) -> Counts:
+        usage = data.get("usage") if isinstance(data, dict) else None
+        return Counts(count(usage, "prompt_tokens"), count(usage, "completion_tokens"),
+                      count(usage, "prompt_tokens_details", "cached_tokens"))

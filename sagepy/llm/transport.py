@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..core.json_text import parse_json
 from ..net import failure_reason, sync_client, url_for_display
@@ -36,14 +36,16 @@ RETRY_AFTER_MAX_S = 60.0
 class TransportError(Exception):
     """A request that did not produce a usable answer. `message` is the Llm error's message (already
     redacted), `status` the HTTP status when there was one, `body` the answer's redacted body, `attempts`
-    the number of requests sent."""
+    the number of requests sent; `transient`: a failure another model may not have (HTTP 429, 5xx, 529, a
+    connection failure, a timeout), which a fallback is tried on (SPEC §23)."""
 
-    def __init__(self, message: str, status: int | None = None, body: str = "") -> None:
+    def __init__(self, message: str, status: int | None = None, body: str = "", transient: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.body = body
         self.attempts = 1
+        self.transient = transient or status == 429 or (status is not None and status >= 500)
 
 
 class _Retry(Exception):
@@ -82,13 +84,17 @@ class ChatTransport:
         key = self.config.api_key
         return text.replace(key, "[redacted]") if key else text
 
-    def post(self, body: dict, model: str | None = None) -> Answer:
+    def post(self, body: dict, model: str | None = None, before: Callable[[], None] | None = None) -> Answer:
+        """The answer to `body`, retrying transient failures; `before` is called before each attempt (the
+        rate limits wait there, SPEC §23)."""
         client = self._http()
         headers = self.provider.headers()
         attempt = 0
         with waiting(f"waiting for model {model or self.config.model}", elapsed=True):
             while True:
                 attempt += 1
+                if before is not None:
+                    before()
                 try:
                     return Answer(self._once(client, body, headers, attempt > self.config.retries), attempt)
                 except _Retry as retry:
@@ -113,12 +119,12 @@ class ChatTransport:
         try:
             response = client.post(self.endpoint, json=body, headers=headers)
         except httpx.TimeoutException:
-            raise TransportError(f"request failed: timed out after {self.config.timeout_ms} ms") from None
+            raise TransportError(f"request failed: timed out after {self.config.timeout_ms} ms",
+                                 transient=True) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            if tls_failure_reason(exc) is not None:
-                final = True   # the server's certificate will not be any better next time
-            if final:
-                raise TransportError(self._failed(exc)) from None
+            tls = tls_failure_reason(exc) is not None
+            if tls or final:   # the server's certificate will not be any better next time
+                raise TransportError(self._failed(exc), transient=not tls) from None
             raise _Retry(None, "connection failed") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise TransportError(self._failed(exc)) from None

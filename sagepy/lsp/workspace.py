@@ -67,12 +67,12 @@ class Project:
         self.good: dict[str, Analysis] = {}    # per entry, its last analysis that has an index
 
     def entries(self, open_paths: list[str]) -> list[str]:
-        from ..testfiles import test_files
+        from ..testfiles import EVAL_SUFFIX, TEST_SUFFIX, test_files
         found = []
         entry = self.session.entry_file()
         if os.path.isfile(entry):
             found.append(os.path.abspath(entry))
-        found.extend(test_files(self.root, self.session.settings.grove_path is not None))
+        found.extend(test_files(self.root, self.session.settings.grove_path is not None, (TEST_SUFFIX, EVAL_SUFFIX)))
         return found + [p for p in open_paths if p not in found and not self.loads(p)]
 
     def loads(self, path: str) -> bool:
@@ -133,7 +133,7 @@ class Workspace:
 
     def analyze_program(self, project: Project, entry: str, sources: OverlaySources | None = None) -> Analysis:
         index = ProgramIndex()
-        program, diags = project.session.analyze(entry, test_file=entry.endswith("_test.sg"),
+        program, diags = project.session.analyze(entry, test_file=entry.endswith(("_test.sg", "_eval.sg")),
                                                  sources=sources or self.sources(project), index=index, link=False)
         return Analysis(entry, program.modules, diags, index if index.occurrences else None)
 
@@ -156,7 +156,7 @@ class Workspace:
         with self.lock:
             table = project.good if good else project.analyses
             found = [a for a in table.values() if path in a.files]
-        found.sort(key=lambda a: (a.entry.endswith("_test.sg") and a.entry != path, a.entry != path))
+        found.sort(key=lambda a: (a.entry.endswith(("_test.sg", "_eval.sg")) and a.entry != path, a.entry != path))
         return found
 
     def diagnostics_for(self, path: str) -> list[Diagnostic]:

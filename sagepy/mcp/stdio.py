@@ -82,11 +82,15 @@ def _parse_line(line: bytes) -> SessionMessage | Exception:
     try:
         message = adapter.validate_json(line, by_name=False)
     except ValueError:
-        try:   # a line that is not valid UTF-8 is read the way a text stream would read it
-            message = adapter.validate_json(line.decode("utf-8", errors="replace"), by_name=False)
-        except ValueError as exc:
+        # A line that is not valid UTF-8 is read the way a text stream would read it; one with a lone surrogate
+        # escape (`"\ud83d"`), which pydantic's parser refuses, as Python's JSON reads it: the string keeps the
+        # surrogate (sagepy.core.text), and the answer reaches its request at once.
+        import json
+        try:
+            message = adapter.validate_python(json.loads(line.decode("utf-8", errors="replace")), by_name=False)
+        except (ValueError, RecursionError) as exc:
             logger.exception("Failed to parse a JSON-RPC message from the server")
-            return exc
+            return exc if isinstance(exc, ValueError) else ValueError("nesting too deep")
     return session_message(message)
 
 
@@ -244,7 +248,11 @@ class _Outbox:
             # for an answer. (asyncio would drop the write, and warn on the terminal after a few.)
             pipes.end()
             raise anyio.BrokenResourceError
-        data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        try:
+            data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        except ValueError:   # a string holding a lone surrogate, which pydantic cannot write: its escape
+            from ..core.json_text import compact_json
+            data = compact_json(message.message.model_dump(mode="json", by_alias=True, exclude_unset=True))
         stdin.write(data.encode("utf-8") + b"\n")  # type: ignore[attr-defined]
         while pipes.writing_paused and not pipes.stdin_lost:
             pipes.drained = pipes.loop.create_future()

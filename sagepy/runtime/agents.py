@@ -7,13 +7,13 @@ is called at loop iterations, calls and blocking points and raises `AgentCancell
 from __future__ import annotations
 
 import collections
-import re
 import sys
 import threading
 import time
 from typing import Any, Callable
 
 from ..core.errors import AgentCancelled, SageRaise, TestAbort
+from ..core.text import printable_text
 from ..core.values import UNIT, ErrorValue
 
 MAILBOX_CAPACITY = 32
@@ -144,13 +144,10 @@ class Runtime:
 _out_lock = threading.Lock()
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _write_line(stream: Any, text: str) -> None:
     # A Sage string can hold a lone surrogate (json_decode of "\\ud800"); no encoding can write one, and the
     # stream's error would drop the whole line: it is printed as U+FFFD instead.
-    text = _LONE_SURROGATE.sub("\ufffd", text)
+    text = printable_text(text)
     with _out_lock:
         try:
             stream.write(text + "\n")

@@ -44,15 +44,11 @@ def new_run_id(now: float | None = None) -> str:
 
 def find_run(store: Any, run_id: str) -> RunRecord:
     """The run a RUN_ID argument names (`last`: the newest of the project); DurableExit when there is none."""
-    if run_id == "last":
-        run = store.newest_run()
-        if run is None:
-            raise DurableExit(1, "error: no durable run in this project yet")
-        return run
-    run = store.get_run(run_id)
-    if run is None:
-        raise DurableExit(1, f"error: no run {run_id} in this project")
-    return run
+    from ..store.base import NoRun, find_run as find_stored_run
+    try:
+        return find_stored_run(store, run_id)
+    except NoRun as exc:
+        raise DurableExit(1, f"error: {exc}") from None
 
 
 class DurableRun:

@@ -25,6 +25,18 @@ PAUSED = "paused"        # waiting for a person (SPEC §17)
 STARTED, DONE, STEP_FAILED, WAITING = "started", "done", "failed", "waiting"
 
 
+# A run's model usage (SPEC §23) is one record of its own, at a pseudo agent path (no agent's path starts
+# with `#`), written over as the usage grows, with the outcome of the model turn that changed it. It is no
+# step of the program: crash injection does not count it (`journal_records`), `sage runs show` shows it as
+# the run's `usage:` line.
+USAGE_PATH, USAGE = "#usage", "usage"
+
+
+def journal_records(steps: list) -> int:
+    """How many of `steps` are journal records of the program's steps (what crash injection counts)."""
+    return sum(1 for step in steps if step.kind != USAGE)
+
+
 @dataclass
 class RunRecord:
     id: str                  # YYYYMMDD-HHMMSS-xxxx
@@ -141,7 +153,7 @@ class Store(Protocol):
         """In one transaction: when the step (path, number) is still `waiting`, replace it with `step` (the
         decision or answer) and make a `paused` run runnable again (`queued` when a worker was executing it,
         else `running` with no lease); the run's status as shown then, or None when the step was not
-        waiting."""
+        waiting. An ended run (`completed`, `failed`, `cancelled`) is left as it is: its status."""
 
     # ---- leases (one owner per run)
     def acquire_lease(self, run_id: str, pid: int, host: str, token: str,
@@ -154,6 +166,31 @@ class Store(Protocol):
     def release_lease(self, run_id: str) -> None: ...
 
     def close(self) -> None: ...
+
+
+class NoRun(LookupError):
+    """A RUN_ID names no run of the project: `run_id` as given (`last`: the project has no run yet); str() is the
+    message after `error: `."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+
+    def __str__(self) -> str:
+        if self.run_id == "last":
+            return "no durable run in this project yet"
+        return f"no run {self.run_id} in this project"
+
+
+def find_run(store: Store | None, run_id: str) -> RunRecord:
+    """The one lookup of a RUN_ID argument (`last`: the newest run of the project) in `store` (None: a store
+    not created yet, which holds no run); NoRun when there is none."""
+    run = None
+    if store is not None:
+        run = store.newest_run() if run_id == "last" else store.get_run(run_id)
+    if run is None:
+        raise NoRun(run_id)
+    return run
 
 
 # Crash injection for the crash-sweep tests (read once per process): SAGE_CRASH_AFTER_WRITE=k exits the

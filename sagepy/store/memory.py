@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from .base import COMPLETED, FAILED, INTERRUPTED, PAUSED, RUNNING, WAITING, RunRecord, StepRecord
+from .queue import ENDED
 
 
 class MemoryStore:
@@ -120,11 +121,13 @@ class MemoryStore:
 
     def decide_step(self, run_id: str, step: StepRecord) -> str | None:
         with self._lock:
+            run = self._runs[run_id]
+            if run.status in ENDED:
+                return run.status
             found = self._steps.get(run_id, {}).get((step.path, step.number))
             if found is None or found.status != WAITING:
                 return None
             self.record_step(run_id, step)
-            run = self._runs[run_id]
             if run.status != PAUSED:
                 return run.status
             self.end_run(run_id, RUNNING, None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import INTERRUPTED, PAUSED, RUNNING, WAITING, StepRecord, forget_lease
-from .queue import QUEUED
+from .queue import ENDED, QUEUED
 
 PAUSED_EXIT = 5
 _STEP_COLUMNS = "path, number, kind, target, args_hash, safety, status, outcome"
@@ -43,12 +43,14 @@ class SqlitePauses:
         not waiting; else the run's status as shown (`queued`, `interrupted`, or `running` while the run is
         still being paused by its process)."""
         with self._write():
+            status = self._db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+            if status in ENDED:   # cancelled (or ended) meanwhile: nothing to decide any more
+                return status
             row = self._db.execute("SELECT status FROM steps WHERE run_id = ? AND path = ? AND number = ?",
                                    (run_id, step.path, step.number)).fetchone()
             if row is None or row[0] != WAITING:
                 return None
             self._put_step(run_id, step)
-            status = self._db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
             if status != PAUSED:
                 return status
             status = self._runnable(run_id)
@@ -82,13 +84,15 @@ class PostgresPauses:
 
     def decide_step(self, run_id: str, step: StepRecord) -> str | None:
         def work(conn: Any) -> str | None:
+            status = conn.execute(f"SELECT status FROM {self._s}.runs WHERE project = %s AND id = %s FOR UPDATE",
+                                  (self.project, run_id)).fetchone()[0]
+            if status in ENDED:   # cancelled (or ended) meanwhile: nothing to decide any more
+                return status
             row = conn.execute(f"SELECT status FROM {self._s}.steps WHERE project = %s AND run_id = %s AND path = %s "
                                "AND number = %s FOR UPDATE", (self.project, run_id, step.path, step.number)).fetchone()
             if row is None or row[0] != WAITING:
                 return None
             self._put_step(conn, run_id, step)
-            status = conn.execute(f"SELECT status FROM {self._s}.runs WHERE project = %s AND id = %s FOR UPDATE",
-                                  (self.project, run_id)).fetchone()[0]
             if status != PAUSED:
                 return status
             status = self._runnable(conn, run_id)

@@ -34,13 +34,17 @@ from typing import Any, Callable, TypeVar
 
 from ..core.json_text import compact_json, parse_json
 from . import crash
-from .base import (RELEASED, Busy, forget_lease, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, Unreachable, COMPLETED,
+from .base import (RELEASED, Busy, forget_lease, journal_records, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, Unreachable, COMPLETED,
                    FAILED, STARTED)
+from .buckets import PostgresBuckets
 from .pauses import PostgresPauses
 from .postgres_queue import PostgresQueue
 from .queue import CANCELLED
 
-FORMAT = 1   # the journal format this sagepy writes and reads
+# The journal format this sagepy writes and reads; an older file is upgraded when opened. 2: the read of a
+# secret variable is journaled as {"secret": value} (sagepy.secrecy), which format 1's sagepy would replay as
+# the value itself.
+FORMAT = 2
 RETRY_SECONDS = 30.0
 CONNECT_TIMEOUT_S = 10
 _Result = TypeVar("_Result")
@@ -79,7 +83,7 @@ def first_line(exc: BaseException) -> str:
     return line.removeprefix("connection failed: ")
 
 
-class PostgresStore(PostgresQueue, PostgresPauses):
+class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
     durable = True
 
     def __init__(self, url: str, project: str, schema: str = "sage", shown: str | None = None,
@@ -140,7 +144,8 @@ class PostgresStore(PostgresQueue, PostgresPauses):
         if row is not None:
             if int(row[0]) > FORMAT:
                 raise NewerFormat(int(row[0]), FORMAT)
-            return
+            if int(row[0]) == FORMAT:
+                return
 
         def create(conn: Any) -> None:
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"sagepy schema {s}",))
@@ -148,6 +153,8 @@ class PostgresStore(PostgresQueue, PostgresPauses):
                 conn.execute(statement)
             conn.execute(f"INSERT INTO {s}.meta (key, value) VALUES ('format', %s) ON CONFLICT (key) DO NOTHING",
                          (str(FORMAT),))
+            conn.execute(f"UPDATE {s}.meta SET value = %s WHERE key = 'format' AND value::integer < %s",
+                         (str(FORMAT), FORMAT))
             found = conn.execute(f"SELECT value FROM {s}.meta WHERE key = 'format'").fetchone()
             if int(found[0]) > FORMAT:
                 raise NewerFormat(int(found[0]), FORMAT)
@@ -360,7 +367,7 @@ class PostgresStore(PostgresQueue, PostgresPauses):
         def work(conn: Any) -> None:
             with conn.cursor() as cursor:
                 cursor.executemany(self._upsert_step, [self._step_row(run_id, step) for step in steps])
-        self._write(work, journal=len(steps), fence=run_id, durable=False)
+        self._write(work, journal=journal_records(steps), fence=run_id, durable=False)
 
     def record_intent(self, run_id: str, step: StepRecord) -> bool:
         if self._fast(run_id) and self._fenced(run_id, [step], True, replace=False):

@@ -12,6 +12,7 @@ import secrets
 import threading
 from typing import Any, Callable
 
+from ..core.text import storable_line
 from .base import HALTED, RUNNING, RunRecord
 from .queue import CANCELLED, CANCELLED_EXIT, INFO_COLUMNS, PAUSED, QUEUED, Claim, RunInfo, info_from_row, info_row
 
@@ -83,6 +84,12 @@ class PostgresQueue:
         rows = self._read(f"SELECT {INFO_COLUMNS} FROM {self._s}.run_queue WHERE project = %s AND run_id = %s",
                           (self.project, run_id))
         return info_from_row(rows[0]) if rows else None
+
+    def run_list(self) -> list[tuple[RunRecord, str | None, str | None]]:
+        rows = self._read(f"SELECT {_RUN}, q.queue, q.host FROM {self._s}.runs r LEFT JOIN {self._s}.run_queue q "
+                          "ON q.project = r.project AND q.run_id = r.id WHERE r.project = %s "
+                          'ORDER BY r.started_at DESC, r.id COLLATE "C" DESC', (self.project,))
+        return [(RunRecord(*row[:10]), row[10], row[11]) for row in rows]
 
     def run_infos(self) -> dict[str, RunInfo]:
         rows = self._read(f"SELECT run_id, {INFO_COLUMNS} FROM {self._s}.run_queue WHERE project = %s",
@@ -185,7 +192,8 @@ class PostgresQueue:
         def work(conn: Any) -> None:
             conn.execute(f"INSERT INTO {s}.run_output (project, run_id, number, stream, line) VALUES (%s, %s, "
                          f"(SELECT COALESCE(MAX(number), 0) + 1 FROM {s}.run_output WHERE project = %s AND "
-                         "run_id = %s), %s, %s)", (self.project, run_id, self.project, run_id, stream, line))
+                         "run_id = %s), %s, %s)", (self.project, run_id, self.project, run_id, stream,
+                                                            storable_line(line)))
         # as durable as the outcome of the step before it (synchronous_commit off); a deposed owner's lines are
         # not stored (a process that released the lease may still say how its run ended)
         self._write(work, durable=False, fence=run_id, released_ok=True)

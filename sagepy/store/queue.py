@@ -52,6 +52,9 @@ class QueueStore(Protocol):
     def run_info(self, run_id: str) -> RunInfo | None: ...
     def run_infos(self) -> dict[str, RunInfo]:
         """Every queue row of the project, by run id."""
+    def run_list(self) -> list[tuple[RunRecord, str | None, str | None]]:
+        """Every run, newest first (as `list_runs`), with its queue and the host of its queue row (None without a
+        row): what a listing shows, read in one query and without the recorded arguments."""
     def note_owner(self, run_id: str, host: str) -> None:
         """Record the host of a process that took the run's lease."""
 

@@ -33,14 +33,18 @@ from typing import Any, Callable, Iterator
 from ..core.json_text import compact_json, parse_json
 from ..secrecy import private_directory
 from . import crash
-from .base import (RELEASED, Busy, forget_lease, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, COMPLETED, FAILED,
+from .base import (RELEASED, Busy, forget_lease, journal_records, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, COMPLETED, FAILED,
                    STARTED)
 from .queue import CANCELLED
+from .buckets import SqliteBuckets
 from .pauses import SqlitePauses
 from .sqlite_queue import QUEUE_SCHEMA, QUEUE_TABLES, SqliteQueue
 
 CHECKPOINT_PAGES = 4000
-FORMAT = 1   # the journal format this sagepy writes and reads
+# The journal format this sagepy writes and reads; an older file is upgraded when opened. 2: the read of a
+# secret variable is journaled as {"secret": value} (sagepy.secrecy), which format 1's sagepy would replay as
+# the value itself.
+FORMAT = 2
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS sage_state (agent TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL, "
@@ -75,7 +79,7 @@ def _failure(exc: sqlite3.Error) -> Exception:
     return Unavailable(text)
 
 
-class SqliteStore(SqliteQueue, SqlitePauses):
+class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
     durable = True
 
     def __init__(self, path: str, busy_timeout_s: float = 30.0) -> None:
@@ -90,6 +94,11 @@ class SqliteStore(SqliteQueue, SqlitePauses):
             directory = os.path.dirname(path)
             if directory:
                 private_directory(directory)
+            # a new file is its user's only, wherever `[persistence] path` puts it (SQLite gives its -wal and
+            # -shm files the same mode): it journals what the program read, secrets included
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600))
+        except FileExistsError:
+            pass
         except OSError as exc:
             raise Unavailable(exc.strerror or str(exc)) from None
         try:
@@ -134,8 +143,8 @@ class SqliteStore(SqliteQueue, SqlitePauses):
             row = self._db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
             if row is not None and int(row[0]) > FORMAT:
                 raise NewerFormat(int(row[0]), FORMAT)
-            if row is not None and tables >= {"sage_state", "runs", "steps", *QUEUE_TABLES} and \
-                    self._has_token_column():
+            if row is not None and int(row[0]) == FORMAT and \
+                    tables >= {"sage_state", "runs", "steps", *QUEUE_TABLES} and self._has_token_column():
                 return
         with self._write():
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -149,6 +158,8 @@ class SqliteStore(SqliteQueue, SqlitePauses):
                 self._db.execute("ALTER TABLE runs ADD COLUMN lease_token TEXT")
             if found is None:
                 self._db.execute("INSERT INTO meta (key, value) VALUES ('format', ?)", (str(FORMAT),))
+            elif found < FORMAT:
+                self._db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (str(FORMAT),))
 
     def _has_token_column(self) -> bool:
         return any(row[1] == "lease_token" for row in self._db.execute("PRAGMA table_info(runs)"))
@@ -267,6 +278,13 @@ class SqliteStore(SqliteQueue, SqlitePauses):
         rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST} LIMIT 1")
         return _run(rows[0]) if rows else None
 
+    def change_marker(self) -> tuple[int, int]:
+        """A value that changes whenever anything was committed to the file since it was last read: by another
+        connection (`PRAGMA data_version`) or by this one (its total changes). Cheap: what a page's live
+        updates look at before reading anything."""
+        with self._lock:
+            return self._db.execute("PRAGMA data_version").fetchone()[0], self._db.total_changes
+
     def list_runs(self) -> list[RunRecord]:
         return [_run(row) for row in self._read(f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST}")]
 
@@ -299,7 +317,7 @@ class SqliteStore(SqliteQueue, SqlitePauses):
 
     def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
         if steps:
-            with self._write(journal=len(steps), flush=False, fence=run_id):
+            with self._write(journal=journal_records(steps), flush=False, fence=run_id):
                 self._db.executemany(_PUT_STEP, [self._step_row(run_id, step) for step in steps])
 
     def record_intent(self, run_id: str, step: StepRecord) -> bool:

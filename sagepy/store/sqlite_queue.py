@@ -9,6 +9,7 @@ import secrets
 import time
 from typing import Any, Callable
 
+from ..core.text import storable_line
 from .base import HALTED, RUNNING, RunRecord
 from .queue import CANCELLED, CANCELLED_EXIT, INFO_COLUMNS, PAUSED, QUEUED, Claim, RunInfo, info_from_row, info_row
 
@@ -58,6 +59,11 @@ class SqliteQueue:
 
     def run_infos(self) -> dict[str, RunInfo]:
         return {row[0]: info_from_row(row[1:]) for row in self._read(f"SELECT run_id, {INFO_COLUMNS} FROM run_queue")}
+
+    def run_list(self) -> list[tuple[RunRecord, str | None, str | None]]:
+        rows = self._read(f"SELECT {_RUN}, q.queue, q.host FROM runs r LEFT JOIN run_queue q ON q.run_id = r.id "
+                          "ORDER BY r.started_at DESC, r.id DESC")
+        return [(_record(row[:9]), row[9], row[10]) for row in rows]
 
     def note_owner(self, run_id: str, host: str) -> None:
         with self._write():
@@ -137,7 +143,7 @@ class SqliteQueue:
         with self._write(flush=False, fence=run_id, released_ok=True):
             self._db.execute("INSERT INTO run_output (run_id, number, stream, line) VALUES (?, (SELECT "
                              "COALESCE(MAX(number), 0) + 1 FROM run_output WHERE run_id = ?), ?, ?)",
-                             (run_id, run_id, stream, line))
+                             (run_id, run_id, stream, storable_line(line)))
 
     def output(self, run_id: str, after: int = 0) -> list[tuple[int, str, str]]:
         return [tuple(row) for row in self._read("SELECT number, stream, line FROM run_output WHERE run_id = ? "

@@ -72,6 +72,7 @@ _TABLE: dict[str, tuple[str, str]] = {
     "EffectHandlerDecl": ("name effect entries pub", ""),
     "TestDecl": ("name annotation body", "nslots"),
     "RunDecl": ("name", ""),
+    "EvalDecl": ("name dataset row body", "nslots row_slot row_t"),   # SPEC §22.1; row: a Param
     # ---- types
     "TypeExpr": ("kind name args", ""),   # kind: prim list option oracle map result agent fn tuple named
     # ---- statements
@@ -89,6 +90,8 @@ _TABLE: dict[str, tuple[str, str]] = {
     "CheckpointStmt": ("", ""),
     "MockStmt": ("kind tool fn value", ""),   # kind: divine infer tool elicit/other (tool/fn for `mock tool`)
     "MockCalls": ("calls", ""),                # the value of `mock divine -> call T.f(…), …`: [Call]
+    "ScoreStmt": ("name value", ""),           # `score "s" = expr;` in an eval block
+    "ReplayStmt": ("path", ""),                # `replay "file.jsonl";` opening a test block
     "ExprStmt": ("expr", ""),
     "MatchStmt": ("match", ""),
     "TargetName": ("name", "slot"),

@@ -18,19 +18,20 @@ from .parse_state import ParseContext, token_span
 from .grammar import lark_parser, terminal_patterns
 
 _TOKEN_NAMES = {"IDENT": "identifier", "INT": "integer", "FLOAT": "float", "STRING": "string",
-                "$END": "end of file", "_MOCK": "`mock`"}
+                "$END": "end of file", "_MOCK": "`mock`",
+                "_SCORE": "`score`", "_REPLAY": "`replay`", "_EVAL": "`eval`"}
 
 _EXPRESSION_STARTS = frozenset({
     "IDENT", "INT", "FLOAT", "STRING", "(", "[", "{", "true", "false", "self", "-", "!", "try", "await", "fail",
     "catch", "|", "||", "divine", "infer", "summon", "send", "receive", "reply", "yield", "trace", "retry",
     "match", "Option", "Result"})
 _STATEMENT_STARTS = frozenset({"let", "if", "for", "while", "loop", "break", "continue", "return", "span",
-                               "checkpoint", "_MOCK", ";"})
+                               "checkpoint", "_MOCK", "_SCORE", "_REPLAY", ";"})
 _TYPE_WORDS = frozenset({"Int", "Float", "Bool", "String", "Unit", "Error", "List", "Option", "Oracle", "Map",
                          "Result", "Agent", "Fn"})
 _TYPE_STARTS = _TYPE_WORDS | {"(", "IDENT"}
 _ITEM_STARTS = frozenset({"pub", "mod", "use", "record", "enum", "const", "tool", "protocol", "handler", "agent",
-                          "supervisor", "fn", "extern", "test", "run", "@", "#["})
+                          "supervisor", "fn", "extern", "test", "run", "@", "#[", "_EVAL"})
 # What may follow a complete expression: when an operator is expected, these are left out of the message.
 _CONTINUATIONS = frozenset({"||", "&&", "==", "!=", "<", ">", "<=", ">=", "++", "+", "-", "*", "/", "%", ".",
                             "(", "catch", "timeout"})

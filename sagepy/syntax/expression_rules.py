@@ -89,6 +89,12 @@ class ExpressionRules(BuilderBase):
                 self.ctx.error("E005", "expected a tool call `T.f(…)` after `call`", call.span)
         return A.MockCalls(calls, span=meta_span(meta))
 
+    def score_stmt(self, meta, c):
+        return A.ScoreStmt(c[0].value[1:-1], c[1], span=meta_span(meta))
+
+    def replay_stmt(self, meta, c):
+        return A.ReplayStmt(c[0].value[1:-1], span=meta_span(meta))
+
     def mock_tool(self, meta, c):
         return A.MockStmt("tool", c[0].value, c[1], c[2], span=meta_span(meta))
 

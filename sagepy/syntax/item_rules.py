@@ -267,6 +267,11 @@ class ItemRules(BuilderBase):
             self.ctx.error("E009", f"unknown annotation `@{annotation[0]}` on a test (only `@serial`)", annotation[1])
         return A.TestDecl(name.value[1:-1], annotation[0] if annotation else None, body, span=span)
 
+    def eval_decl(self, meta, c):
+        name, dataset, row, row_type, body = c
+        row_param = A.Param(row.value, row_type, span=token_span(row))
+        return A.EvalDecl(name.value[1:-1], dataset.value[1:-1], row_param, body, span=meta_span(meta))
+
     def run_decl(self, meta, c):
         return A.RunDecl(c[0].value, span=meta_span(meta))
 

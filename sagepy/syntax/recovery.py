@@ -20,7 +20,8 @@ from .grammar import lark_parser
 
 # `test` and `handler` are names too (SPEC §1.2): they start an item only in the shape of one
 ITEM_START = re.compile(r"^(?:pub\s+)?(?:fn|agent|record|enum|const|tool|supervisor|run|mod|use|extern|"
-                         r"protocol)\b|^(?:@|#\[)|^test\s*\"|^(?:pub\s+)?handler\s+\w+\s+handles\b", re.M)
+                         r"protocol)\b|^(?:@|#\[)|^test\s*\"|^eval\s*[\"'r]|"
+                         r"^(?:pub\s+)?handler\s+\w+\s+handles\b", re.M)
 _MAX_RESYNCS = 20
 
 

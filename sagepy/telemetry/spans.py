@@ -313,7 +313,9 @@ class SpanExport:
         if self._exporter.failed or not in_time:
             reason = self._failures.reason or (f"no answer within {EXIT_WAIT_S:g} s"
                                                if time.monotonic() - started >= EXIT_WAIT_S else "export failed")
-            self._write_err(f"warning: could not export traces to {self.config.url}: {reason}")
+            from ..secrecy import mask_passwords   # the URL's password, wherever the reason repeats it
+            self._write_err(mask_passwords(f"warning: could not export traces to {self.config.url}: {reason}",
+                                           self.config.url))
 
 
 def mark_error(span: Span, kind: str, display: str) -> None:

@@ -24,14 +24,18 @@ if TYPE_CHECKING:
 
 
 class TestCase:
-    __slots__ = ("file", "name", "body", "serial", "session")
+    """`replay`: the cassette the test's first statement `replay "file";` names, as a path (SPEC §22.2)."""
 
-    def __init__(self, file: str, name: str, body: Any, serial: bool, session: Session) -> None:
+    __slots__ = ("file", "name", "body", "serial", "session", "replay")
+
+    def __init__(self, file: str, name: str, body: Any, serial: bool, session: Session,
+                 replay: str | None = None) -> None:
         self.file = file
         self.name = name
         self.body = body
         self.serial = serial
         self.session = session
+        self.replay = replay
 
     @property
     def label(self) -> str:
@@ -89,9 +93,18 @@ def load_test_file(path: str, session: Session) -> LoadedFile:
     except CheckFailed as failed:
         declared = _declared_names(failed.loaded, path) if failed.loaded is not None else []
         return LoadedFile(path, [], failed.diagnostics, declared)
-    cases = [TestCase(path, decl.name, body, decl.annotation == "serial", session)
+    cases = [TestCase(path, decl.name, body, decl.annotation == "serial", session, _replayed(decl, path))
              for decl, body, env in program.tests if os.path.abspath(env.path) == os.path.abspath(path)]
     return LoadedFile(path, cases, [], [case.name for case in cases])
+
+
+def _replayed(decl: Any, path: str) -> str | None:
+    """The cassette of a test that opens with `replay "file";`, relative to the test file."""
+    from ..syntax import ast as A
+    stmts = decl.body.stmts
+    if stmts and type(stmts[0]) is A.ReplayStmt:
+        return os.path.join(os.path.dirname(os.path.abspath(path)), stmts[0].path)
+    return None
 
 
 def _declared_names(program: Any, path: str) -> list[str]:
@@ -105,9 +118,17 @@ def _declared_names(program: Any, path: str) -> list[str]:
     return [match.group(1) for match in _TEST_DECLARATION.finditer(module.source)]
 
 
-def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False) -> TestResult:
-    """Run one test to completion (or timeout); never raises."""
+def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False, replay: str | None = None) -> TestResult:
+    """Run one test to completion (or timeout); never raises. `replay`: `sage test --replay FILE`, the
+    cassette that answers the steps no mock answers, unless the test names its own."""
+    from ..effects.cassette import Cassette, CassetteRefused
     from ..effects.mocks import MockQueues
+    cassette = None
+    if case.replay or replay:
+        try:
+            cassette = Cassette.replay(case.replay or replay)
+        except CassetteRefused as exc:
+            return TestResult(case.label, "fail", str(exc), [], 0.0, case.name, case.file)
     output: list[str] = []
     lock = threading.Lock()
 
@@ -119,7 +140,7 @@ def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False) -> TestRes
     from ..engine.host import Host
     # a test's host: its output captured, the mocks layer first in its chain
     runtime = runtime_for(case.session, Host(out=capture, err=capture, mocks=MockQueues(), real_llm=real_llm,
-                                             telemetry=False))
+                                             telemetry=False, cassette=cassette))
     effects = runtime.effects
     ctx = AgentInstance(runtime, None, 0, None)
     outcome: dict[str, Any] = {}
@@ -154,7 +175,9 @@ def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False) -> TestRes
     runtime.shutdown(grace_seconds=0.5)
     effects.close()
     detail = ""
-    if not finished:
+    if cassette is not None and cassette.missed is not None:
+        detail = cassette.missed.replace("\n", "\n      ")
+    elif not finished:
         detail = f"timed out after {timeout_ms} ms"
     elif "abort" in outcome:
         detail = outcome["abort"].detail
@@ -196,7 +219,8 @@ _NOT_RUN = TestResult("", "not run")
 
 
 def run_all(cases: list, timeout_ms: int, real_llm: bool, serial_all: bool,
-            emit: Callable[[TestResult], None], exit_first: bool = False) -> list[TestResult]:
+            emit: Callable[[TestResult], None], exit_first: bool = False,
+            replay: str | None = None) -> list[TestResult]:
     """Concurrent tests first (at most max(2, CPUs) at a time), then @serial ones alone; results are passed
     to `emit` in declaration order as soon as a result and all before it are known. An entry that is
     already a TestResult (a file with errors) stands in its place. With `exit_first`, nothing after the
@@ -224,7 +248,7 @@ def run_all(cases: list, timeout_ms: int, real_llm: bool, serial_all: bool,
             flush()
 
     def run_one(i: int) -> None:
-        finish(i, _NOT_RUN if stopped.is_set() else run_case(cases[i], timeout_ms, real_llm))
+        finish(i, _NOT_RUN if stopped.is_set() else run_case(cases[i], timeout_ms, real_llm, replay))
 
     pending = [i for i, c in enumerate(cases) if isinstance(c, TestCase)]
     concurrent = [i for i in pending if not (cases[i].serial or serial_all)]

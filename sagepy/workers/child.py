@@ -24,6 +24,9 @@ LEFT_EXIT = 75          # the run was left for a worker of its version
 _PR_SET_PDEATHSIG = 1
 
 
+_READ: list["WorkerClaim | None"] = []   # the claim, once read: the variable is gone from the environment then
+
+
 class WorkerClaim:
     """The claim a worker holds on a run it executes: the worker's pid and program version, whether the run was
     queued (else interrupted), and whether the run has a process of its own whose output is to be stored (a
@@ -38,14 +41,17 @@ class WorkerClaim:
     @classmethod
     def from_environment(cls) -> "WorkerClaim | None":
         """The claim this process runs under, None when no worker started it. Ties this process's life to the
-        worker's; exits at once when the worker has already gone."""
+        worker's; exits at once when the worker has already gone. Read once per process: every later call (the
+        command's check before the run, the run itself) gets the same claim."""
+        if _READ:
+            return _READ[0]
         text = os.environ.pop(WORKER_VAR, "")   # not inherited by the program's own child processes
         pid, _, rest = text.partition(":")
         version, _, state = rest.partition(":")
-        if not pid.isdigit():
-            return None
-        claim = cls(int(pid), version, state == "queued", capture=True)
-        claim._follow_parent()
+        claim = cls(int(pid), version, state == "queued", capture=True) if pid.isdigit() else None
+        _READ.append(claim)
+        if claim is not None:
+            claim._follow_parent()
         return claim
 
     def _follow_parent(self) -> None:

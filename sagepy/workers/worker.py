@@ -212,6 +212,10 @@ class Worker:
             say(f"run {run_id}: {run.status} (exit {run.exit_code})")
         elif run.status in ("halted", "paused", "cancelled"):
             say(f"run {run_id}: {run.status}")
+        elif run.status == "queued" and code in (HALTED_EXIT, PAUSED_EXIT):
+            # it halted or paused, and a person resolved or answered it before this report: queued again for a
+            # worker (this one too), not a run that stopped on its own
+            say(f"run {run_id}: {'paused' if code == PAUSED_EXIT else 'halted'}")
         elif self.signals:   # stopped by this worker's stop: another worker resumes it
             return
         elif child.claimed and run.lease_pid == self.pid and run.lease_host == self.host:   # never taken over
@@ -278,6 +282,9 @@ class Worker:
             self._reap()
         self._reap()
         return code
+
+
+HALTED_EXIT, PAUSED_EXIT = 3, 5
 
 
 def say(line: str) -> None:

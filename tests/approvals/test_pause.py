@@ -108,7 +108,8 @@ def test_deny_with_and_without_a_reason(tmp_path: Path) -> None:
     assert resumed.stdout == "shell: -2 Shell.run was denied: not from this account\n"
     assert ledger(root) == []
     steps = json.loads(runs(root, "show", rid, "--format", "json")[1])
-    assert [(s["step"], s["kind"], s["status"]) for s in steps] == [(1, "approval", "done"), (3, "io", "waiting")]
+    # the denied call was never made: no step of its own, the question is the next number
+    assert [(s["step"], s["kind"], s["status"]) for s in steps] == [(1, "approval", "done"), (2, "io", "waiting")]
     assert steps[0]["outcome"]["reason"] == "not from this account" and steps[0]["outcome"]["by"] == WHO
 
     other = project(tmp_path / "other", DURABLE, {"main.sg": PROGRAM})
@@ -245,4 +246,58 @@ def test_a_model_call_paused_then_denied(tmp_path: Path) -> None:
         assert r.returncode == 0, r.stderr
         assert r.stdout == ("the tool said: error: a person denied this call: no one could approve it (no "
                             "terminal; a durable run would pause)\n")
+        assert srv.errors == []
+
+
+def test_a_cancelled_run_takes_no_decision(tmp_path: Path) -> None:
+    root = project(tmp_path, DURABLE, {"main.sg": PROGRAM})
+    rid = run_id(sage(root, "run").stderr)
+    assert runs(root, "cancel", rid)[0] == 0
+    for args in (["approve", rid, "Main:1"], ["deny", rid, "Main:1"], ["answer", rid, "Main:1", "yes"]):
+        assert runs(root, *args) == (1, "", f"error: run {rid} already ended with exit code 130\n"), args
+    steps = json.loads(runs(root, "show", rid, "--format", "json")[1])
+    assert [(s["step"], s["status"]) for s in steps] == [(1, "waiting")]
+    assert "  cancelled  130  main.sg" in runs(root, "list")[1]
+
+
+DENIED_THEN_ASKED = """\
+    agent Main {
+        use Shell;
+        on start {
+            print(try divine("Refund the order", tools: [Shell]));
+            print("next: " ++ try ask("Anything else?"));
+        }
+    }
+    run Main;
+    """
+
+
+def test_after_a_denied_model_call_the_next_turn_is_the_next_step(tmp_path: Path) -> None:
+    import sqlite3
+    toml = '[persistence]\n\n[approvals]\nShell = "always"\n'
+    with StrictChatServer([model_turn] * 4) as srv:
+        llm = {"SAGE_LLM_URL": srv.url, "SAGE_API_KEY": "sk-test"}
+        for old in (False, True):
+            root = project(tmp_path / ("old" if old else "new"), toml, {"main.sg": DENIED_THEN_ASKED})
+            rid = run_id(sage(root, "run", **llm).stderr)
+            assert runs(root, "deny", rid, "Main:2")[0] == 0
+            second = sage(root, "run", "--resume", rid, **llm)
+            assert second.returncode == 5, second.stderr
+            steps = json.loads(runs(root, "show", rid, "--format", "json")[1])
+            assert [(s["step"], s["kind"]) for s in steps] == [(1, "llm"), (2, "approval"), (3, "llm"), (4, "io")]
+            ask = 4
+            if old:   # as a sagepy before this one numbered it: the denied call took step 3
+                with sqlite3.connect(root / ".sage" / "state.db") as db:
+                    outcome = json.loads(db.execute("SELECT outcome FROM steps WHERE number = 2").fetchone()[0])
+                    del outcome["call_step"]
+                    db.execute("UPDATE steps SET outcome = ? WHERE number = 2", (json.dumps(outcome),))
+                    db.execute("UPDATE steps SET number = -number WHERE number >= 3")
+                    db.execute("UPDATE steps SET number = 1 - number WHERE number < 0")
+                ask = 5
+            asked = len(srv.requests)
+            assert runs(root, "answer", rid, f"Main:{ask}", "no")[0] == 0
+            third = sage(root, "run", "--resume", rid, **llm)
+            assert third.returncode == 0, third.stderr
+            assert third.stdout == "next: no\n"
+            assert len(srv.requests) == asked   # the model's turn after the denial was replayed, not asked again
         assert srv.errors == []

@@ -141,7 +141,7 @@ def test_a_changed_program_diverges_and_resumes_once_fixed_back(tmp_path: Path) 
     r = sage("run", "--resume", "last", cwd=root)
     assert (r.returncode, r.stdout) == (1, "")
     assert r.stderr.splitlines()[-1] == ("error: journal divergence at Main step 2: recorded tool Fs.write, "
-                                         "now tool Fs.write")
+                                         "now tool Fs.write with other arguments")
     source.write_text(original.replace("let t = now_ms();", "let t = now_s();"))
     r = sage("run", "--resume", "last", cwd=root)
     assert (r.returncode, r.stderr.splitlines()[-1]) == (

@@ -101,7 +101,9 @@ def test_list_json_is_one_array(seeded: Path) -> None:
     assert [r["status"] for r in runs] == ["running", "halted", "interrupted", "failed", "completed"]
     assert runs[1] == {"id": "20261130-193620-dddd", "started_at": "2026-11-30T19:36:20Z", "status": "halted",
                        "exit_code": 3, "entry": "src/other.sg", "queue": "default", "version": None,
-                       "host": None, "recoveries": 0}
+                       "host": None, "recoveries": 0,
+                       "usage": {"turns": 0, "input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0,
+                                 "cost": None, "unknown_turns": 0}}
 
 
 def test_a_project_without_runs(project: Path) -> None:
@@ -211,7 +213,7 @@ def test_a_newer_journal_format_is_refused(project: Path) -> None:
     db.commit()
     db.close()
     assert sage(project, "runs", "list") == (
-        1, "", "error: journal format 99 is newer than this sagepy supports (1)\n")
+        1, "", "error: journal format 99 is newer than this sagepy supports (2)\n")
 
 
 def test_runs_needs_persistence(tmp_path: Path) -> None:

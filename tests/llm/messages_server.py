@@ -30,6 +30,7 @@ The script is a list of turns, consumed one per valid request:
         ... POST srv.url + "/messages" with x-api-key: srv.key ...
         srv.requests  # every request body received, in order (srv.headers: their headers)
         srv.errors    # every validation failure: {"request": n, "status", "error": {...}}
+        srv.arrivals  # when each request arrived (time.monotonic()), for the rate limits' tests
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
@@ -350,6 +352,7 @@ class MessagesServer:
         self.requests: list[Any] = []
         self.headers: list[dict[str, str]] = []
         self.errors: list[dict] = []
+        self.arrivals: list[float] = []   # time.monotonic() of each request's arrival, in order
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
@@ -383,6 +386,7 @@ class MessagesServer:
         except ValueError:
             body = None
         with self._lock:
+            self.arrivals.append(time.monotonic())
             index = len(self.requests)
             self.requests.append(body)
             self.headers.append(headers)

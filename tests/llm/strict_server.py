@@ -33,6 +33,7 @@ The script is a list of turns, consumed one per valid request:
         ... POST srv.url + "/chat/completions" ...
         srv.requests  # every request body received, in order
         srv.errors    # every validation failure: {"request": n, "status", "error": {...}}
+        srv.arrivals  # when each request arrived (time.monotonic()), for the rate limits' tests
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
@@ -375,6 +377,7 @@ class StrictChatServer:
         self._ids = itertools.count(1)
         self.requests: list[dict] = []
         self.errors: list[dict] = []
+        self.arrivals: list[float] = []   # time.monotonic() of each request's arrival, in order
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
@@ -410,6 +413,7 @@ class StrictChatServer:
         except ValueError:
             body = None
         with self._lock:
+            self.arrivals.append(time.monotonic())
             index = len(self.requests)
             self.requests.append(body)
             error = request_problem(body)

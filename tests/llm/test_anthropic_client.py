@@ -68,7 +68,12 @@ def test_settings_reach_the_body_and_text_blocks_are_joined():
     provider = AnthropicMessages(LlmConfig.resolve({"provider": "anthropic"}, {}))
     data = {"content": [{"type": "text", "text": "a"}, {"type": "thinking", "thinking": "x"},
                         {"type": "text", "text": "b"}], "usage": {"input_tokens": 3, "output_tokens": 4}}
-    assert provider.text(data) == "ab" and provider.usage(data) == (3, 4)
+    counts = provider.usage(data)
+    assert provider.text(data) == "ab" and (counts.input, counts.output, counts.cached) == (3, 4, None)
+    # what the prompt cache read or wrote is input too; what it read is the cached input (SPEC §23)
+    cached = provider.usage({"usage": {"input_tokens": 3, "cache_read_input_tokens": 100,
+                                       "cache_creation_input_tokens": 20, "output_tokens": 4}})
+    assert (cached.input, cached.output, cached.cached) == (123, 4, 100)
 
 
 def test_typed_divine_uses_system_and_retries_with_the_error():

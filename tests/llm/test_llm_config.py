@@ -4,6 +4,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from sagepy.llm import LlmConfig
 from sagepy.llm.config import DEFAULT_MODEL, DEFAULT_URL
 
@@ -50,8 +52,19 @@ def test_empty_environment_values_count_as_unset():
 def test_api_key_env_names_the_variable_holding_the_key():
     c = LlmConfig.resolve({"api_key_env": "MY_LLM_KEY"}, {"MY_LLM_KEY": KEY, "SAGE_API_KEY": "other"})
     assert c.api_key == KEY
-    c = LlmConfig.resolve({"api_key_env": "MY_LLM_KEY"}, {"SAGE_API_KEY": "other"})
-    assert c.api_key is None
+    c = LlmConfig.resolve({"api_key_env": "MY_LLM_KEY"}, {})
+    assert (c.api_key, c.key_env) == (None, "MY_LLM_KEY")
+
+
+@pytest.mark.parametrize("provider, own", [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")])
+def test_key_order_is_api_key_env_then_sage_api_key_then_the_providers_own(provider: str, own: str) -> None:
+    section = {"provider": provider, "api_key_env": "MY_LLM_KEY"}
+    every = {"MY_LLM_KEY": "k1", "SAGE_API_KEY": "k2", own: "k3"}
+    found = []
+    for unset in ([], ["MY_LLM_KEY"], ["MY_LLM_KEY", "SAGE_API_KEY"]):
+        c = LlmConfig.resolve(section, {k: v for k, v in every.items() if k not in unset})
+        found.append((c.api_key, c.key_env))
+    assert found == [("k1", "MY_LLM_KEY"), ("k2", "SAGE_API_KEY"), ("k3", own)]
 
 
 def test_configured_by_url_key_section_or_echo():

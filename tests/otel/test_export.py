@@ -276,7 +276,8 @@ def test_a_resumed_durable_run_marks_its_replayed_spans(tmp_path: Path) -> None:
                       ("tool.result", "lookup", True), ("tool.call", "lookup", None), ("tool.result", "lookup", None)]
 
 
-def test_an_unreachable_collector_is_one_warning_and_keeps_the_exit_code(tmp_path: Path) -> None:
+@pytest.mark.parametrize("user", ["", "tracer:OtelSecret-7@"], ids=["plain", "password"])
+def test_an_unreachable_collector_is_one_warning_and_keeps_the_exit_code(tmp_path: Path, user: str) -> None:
     with socket.socket() as s:   # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -286,12 +287,13 @@ def test_an_unreachable_collector_is_one_warning_and_keeps_the_exit_code(tmp_pat
         }
         run Main;
         """)
-    url = f"http://127.0.0.1:{port}/v1/traces"
+    url = f"http://{user}127.0.0.1:{port}/v1/traces"
     started = time.monotonic()
     result = sage(root, env={"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url})
     assert time.monotonic() - started < 60   # bounded: the run does not wait for the SDK's retries
     assert (result.returncode, result.stdout) == (4, "hi\n")
-    assert result.stderr == f"warning: could not export traces to {url}: Connection refused\n"
+    shown = url.replace("OtelSecret-7", "***")   # the password never shows (SPEC §14.1's mask)
+    assert result.stderr == f"warning: could not export traces to {shown}: Connection refused\n"
 
 
 @pytest.mark.parametrize("env, stderr", [
@@ -318,3 +320,38 @@ def test_sage_test_exports_nothing_and_grove_toml_names_the_endpoint(tmp_path: P
         ran = sage(root)
     assert ran.returncode == 0, ran.stderr
     assert [s["name"] for s in r.spans if s["parent"] is None] == ["sage run src/main.sg"]
+
+
+def test_a_turn_answered_by_a_fallback_names_the_model_that_answered(tmp_path: Path) -> None:
+    """SPEC §23: the primary answers 429; the `chat` span is the fallback's (its provider, model, server and
+    usage), and says which model the turn asked for first."""
+    from messages_server import KEY as ANTHROPIC_KEY, MessagesServer
+    from strict_server import HttpError
+    program = """
+        agent Main {
+            on start {
+                print(try divine("hello"));
+            }
+        }
+        run Main;
+        """
+    with StrictChatServer([HttpError(429, {"error": {"message": "slow down"}})]) as primary, \
+            MessagesServer(["hi from claude"]) as claude, Receiver() as r:
+        root = project(tmp_path, program, f"""
+            [llm]
+            retries = 0
+            fallback = ["anthropic:claude-test"]
+
+            [llm.providers.anthropic]
+            url = "{claude.url}"
+            api_key_env = "CLAUDE_KEY"
+            """)
+        done = sage(root, env={"SAGE_LLM_URL": primary.url, "SAGE_API_KEY": "sk-test", "SAGE_MODEL": "gpt-test",
+                               "CLAUDE_KEY": ANTHROPIC_KEY, "OTEL_EXPORTER_OTLP_ENDPOINT": r.url})
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "hi from claude\n"
+    chat = one(r.spans, "chat claude-test")["attributes"]
+    assert chat["gen_ai.provider.name"] == "anthropic" and chat["gen_ai.request.model"] == "claude-test"
+    assert chat["sage.llm.fallback_from"] == "gpt-test"
+    assert chat["server.port"] == int(claude.url.split(":")[2].split("/")[0])
+    assert chat["gen_ai.usage.input_tokens"] >= 1 and chat["gen_ai.usage.output_tokens"] >= 1

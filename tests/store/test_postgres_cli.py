@@ -113,3 +113,29 @@ def test_grove_toml_problems_of_a_postgres_backend_are_e090_and_quote_no_passwor
     assert 'schema = ["postgresql://sage:***@db/x"]' in checked.stderr   # the quoted line, masked
     ran = sage(root, "run")
     assert ran.returncode == 1 and ran.stderr.count("error[E090]") == 3, ran.stderr
+
+
+def test_an_unterminated_url_string_is_e090_quoting_no_password(tmp_path: Path) -> None:
+    root = project(tmp_path / "p", f'backend = "postgres"\nurl = "postgresql://sage:{PASSWORD}@db/x')
+    for args in (["check"], ["run"], ["runs", "list"], ["runs", "show", "last"], ["worker", "--drain"]):
+        result = sage(root, *args)   # sage() asserts that the password shows nowhere
+        assert result.returncode == 1, (args, result.stderr)
+        assert "error[E090]: invalid grove.toml" in result.stderr, (args, result.stderr)
+        assert 'url = "postgresql://sage:***@db/x' in result.stderr, (args, result.stderr)
+
+
+def test_sage_runs_with_an_invalid_persistence_table_prints_the_e090_of_sage_run(tmp_path: Path) -> None:
+    root = project(tmp_path / "p", 'backend = "postgres"')
+    ran = sage(root, "run")
+    assert ran.returncode == 1 and '[persistence] backend = "postgres" needs url' in ran.stderr, ran.stderr
+    for args in (["runs", "list"], ["runs", "show", "last"], ["runs", "prune"], ["runs", "wait", "last"],
+                 ["runs", "submit"], ["worker", "--drain"]):
+        result = sage(root, *args)
+        assert (result.returncode, result.stderr) == (1, ran.stderr), args
+
+
+def test_a_url_that_is_an_array_of_strings_is_called_an_array(tmp_path: Path) -> None:
+    root = project(tmp_path / "p", f'backend = "postgres"\nurl = ["postgresql://sage:{PASSWORD}@db/x"]')
+    checked = sage(root, "check")
+    assert checked.returncode == 1
+    assert "[persistence] url must be a string, found an array\n" in checked.stderr, checked.stderr

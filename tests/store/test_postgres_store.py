@@ -176,3 +176,12 @@ def test_state_store_updates_on_postgres_are_atomic_across_threads(pg_url: str) 
         assert state.backend.get_field("Main", "n") == (True, 200)
     finally:
         state.close()
+
+
+def test_a_database_of_format_1_is_upgraded_when_opened(pg_url: str) -> None:
+    PostgresStore(pg_url, "demo").close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE sage.meta SET value = '1' WHERE key = 'format'")
+    PostgresStore(pg_url, "demo").close()
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT key, value FROM sage.meta").fetchall() == [("format", str(FORMAT))]

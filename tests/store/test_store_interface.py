@@ -209,3 +209,22 @@ def test_a_lease_is_taken_when_free_or_stale_and_refused_when_fresh(store) -> No
     assert store.acquire_lease("r1", 300, "host-c", "token-c", never_stale) is None
     with pytest.raises(KeyError):
         store.acquire_lease("missing", 1, "h", "t", never_stale)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_strings_that_are_not_valid_unicode_are_stored(kind: str, request, tmp_path: Path) -> None:
+    """Lone surrogates and NUL in every JSON value a store keeps come back the same (written as escapes:
+    PostgreSQL's text refuses both as they are); a stored output line shows them as printed, U+FFFD."""
+    store = make_store(kind, request, tmp_path)
+    try:
+        broken = {"answer \ud83d": ["x\ud800y", "a\udcffb", "nul\x00z"]}
+        store.set_field("Main", "log", broken)
+        assert store.get_field("Main", "log") == (True, broken)
+        store.create_run(run("r1", 1.0))
+        store.record_step("r1", step("Main", 1, outcome=broken))
+        store.record_steps("r1", [step("Main", 2, outcome="x\ud800y"), step("Main", 3, outcome="\x00")])
+        assert [s.outcome for s in store.steps("r1")] == [broken, "x\ud800y", "\x00"]
+        store.append_output("r1", "stdout", "x\ud800y\x00z")
+        assert [line for _, _, line in store.output("r1")] == ["x\ufffdy\ufffdz"]
+    finally:
+        store.close()

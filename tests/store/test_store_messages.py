@@ -124,3 +124,20 @@ def test_a_field_read_or_write_on_a_failing_store_raises_a_catchable_runtime_err
             attempt()
         assert (raised.value.error.kind, raised.value.error.message, raised.value.error.display()) == (
             "Runtime", message, f"Runtime error: {message}")
+
+
+def test_a_file_of_format_1_is_upgraded_when_opened_and_keeps_its_records(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    store = SqliteStore(str(path))
+    store.set_field("Main", "count", 3)
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'format'")
+    db.commit()
+    db.close()
+    store = SqliteStore(str(path))
+    assert store.get_field("Main", "count") == (True, 3)
+    store.close()
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta WHERE key = 'format'").fetchall() == [(str(FORMAT),)]
+    db.close()

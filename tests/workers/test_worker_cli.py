@@ -279,6 +279,6 @@ def test_list_json_fields_of_a_run_started_by_sage_run(project: Path, env: dict[
     assert done.returncode == 5
     [run] = runs_json(project, env)
     assert set(run) == {"id", "started_at", "status", "exit_code", "entry", "queue", "version", "host",
-                        "recoveries"}
+                        "recoveries", "usage"}
     assert (run["status"], run["exit_code"], run["queue"], run["recoveries"]) == ("completed", 5, "default", 0)
     assert json.dumps(run["started_at"]).endswith('Z"')

@@ -36,6 +36,7 @@ class Compiler(Items, Statements, Expressions, Calls, Messaging, TestCode):
                  io_builtins: dict[str, Callable[..., Any]]) -> None:
         self.runtime = runtime
         self.tests: list = []   # (declaration, compiled body, namespace) of each test block; namespace.path: its file
+        self.evals: list = []   # the same of each eval block (SPEC §22.1), its body taking the row
         self.externs = externs
         self.builtins = {**builtins, **{name: _io_step(name, fn) for name, fn in io_builtins.items()}}
         self.constants = constants

@@ -102,6 +102,8 @@ class Items:
             compile_supervisor(self, item, self.compiled[id(item)])
         elif kind is A.TestDecl:
             self.tests.append((item, self.compile_body(item, 0, None), self.scope))
+        elif kind is A.EvalDecl:
+            self.evals.append((item, self.compile_body(item, 1, None), self.scope))
 
     def runtime_item(self, entity: Any) -> Any:
         """The runtime object of a checker entity (fn, const, agent, supervisor)."""

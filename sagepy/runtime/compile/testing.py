@@ -1,4 +1,5 @@
-"""What only test files contain: `mock` statements and the assertions (SPEC §9)."""
+"""What only test and eval files contain: `mock`, `replay` and `score` statements and the assertions (SPEC §9,
+§22)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -43,6 +44,20 @@ class TestCode:
             mocks = frame[0].runtime.effects.mocks
             mocks.push(key, Failure(v if type(v) is str else display(v)) if failure else v)
             return None
+        return run
+
+    def s_ReplayStmt(self, node: Any) -> Code:
+        """Nothing to do when it runs: the test's cassette was loaded before the test started."""
+        return lambda frame: None
+
+    def s_ScoreStmt(self, node: Any) -> Code:
+        """`score "s" = expr;`: the value joins the scores of the running case (`ctx.scores`, a list of
+        (name, value)), which sagepy.evals reads when the case ends."""
+        value = self.expr(node.value)
+        name = node.name
+
+        def run(frame: list) -> None:
+            frame[0].scores.append((name, value(frame)))
         return run
 
     def mock_calls(self, value: Any) -> Code:
