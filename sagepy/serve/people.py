@@ -14,7 +14,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import AgentCancelled, SageRaise
 from ..core.values import ErrorValue
-from ..effects.people import now_utc
+from ..decisions import now_utc
 
 if TYPE_CHECKING:
     from .server import CallPorts
