@@ -82,6 +82,7 @@ class Settings:
         self.persistence = grove.persistence
         self.extern = grove.extern
         self.observability = grove.observability
+        self.serve = grove.serve
         self.llm_section = grove.llm
         self.tools = ToolSettings(grove.tool_tables, grove.servers, grove_path)
         self.approvals: ApprovalPolicy | None = grove.approvals   # `[approvals]` (SPEC §17.1), if any

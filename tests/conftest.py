@@ -44,6 +44,8 @@ def _installed(node_dir: Path = NODE_DIR) -> bool:
         try:
             found = json.loads((node_dir / where / "package.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
+            if locked.get("optional"):   # a platform's own binary (its `os`/`cpu`), which npm installs elsewhere
+                continue
             return False
         if found.get("version") != locked.get("version"):
             return False

@@ -37,7 +37,7 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("runtime",),                                # compiled closures, agents
     ("session",),                                # one command's wiring: builds and connects the above
     ("engine",),                                 # the library: compile once, run many, each run with a Host
-    ("evals", "lsp", "runs", "testing"),         # sage eval; the language server; the run service; sage test
+    ("evals", "lsp", "runs", "serve", "testing"),  # sage eval; the language server; the run service; sage serve; sage test
     ("console",),                                # the web console (sage ui), on the run service
     ("cli",),                                    # the sage command
     ("__main__", "sagepy"),                      # the command; the package's API, re-exported from engine

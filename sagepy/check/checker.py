@@ -43,6 +43,7 @@ class Checker(Namespaces, Names, Expressions, AgentExpressions, Calls, Intrinsic
         self.root_scope: ModuleScope | None = None
         self.agents: dict[str, AgentInfo] = {}        # by name: `Agent<A>` names its agent
         self.agent_decls: dict[int, AgentInfo] = {}   # by declaration, duplicates included
+        self.mcp_tools: dict[str, AgentInfo] = {}     # `#[mcp_tool]` names (SPEC §21), first agent of each
         self.update_closure: Any = None               # the closure literal given to `self.f.update` (E066)
         self.refs: list[tuple] = []                   # every name resolved, for the index (index.py)
 

@@ -16,6 +16,7 @@ from .symbols import AgentInfo
 from .typeops import NEVER, fits, is_open, prim_named, show
 
 _REMOTE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+_SERVED_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 _EFFECT_KEYS = {"model": T.STRING, "temperature": T.FLOAT, "max_tokens": T.INT}
 
 
@@ -126,6 +127,8 @@ class Items:
         agent.state = "checking"
         decl, scope = agent.decl, agent.scope
         file = scope.path
+        for attr in decl.attrs or ():
+            self.check_mcp_tool(agent, attr)
         for name, span in decl.uses:
             tool = self.lookup_tool(scope, name)
             self.note(file, span, name, tool)
@@ -172,6 +175,33 @@ class Items:
         for field in agent.fields.values():
             if field.name not in agent.reads:
                 self.warn("W008", f"field `{field.name}` of agent `{decl.name}` is never read", field.decl.span, file)
+
+    def check_mcp_tool(self, agent: AgentInfo, attr: Any) -> None:
+        """`#[mcp_tool = "name"]` (SPEC §21): a valid name, given once in the program, on an agent whose
+        non-persistent fields all have a JSON form (they are the tool's parameters)."""
+        file = agent.scope.path
+        name = attr.value
+        if not _SERVED_NAME.fullmatch(name):
+            self.error("E095", f"invalid `#[mcp_tool]` name {name!r}: it must be 1–64 characters of A–Z, a–z, "
+                       "0–9, `_`, `.` and `-`", attr.span, file)
+            return
+        other = self.mcp_tools.setdefault(name, agent)
+        if other is not agent:
+            self.error("E095", f"agents `{other.name}` and `{agent.name}` are both served as the tool {name!r}",
+                       attr.span, file, hint="give each `#[mcp_tool]` a name of its own")
+        for field in agent.fields.values():
+            if not field.persistent and not self.has_json_form(field.type):
+                self.error("E095", f"agent `{agent.name}` cannot be served as a tool: its field `{field.name}` has "
+                           f"type {show(field.type)}, which has no JSON form", field.decl.span, file)
+
+    @staticmethod
+    def has_json_form(t: T.Type) -> bool:
+        from ..core.convert import ConversionError, json_schema
+        try:
+            json_schema(t)
+        except ConversionError:
+            return False
+        return True
 
     def check_handler(self, agent: AgentInfo, h: Any, message_type: T.Type | None) -> bool:
         """Check one handler's body; True when it never reaches its end (it yields or fails on every path)."""

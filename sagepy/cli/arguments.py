@@ -97,6 +97,11 @@ def _trace_arguments(trace: argparse.ArgumentParser) -> None:
     add_arguments(trace)
 
 
+def _serve_arguments(serve: argparse.ArgumentParser) -> None:
+    from .serve import add_arguments
+    add_arguments(serve)
+
+
 def _ui_arguments(ui: argparse.ArgumentParser) -> None:
     from .ui import add_arguments
     add_arguments(ui)
@@ -142,6 +147,9 @@ _COMMANDS: dict[str, tuple[str, str, Callable[[argparse.ArgumentParser], None]]]
                 _explain_arguments),
     "new": ("create a new project", "Create a project skeleton in NAME/ (NAME `.`: in the current directory, which "
             "must be empty).", _new_arguments),
+    "serve": ("serve the program's #[mcp_tool] agents as an MCP server",
+              "Serve the agents marked #[mcp_tool = \"name\"] as MCP tools, over stdio (the default) or streamable "
+              "HTTP. PATH is a .sg file or a project directory (default: .).", _serve_arguments),
     "lsp": ("run the language server on stdin/stdout",
             "Serve the Language Server Protocol on stdin/stdout for an editor.", _no_arguments),
     "version": ("print the sagepy version", "Print the sagepy and Python versions.", _no_arguments),

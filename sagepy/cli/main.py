@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run" and args.resume is not None and args.program_args:
             parser.error("--resume runs with the arguments the run recorded: it takes no `-- ARGS`")
         handler = {"run": _run, "check": _check, "test": _test, "tools": _tools, "runs": _runs,
-                   "fmt": _fmt, "worker": _worker, "new": _new, "explain": _explain, "lsp": _lsp,
+                   "fmt": _fmt, "worker": _worker, "new": _new, "explain": _explain, "lsp": _lsp, "serve": _serve,
                    "trace": _trace, "eval": _eval, "ui": _ui}[args.command]
         return handler(args)
     except SystemExit as exc:
@@ -167,6 +167,11 @@ def _ui(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     from .explain import run_explain_command
     return run_explain_command(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import run_serve
+    return run_serve(args)
 
 
 def _lsp(args: argparse.Namespace) -> int:

@@ -109,11 +109,14 @@ class Answerers:
 class People:
     """The approvals of one run or test: the policy, the mock queues under `sage test`, the answerers."""
 
-    def __init__(self, policy: ApprovalPolicy | None, mocks: Any, tracer: Any, worker: bool = False) -> None:
+    def __init__(self, policy: ApprovalPolicy | None, mocks: Any, tracer: Any, worker: bool = False,
+                 answerer: Any = None) -> None:
+        """`answerer`: who is asked instead of the terminal (a Host's `people`, with the Terminal's methods)."""
         self.policy = policy
         self.mocks = mocks
         self.tracer = tracer
-        self.answerers = Answerers(Terminal(policy.prompt if policy is not None else "auto", worker))
+        self.answerers = Answerers(answerer if answerer is not None else
+                                   Terminal(policy.prompt if policy is not None else "auto", worker))
 
     @property
     def active(self) -> bool:

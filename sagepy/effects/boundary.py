@@ -43,6 +43,7 @@ class Effects:
         policy = settings.approvals
         self.gated = policy is not None and bool(policy.rules)   # some calls may need approval (SPEC §17)
         self._people: Any = None
+        self.answerer: Any = None       # who answers approvals and `ask` instead of the terminal (a Host's people)
         self.perform: Perform = _unassembled   # the chain, set by build_effects
 
     # ---------------------------------------------------------------- model turns
@@ -250,8 +251,14 @@ class Effects:
         """The approvals and questions of this run (sagepy.effects.approvals.People), made on first use."""
         if self._people is None:
             from .approvals import People
-            self._people = People(self.settings.approvals, self.mocks, self.tracer)
+            self._people = People(self.settings.approvals, self.mocks, self.tracer, answerer=self.answerer)
         return self._people
+
+    def answer_with(self, answerer: Any) -> None:
+        """Let `answerer` (a Host's `people`) answer approvals and `ask` instead of the terminal."""
+        self.answerer = answerer
+        if self._people is not None:
+            self._people.answerers.terminal = answerer
 
     def ask(self, ctx: Any, question: str) -> str:
         """`ask(question)`: an `io` step, answered by a mock, the journal, the terminal, or no one."""

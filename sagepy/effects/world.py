@@ -25,6 +25,8 @@ class World:
         self.observe_llm: Callable[[Any], None] | None = None   # the span exporter's hook, when export is on
         self._llm: Any = None
         self._mcp: Any = None
+        self.shared_mcp: Any = None   # connections shared with other runs (a Host's `mcp`, SPEC §20)
+        self.model: Any = None        # where model requests go instead of [llm] (a Host's `model`)
         self._safety: dict[str, str] = {}   # `T.f` of a typed MCP tool -> its class, once its server is listed
         self._descriptions: dict[str, dict[str, str]] = {}   # server key -> remote tool -> its description
         self._lock = threading.Lock()
@@ -52,7 +54,7 @@ class World:
                 tracer = self.tracer   # tracing is decided once per run: without it the client traces nothing
                 self._llm = LlmClient(self.settings.llm, trace=(lambda kind, data: tracer.emit(None, kind, data))
                                       if tracer.on else None, observe=self.observe_llm, usage=usage,
-                                      limiter=self._limiter())
+                                      limiter=self._limiter(), transport=self.model)
             return self._llm
 
     def _limiter(self) -> Any:
@@ -82,8 +84,13 @@ class World:
             if self._mcp is None:
                 from ..mcp.pool import ConnectionPool
                 settings = self.settings
-                self._mcp = ConnectionPool(settings.root, settings.tools.servers, settings.mcp, elicitation=self._elicit,
-                                       sampling=self._sample, checkpoint=_stop_point, trace=self._mcp_event)
+                pool = ConnectionPool(settings.root, settings.tools.servers, settings.mcp, elicitation=self._elicit,
+                                      sampling=self._sample, checkpoint=stop_point, trace=self._mcp_event)
+                shared = self.shared_mcp
+                if shared is not None:
+                    from ..mcp.shared import RoutedPool
+                    pool = RoutedPool(pool, shared, frozenset(shared.server_names))
+                self._mcp = pool
             return self._mcp
 
     def _mcp_event(self, kind: str, data: dict) -> None:
@@ -153,7 +160,7 @@ class World:
             self._mcp.close_all()
 
 
-def _stop_point() -> None:
+def stop_point() -> None:
     """Called while an MCP request waits: a stopped agent or an ended test cancels the request."""
     ctx = current_context()
     if ctx is not None:

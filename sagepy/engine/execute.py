@@ -153,6 +153,10 @@ def runtime_for(session: Session, host: Host, *, store: Any = None, durable: boo
                                     real_llm=host.real_llm, program_args=list(program_args), export=export,
                                     io=host.io_functions(), cassette=host.cassette)
     host.effects = runtime.effects
+    if host.people is not None:
+        runtime.effects.answer_with(host.people)
+    runtime.effects.world.shared_mcp = host.mcp
+    runtime.effects.world.model = host.model
     return runtime
 
 

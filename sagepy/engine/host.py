@@ -31,6 +31,14 @@ class Host:
     tool calls to, or answers them from (SPEC §22.2); the caller opens and closes it.
     `cancel`: an event the caller sets to stop the run before its next step (the outcome is `cancelled`,
     a durable run stays resumable); `cancel_code` is the exit code reported for it (130, or 143 for SIGTERM).
+    `people`: who answers approvals and `ask` (SPEC §17.3 item 2) instead of the terminal — an object with
+    `available` (whether anyone can be asked now), `approve(ctx, label, arguments_json, source) -> dict` (the
+    decision: `approved`, `by`, `at`, optional `always` and `reason`) and `ask(ctx, question) -> str`, as
+    sagepy.effects.people.Terminal has; `sage serve`'s asks the calling MCP client.
+    `model`: where the run's model requests go instead of `[llm]` — a transport taking OpenAI chat bodies,
+    as sagepy.llm.client.LlmClient's `transport` says; `sage serve`'s asks the calling client (sampling).
+    `mcp`: connections shared with other runs (a sagepy.mcp.pool.ConnectionPool of the caller's, which the
+    run uses for the servers it holds and never closes); the run connects to every other server itself.
     """
 
     def __init__(self, *, out: Line | None = None, err: Line | None = None, store: Any = None,
@@ -38,7 +46,8 @@ class Host:
                  telemetry: bool = True, mocks: Any = None, real_llm: bool = False,
                  stdin: TextIO | None = None, environ: Mapping[str, str] | None = None,
                  clock: Callable[[], float] | None = None, cassette: Any = None,
-                 cancel: threading.Event | None = None) -> None:
+                 cancel: threading.Event | None = None,
+                 people: Any = None, mcp: Any = None, model: Any = None) -> None:
         from ..runtime.agents import stderr_line, stdout_line
         self.out = out or stdout_line
         self.err = err or stderr_line
@@ -55,6 +64,9 @@ class Host:
         self.cassette = cassette
         self.cancel = cancel if cancel is not None else threading.Event()
         self.cancel_code = 130
+        self.people = people
+        self.mcp = mcp
+        self.model = model
         self.claim: Any = None     # the worker's claim a resumed run executes under (sagepy.workers.child)
         self.effects: Any = None   # the run's effects chain while it runs (set by the engine)
 

@@ -497,4 +497,30 @@ agent Greeter {
     }
 }
 """),
+    ErrorCode("E095", "misplaced or invalid `#[mcp_tool]`",
+              """`#[mcp_tool = "name"]` marks an agent that `sage serve` offers as an MCP tool of that name. It
+              belongs on an agent declaration only (on a function, a tool function or any other item it is
+              E095); the name is 1–64 characters of A–Z, a–z, 0–9, `_`, `.` and `-`, and no two agents of a
+              program may use the same name. The agent's non-persistent fields are the tool's parameters, so
+              each needs a JSON form (no `Fn` or `Agent` field).""",
+              wrong="""\
+/// Look a customer up.
+#[mcp_tool = "find customer"]
+agent FindCustomer {
+    email: String,
+    on start {
+        yield(self.email);
+    }
+}
+""",
+              fixed="""\
+/// Look a customer up.
+#[mcp_tool = "find_customer"]
+agent FindCustomer {
+    email: String,
+    on start {
+        yield(self.email);
+    }
+}
+"""),
 ])

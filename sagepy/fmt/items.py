@@ -24,6 +24,12 @@ def _item_kind(item: A.Node) -> str:
     return "run" if isinstance(item, A.RunDecl) else "item"
 
 
+def _first_span(item: A.Node) -> tuple | None:
+    """Where an item starts in the source: at its first attribute, for a served agent."""
+    attrs = getattr(item, "attrs", None)
+    return attrs[0].span if attrs else item.span
+
+
 def _blank_between_items(previous: str, kind: str) -> bool | None:
     """One blank line between items; between `mod`/`use` lines, the author's choice."""
     return None if previous == "use" and kind == "use" else True
@@ -31,13 +37,19 @@ def _blank_between_items(previous: str, kind: str) -> bool | None:
 
 class ItemPrinter(StatementPrinter):
     def program(self, items: list) -> list:
-        elements = [Element(start_of(i.span), end_line_of(i.span), (lambda i=i: self.item(i)), _item_kind(i))
+        elements = [Element(start_of(_first_span(i)), end_line_of(i.span), (lambda i=i: self.item(i)), _item_kind(i))
                     for i in items]
         return self.lines(elements, (len(self.blank) + 1, 0), _blank_between_items)
 
     def item(self, node: A.Node) -> Doc:
         pub = "pub " if getattr(node, "pub", False) else ""
-        return [pub, printer_of(self, "i_", node)(node)]
+        return [self.attributes(getattr(node, "attrs", None) or []), pub, printer_of(self, "i_", node)(node)]
+
+    def attributes(self, attrs: list) -> Doc:
+        out: list = []
+        for attr in attrs:
+            out += [f"#[{attr.name} = {self._attribute_string(attr)}]", HARD]
+        return out
 
     def members(self, span: tuple | None, entries: list) -> Doc:
         """A braced body of members; entries are (span, build)."""
@@ -90,9 +102,7 @@ class ItemPrinter(StatementPrinter):
                                                               for fn in node.fns])]
 
     def tool_fn(self, fn: A.ToolFn) -> Doc:
-        out: list = []
-        for attr in fn.attrs:
-            out += [f"#[{attr.name} = {self._attribute_string(attr)}]", HARD]
+        out: list = [self.attributes(fn.attrs)]
         out += ["fn ", fn.name, self.params(fn.params, start_of(fn.ret.span)), " -> ", self.type(fn.ret)]
         return out
 

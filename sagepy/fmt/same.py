@@ -1,6 +1,7 @@
 """AST equality with positions ignored: the formatter's safety net (SPEC §19.1).
 
-Two trees are the same when their nodes have the same classes, parser-set fields and doc comments; spans are
+Two trees are the same when their nodes have the same classes, parser-set fields, doc comments and agents'
+attributes; spans are
 ignored, also inside the tuples some nodes hold (a record literal's fields are `(name, expr, span)`). The walk
 is iterative (programs nest 1,000 levels deep) and stops at the first difference.
 """
@@ -33,6 +34,8 @@ def same_ast(a: object, b: object) -> bool:
         if isinstance(x, A.Node):
             for field in x._fields:
                 pending.append((getattr(x, field, None), getattr(y, field, None)))
+            if kind is A.AgentDecl:
+                pending.append((x.attrs or [], y.attrs or []))
             if getattr(x, "doc", None) != getattr(y, "doc", None):
                 return False
         elif kind in _SEQUENCES:

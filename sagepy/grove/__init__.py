@@ -1,7 +1,7 @@
 """grove.toml (SPEC §11): every section and key checked in one place, once, into plain typed data.
 
 `read_grove` turns the project's parsed grove.toml (sagepy.project) into a `Grove`: one object per section
-(`[project]`, `[test]`, `[llm]`, `[persistence]`, `[supervision]`, `[extern]`), the `[tools.<Name>]` server
+(`[project]`, `[test]`, `[llm]`, `[persistence]`, `[supervision]`, `[extern]`, `[serve]`), the `[tools.<Name>]` server
 configurations and `[mcp]` (sagepy.grove.servers, imported only when grove.toml exists), and every problem
 as an E090 diagnostic pointing into the file (E093 for a missing extern module); a TOML syntax error
 becomes an E090 at the position tomllib reports. Keys are checked with sagepy.grove.keys. The environment plays no part here: sagepy.settings joins
@@ -14,7 +14,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..diagnostics import Diagnostic, did_you_mean
-from .keys import (Collector, apply_keys, non_negative_int, number, one_of, positive_int, string, string_list,
+from .keys import (Collector, apply_keys, non_negative_int, number, one_of, port, positive_int, string, string_list,
                    toml_type)
 from .llm import non_negative_number, positive_number
 if TYPE_CHECKING:
@@ -78,6 +78,25 @@ class ExternSettings:
         self.modules: list[str] = []
 
 
+class ServeSettings:
+    """`[serve]` (SPEC §21): how `sage serve` offers the program's `#[mcp_tool]` agents."""
+
+    __slots__ = ("name", "version", "transport", "host", "port", "auth", "token_env", "max_concurrent_calls",
+                 "max_argument_bytes", "model")
+
+    def __init__(self) -> None:
+        self.name: str | None = None        # the server name: by default the project's
+        self.version: str | None = None     # by default the project's
+        self.transport = "stdio"
+        self.host = "127.0.0.1"
+        self.port = 8000
+        self.auth = "none"
+        self.token_env: str | None = None
+        self.max_concurrent_calls = 16
+        self.max_argument_bytes = 1_048_576
+        self.model = "llm"                  # "client": `divine` asks the calling client (sampling)
+
+
 class LlmSection(dict):
     """`[llm]`: the keys it sets, each with a value of the right type (sagepy.llm.config joins them with the
     environment, SPEC §4.10)."""
@@ -108,6 +127,13 @@ _SECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
                     "within_seconds": (positive_int, "a positive integer")},
     "extern": {"modules": (string_list, "an array of strings")},
     "observability": {"otlp_endpoint": (string, "a string")},
+    "serve": {"name": (string, "a string"), "version": (string, "a string"),
+              "transport": (one_of(("stdio", "http")), 'one of "stdio", "http"'), "host": (string, "a string"),
+              "port": (port, "an integer from 0 to 65535"),
+              "auth": (one_of(("none", "bearer")), 'one of "none", "bearer"'), "token_env": (string, "a string"),
+              "max_concurrent_calls": (positive_int, "a positive integer"),
+              "max_argument_bytes": (positive_int, "a positive integer"),
+              "model": (one_of(("llm", "client")), 'one of "llm", "client"')},
 }
 _MCP_SECTIONS = ("tools", "mcp")
 _OWN_SECTIONS = ("approvals",)   # parsed by a module of their own
@@ -126,6 +152,7 @@ class Grove:
         self.supervision = SupervisionSettings()
         self.extern = ExternSettings()
         self.observability = ObservabilitySettings()
+        self.serve = ServeSettings()
         self.tool_tables: dict[str, Any] = {}
         self.servers: dict[str, ServerConfig] = {}
         self.mcp: McpSettings | None = None   # None: the defaults (no grove.toml, or no [mcp])
@@ -155,7 +182,7 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
     _remember_masked(path)
     targets: dict[str, Any] = {"project": grove.project, "test": grove.test, "llm": grove.llm,
                                "persistence": grove.persistence, "supervision": grove.supervision,
-                               "extern": grove.extern, "observability": grove.observability}
+                               "extern": grove.extern, "observability": grove.observability, "serve": grove.serve}
     out = Collector(path)
     from ..secrecy import env_names_in
     grove.secret_env_names = env_names_in(config)
@@ -197,6 +224,9 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
         before = len(out.diagnostics)
         _check_postgres(config, grove, state_url, out)
         grove.persistence_diagnostics += out.diagnostics[before:]
+    if grove.serve.auth == "bearer" and grove.serve.token_env is None:
+        out.error(f'{out.file}: [serve] auth = "bearer" needs token_env (the variable holding the token)', "serve",
+                  "auth")
     diagnostics = out.diagnostics
     for module in grove.extern.modules:
         if not os.path.isfile(os.path.join(project.root, module)):

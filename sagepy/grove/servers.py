@@ -33,7 +33,7 @@ class ServerConfig:
         "token_env", "client_id_env", "authorization_url", "token_url", "scopes", "redirect_port", "module",
         "object", "timeout_ms", "connect_timeout_ms", "max_result_bytes", "protocol", "trust_annotations",
         "safety", "elicitation", "sampling", "table", "grant", "client_secret_env", "private_key_file",
-        "signing_algorithm", "client_metadata_url",
+        "signing_algorithm", "client_metadata_url", "shared",
     )
 
     def __init__(self, name: str, table: str) -> None:
@@ -70,6 +70,12 @@ class ServerConfig:
         self.safety: dict[str, str] = {}
         self.elicitation: str | None = None
         self.sampling = False
+        self.shared: bool | None = None   # None: the default of SPEC §21, true for http, false otherwise
+
+    @property
+    def shareable(self) -> bool:
+        """Whether concurrent runs of one `sage serve` process share this server's connection (§21)."""
+        return self.shared if self.shared is not None else self.transport == "http"
 
     def __repr__(self) -> str:
         return f"ServerConfig({self.name!r}, {self.transport})"
@@ -117,6 +123,7 @@ _SERVER_KEYS: dict[str, tuple[Any, str]] = {
     "timeout_ms": (positive_int, "a positive integer"),
     "connect_timeout_ms": (positive_int, "a positive integer"),
     "max_result_bytes": (positive_int, "a positive integer"),
+    "shared": (boolean, "true or false"),
     "protocol": (one_of(PROTOCOLS), 'one of "auto", "legacy", "2026-07-28"'),
     "trust_annotations": (boolean, "true or false"),
     "safety": (table_of(SAFETY_CLASSES), 'a table of "read_only", "idempotent" or "destructive"'),

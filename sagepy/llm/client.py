@@ -114,12 +114,19 @@ class _Tally:
 class Route:
     """Where the requests for one provider go: its settings, its API and its pooled transport."""
 
-    __slots__ = ("config", "provider", "transport")
+    __slots__ = ("config", "provider", "transport", "external")
 
-    def __init__(self, config: LlmConfig) -> None:
+    def __init__(self, config: LlmConfig, transport: Any = None) -> None:
+        """`transport`: a Host's own model (see LlmClient), which speaks the OpenAI chat form."""
         self.config = config
-        self.provider = provider_for(config)
-        self.transport = ChatTransport(config, self.provider)
+        self.external = transport is not None
+        if transport is not None:
+            from .providers import OpenAIChat
+            self.provider: Any = OpenAIChat(config)
+            self.transport: Any = transport
+        else:
+            self.provider = provider_for(config)
+            self.transport = ChatTransport(config, self.provider)
 
 
 def split_model(model: str | None) -> tuple[str | None, str | None]:
@@ -136,21 +143,27 @@ class LlmClient:
     """The real LLM layer of `Effects`. Safe to share between agent threads."""
 
     def __init__(self, config: LlmConfig, trace: Trace | None = None, observe: Callable[..., None] | None = None,
-                 usage: RunUsage | None = None, limiter: Limiter | None = None) -> None:
+                 usage: RunUsage | None = None, limiter: Limiter | None = None, transport: Any = None) -> None:
         """`observe`: called with every decoded answer of the API, the provider, URL and model that gave it
         and its token counts (the span exporter reads the model, finish reasons and usage from them);
-        `usage`: the run's usage, which budgets are checked against; `limiter`: the project's rate limits."""
+        `usage`: the run's usage, which budgets are checked against; `limiter`: the project's rate limits;
+        `transport`: where every request goes instead of the configured providers (a Host's `model`, e.g.
+        `sage serve`'s calling client): it takes OpenAI chat bodies and answers in their form, with `post`,
+        `endpoint`, `redact` and `close` as ChatTransport has."""
         self.config = config
         self._trace = trace
         self._observe = observe
         self.usage = usage if usage is not None else config.usage.run_usage()
         self._limiter = limiter
         self._fallback = config.usage.fallback
+        self._external = Route(config, transport) if transport is not None else None
         self._routes: dict[str, Route] = {config.provider: Route(config)}
         self._routes_lock = threading.Lock()
 
     def route(self, model: str | None) -> tuple[Route, str | None]:
         """The route and bare model name of a call's model (the configured one when None)."""
+        if self._external is not None:
+            return self._external, model or self.config.model or "client"
         provider, name = split_model(model or self.config.model)
         if provider is None:
             provider = self.config.provider
@@ -279,6 +292,8 @@ class LlmClient:
         return run
 
     def _check_ready(self, route: Route, model: str | None) -> None:
+        if route.external:   # a Host's own model: nothing of [llm] is needed
+            return
         config = route.config
         if model is None:   # a provider without a default model
             raise _llm_error(NO_PROVIDER_MODEL.format(config.provider))

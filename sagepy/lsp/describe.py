@@ -130,7 +130,9 @@ def signature(sym: Symbol) -> str:
         type_ = show(sym.type) if sym.type is not None else "?"
         return f"{owner}{persistent}{name}: {type_}"
     if kind == "agent" and info is not None:
-        lines = [f"agent {name}" + (f" receives {show(info.receives)}" if info.receives is not None else "") + " {"]
+        served = [f'#[mcp_tool = "{a.value}"]\n' for a in getattr(decl, "attrs", None) or ()]
+        lines = ["".join(served) + f"agent {name}" +
+                 (f" receives {show(info.receives)}" if info.receives is not None else "") + " {"]
         lines += [f"    {'@persistent ' if f.persistent else ''}{f.name}: {show(f.type)}" for f in info.fields.values()]
         return "\n".join(lines + ["}"]) if len(lines) > 1 else lines[0] + " }"
     if kind == "tool" and info is not None:

@@ -213,6 +213,11 @@ class ConnectionPool(Catalogue):
 
     # ------------------------------------------------------------ typed tools
 
+    @property
+    def server_names(self) -> list[str]:
+        """The configured servers this pool connects to."""
+        return list(self._servers)
+
     def prestart(self, names: list[str]) -> None:
         """Connect to these configured servers in the background; a failure waits for the first use."""
         slots = [self._servers[name] for name in names if name in self._servers]

@@ -3,8 +3,9 @@
 Plain classes with `__slots__`, generated once from a compact table: a `@dataclass` per node would cost about a
 millisecond of import time each. Every node has `span = (line, col, end_line, end_col)` (1-based, columns in
 code points). The checker fills the annotation slots (the second column of `_TABLE`); the parser leaves them
-None, except `doc` (the `///` doc comment of an item or tool function, SPEC §1.1), which the parser sets after
-building the tree. Nodes pickle (the AST cache of SPEC §0.1 stores them). The AST holds no runtime value: `()` is
+None, except `doc` (the `///` doc comment of an item, tool function or agent field, SPEC §1.1), which the parser
+sets after building the tree, and an agent's `attrs` (its `#[mcp_tool = "…"]`, SPEC §21), set as the attribute is
+built. Nodes pickle (the AST cache of SPEC §0.1 stores them). The AST holds no runtime value: `()` is
 `Literal(UNIT)` with this module's `UNIT` marker.
 """
 from __future__ import annotations
@@ -62,8 +63,8 @@ _TABLE: dict[str, tuple[str, str]] = {
     "ToolDecl": ("name fns pub", "doc"),
     "ToolFn": ("name params ret attrs", "doc"),             # attrs: [Attribute]
     "Attribute": ("name value", ""),
-    "AgentDecl": ("name receives follows uses fields handlers pub", "info doc"),
-    "AgentField": ("name type annotation", ""),
+    "AgentDecl": ("name receives follows uses fields handlers pub", "info doc attrs"),  # attrs: [Attribute]
+    "AgentField": ("name type annotation", "doc"),
     "Handler": ("kind param param_type body", "nslots"),   # kind: start/waking/.../message/error
     "SupervisorDecl": ("name strategy children pub", "doc"),
     "ChildSpec": ("name restart handlers fields", "nslots"),  # handlers: [(name, handler)], fields: [(name, expr)]

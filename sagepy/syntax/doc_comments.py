@@ -1,8 +1,9 @@
-"""`///` doc comments (SPEC §1.1): consecutive `///` lines directly above an item or a tool function.
+"""`///` doc comments (SPEC §1.1): consecutive `///` lines directly above an item, a tool function or an agent's
+field (the description of a served agent's parameter, SPEC §21).
 
 The grammar skips every `//` comment, so the parser attaches doc comments after building the tree: the lines
-right above the start of each item (its first attribute, for a tool function) that begin with `///`, with
-`///` and one following space removed, joined with `\\n`. Anywhere else a `///` line is an ordinary comment.
+right above the start of each item (its first attribute, for a tool function or a served agent) that begin with
+`///`, with `///` and one following space removed, joined with `\\n`. Anywhere else a `///` line is an ordinary comment.
 """
 from __future__ import annotations
 
@@ -22,8 +23,13 @@ def attach_doc_comments(items: list, text: str) -> None:
             if "///" not in text:
                 return
             lines = text.split("\n")
-        item.doc = doc_above(lines, item.span[0])
-        if isinstance(item, A.ToolDecl):
+        attrs = getattr(item, "attrs", None)
+        item.doc = doc_above(lines, attrs[0].span[0] if attrs else item.span[0])
+        if isinstance(item, A.AgentDecl):
+            for field in item.fields:
+                if field.span is not None:
+                    field.doc = doc_above(lines, field.span[0])
+        elif isinstance(item, A.ToolDecl):
             for fn in item.fns:
                 if fn.span is not None:
                     fn.doc = doc_above(lines, fn.span[0])

@@ -177,8 +177,8 @@ def _pickled(items: list) -> bytes | None:
 
 
 def shift_lines(items: list, by: int) -> None:
-    """Move every span in `items` (a parser-fresh AST: annotation slots still empty) `by` lines down (up if
-    negative): the spans of nodes, and those the parser keeps beside names in tuples (record-literal fields,
+    """Move every span in `items` (a parser-fresh AST: annotation slots still empty but an agent's `attrs`)
+    `by` lines down (up if negative): the spans of nodes, and those the parser keeps beside names in tuples (record-literal fields,
     `use` names). Each node once, and without recursion (an AST may nest 1,000 levels)."""
     seen: set[int] = set()
     stack: list = list(items)
@@ -198,6 +198,8 @@ def shift_lines(items: list, by: int) -> None:
                 _shift_list(value, by, stack)
             elif type(value) is tuple:
                 object.__setattr__(node, name, _shifted_tuple(value, by, stack))
+        if type(node) is A.AgentDecl and node.attrs:
+            stack.extend(node.attrs)
 
 
 def _shift_list(values: list, by: int, stack: list) -> None:

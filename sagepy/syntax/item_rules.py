@@ -48,9 +48,17 @@ class ItemRules(BuilderBase):
         return body
 
     def misplaced_attribute(self, meta, c):
-        for attr in c[:-1]:
+        attr, item = c[0], c[-1]
+        if attr.name != "mcp_tool":
             self.ctx.error("E009", f"attribute `#[{attr.name}]` is only allowed on a tool function", attr.span)
-        return c[-1]
+        elif isinstance(item, A.AgentDecl):
+            item.attrs = [attr] + (item.attrs or [])
+        else:
+            self.misplaced_mcp_tool(attr)
+        return item
+
+    def misplaced_mcp_tool(self, attr) -> None:
+        self.ctx.error("E095", "attribute `#[mcp_tool]` is only allowed on an agent", attr.span)
 
     def mod_decl(self, meta, c):
         return A.ModDecl(c[0].value, False, span=meta_span(meta))
@@ -118,6 +126,10 @@ class ItemRules(BuilderBase):
 
     def tool_fn(self, meta, c):
         attrs = [a for a in c if isinstance(a, A.Attribute)]
+        for attr in attrs:
+            if attr.name == "mcp_tool":
+                self.misplaced_mcp_tool(attr)
+        attrs = [a for a in attrs if a.name != "mcp_tool"]
         rest = [x for x in c if not isinstance(x, A.Attribute)]
         name = rest[0]
         params = [p for p in rest[1:] if isinstance(p, A.Param)]
@@ -131,8 +143,8 @@ class ItemRules(BuilderBase):
         name = c[0].value
         value = self.decode_string(c[1])
         span = meta_span(meta)
-        if name != "mcp_name":
-            self.ctx.error("E009", f"unknown attribute `{name}` (only `mcp_name` is defined)", span)
+        if name not in ("mcp_name", "mcp_tool"):
+            self.ctx.error("E009", f"unknown attribute `{name}` (only `mcp_name` and `mcp_tool` are defined)", span)
         if isinstance(value, A.Template):
             self.ctx.error("E009", "attribute value must be a plain string", span)
             value = A.Literal("", span=span)

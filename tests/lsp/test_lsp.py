@@ -52,6 +52,16 @@ UTIL = textwrap.dedent("""\
         let sum = a + b;
         return sum;
     }
+
+    /// Looks a point up.
+    #[mcp_tool = "find_point"]
+    pub agent Finder {
+        /// The name to look up.
+        name: String
+        on start {
+            yield(self.name);
+        }
+    }
     """)
 
 MAIN_TEST = textwrap.dedent("""\
@@ -120,6 +130,16 @@ def test_hover_shows_signatures_docs_and_types(lsp: SageClient) -> None:
     line, char = line_of(MAIN, "p.x")
     hover = lsp.hover("main.sg", line, char + 2)
     assert "x: Int" in hover.contents.value
+
+
+def test_hover_shows_a_served_agent_and_its_documented_fields(lsp: SageClient) -> None:
+    line, char = line_of(UTIL, "Finder")
+    hover = lsp.hover("util.sg", line, char + 1)
+    assert '#[mcp_tool = "find_point"]\nagent Finder {' in hover.contents.value
+    assert "Looks a point up." in hover.contents.value
+    line, char = line_of(UTIL, "self.name")
+    hover = lsp.hover("util.sg", line, char + 6)
+    assert "name: String" in hover.contents.value and "The name to look up." in hover.contents.value
 
 
 def test_definition_across_modules(lsp: SageClient) -> None:
