@@ -145,6 +145,7 @@ class AgentDecl(Node):
     pub: bool
     info: Any
     doc: str | None
+    attrs: list[Attribute]
     def __init__(self, name: str, receives: Any, follows: Any, uses: list[str], fields: list[AgentField], handlers: list[Handler], pub: bool, *, span: Span | None = None) -> None: ...
 
 
@@ -152,6 +153,7 @@ class AgentField(Node):
     name: str
     type: TypeExpr | None
     annotation: str | None
+    doc: str | None
     def __init__(self, name: str, type: TypeExpr | None, annotation: str | None, *, span: Span | None = None) -> None: ...
 
 
@@ -209,6 +211,17 @@ class TestDecl(Node):
 class RunDecl(Node):
     name: str
     def __init__(self, name: str, *, span: Span | None = None) -> None: ...
+
+
+class EvalDecl(Node):
+    name: str
+    dataset: Any
+    row: Any
+    body: Block
+    nslots: int | None
+    row_slot: Any
+    row_t: Any
+    def __init__(self, name: str, dataset: Any, row: Any, body: Block, *, span: Span | None = None) -> None: ...
 
 
 class TypeExpr(Node):
@@ -297,6 +310,17 @@ class MockStmt(Node):
 class MockCalls(Node):
     calls: list[Call]
     def __init__(self, calls: list[Call], *, span: Span | None = None) -> None: ...
+
+
+class ScoreStmt(Node):
+    name: str
+    value: Any
+    def __init__(self, name: str, value: Any, *, span: Span | None = None) -> None: ...
+
+
+class ReplayStmt(Node):
+    path: Any
+    def __init__(self, path: Any, *, span: Span | None = None) -> None: ...
 
 
 class ExprStmt(Node):
@@ -563,7 +587,7 @@ class PatOr(Node):
 
 Item = ModDecl | UseDecl | RecordDecl | EnumDecl | ConstDecl | FnDecl | ToolDecl | AgentDecl | SupervisorDecl | ProtocolDecl | EffectHandlerDecl | TestDecl | RunDecl
 
-Stmt = Block | LetStmt | AssignStmt | IfStmt | ForStmt | WhileStmt | LoopStmt | BreakStmt | ContinueStmt | ReturnStmt | SpanStmt | CheckpointStmt | MockStmt | ExprStmt | MatchStmt
+Stmt = Block | LetStmt | AssignStmt | IfStmt | ForStmt | WhileStmt | LoopStmt | BreakStmt | ContinueStmt | ReturnStmt | SpanStmt | CheckpointStmt | MockStmt | ScoreStmt | ReplayStmt | ExprStmt | MatchStmt
 
 Expr = Literal | Template | Name | VariantPath | SelfExpr | FieldAccess | TupleIndex | Call | Binary | Unary | TryExpr | AwaitExpr | FailExpr | CatchExpr | ListLit | TupleLit | MapLit | RecordLit | Closure | MatchExpr | RetryExpr | DivineExpr | SummonExpr | SendExpr | ReceiveExpr | ReplyExpr | YieldExpr | TraceExpr
 

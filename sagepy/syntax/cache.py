@@ -33,7 +33,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What a parse result is made of and made by: the grammar (added below), the syntax package (the parser and
 # the AST classes), the Diagnostic class, the core types the parser reads, where the grammar is found, and
 # the package version. No other sagepy module is imported by the parser (tests/syntax/test_ast_cache.py).
-_SHAPING_FILES = ("__init__.py", "diagnostics.py", "resources.py")
+_SHAPING_FILES = ("__init__.py", "diagnostics.py", "resources.py", "version.py")
 _SHAPING_DIRS = ("syntax", "core")
 _TOOL_HASH: str | None = None
 # `parse_file_cached` without a session's cache directory (the prelude, shared by every session of the
