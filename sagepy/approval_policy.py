@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Collection
 
-BUILTIN_TOOLS = ("Fs", "Shell", "Http", "Database")
+from .binding import BUILTIN_TOOLS
 SETTINGS = ("calls", "prompt")   # the keys that name no tool
 _CALLS = ("model", "all")
 _PROMPT = ("auto", "never")

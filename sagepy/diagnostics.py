@@ -28,6 +28,16 @@ class Diagnostic:
         self.hint = hint
         self.notes = notes or []
 
+    @property
+    def line(self) -> int | None:
+        """The 1-based line the diagnostic points at, or None."""
+        return self.span[0] if self.span else None
+
+    @property
+    def column(self) -> int | None:
+        """The 1-based column the diagnostic points at, or None."""
+        return self.span[1] if self.span else None
+
     def sort_key(self) -> tuple:
         line, col = (self.span[0], self.span[1]) if self.span else (0, 0)
         return (self.file or "", line, col, self.code)

@@ -8,19 +8,31 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from .diagnostics import Diagnostic
 from .syntax import ast as A
 
-if TYPE_CHECKING:
-    from .settings import Settings
+
+class _Extern(Protocol):
+    @property
+    def modules(self) -> list[str]: ...
+
+
+class LinkSettings(Protocol):
+    """What linking reads of a command's settings (a sagepy.settings.Settings): the project's root and its
+    `[extern] modules` (sagepy.grove.ExternSettings)."""
+
+    root: str
+
+    @property
+    def extern(self) -> _Extern: ...
 
 
 class ExternModules:
     """The `[extern] modules` of a project, each loaded once, in the listed order."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: LinkSettings) -> None:
         self.settings = settings
         self.modules: list[Any] | None = None
         self.errors: list[str] = []
@@ -51,7 +63,7 @@ class ExternModules:
         return None
 
 
-def link_externs(program: Any, settings: Settings) -> tuple[dict[str, Callable[..., Any]], list[Diagnostic]]:
+def link_externs(program: Any, settings: LinkSettings) -> tuple[dict[str, Callable[..., Any]], list[Diagnostic]]:
     """The Python function of every `extern fn` of `program` by name, and an E093 for each one not found."""
     modules = ExternModules(settings)
     found: dict[str, Callable[..., Any]] = {}

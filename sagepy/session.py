@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from .diagnostics import Diagnostic
     from .check.index import ProgramIndex
     from .loader import Program, Sources
-    from .effects import Effects
     from .runtime.agents import Runtime
     from .runtime.persistence import StateStore
 
@@ -72,26 +71,19 @@ class Session:
                            severity="warning")
                 for key in policy.unknown_keys(known)]
 
-    def analyze(self, path: str, test_file: bool = False, prestart: Effects | None = None,
-                sources: Sources | None = None, index: ProgramIndex | None = None,
-                link: bool = True) -> tuple[Program, list[Diagnostic]]:
+    def analyze(self, path: str, test_file: bool = False, sources: Sources | None = None,
+                index: ProgramIndex | None = None, link: bool = True) -> tuple[Program, list[Diagnostic]]:
         """Load, check and link the program of `path`: the work of `sage check`, and all that `sage run` and
         `sage test` do before compiling. Each stage runs only when the ones before it found no error: loading
         and grove.toml's diagnostics, the checker (the only resolver: it records on the AST what the runtime
         needs, and `program.resolved` says so), and linking (the Python function of every `extern fn`, in
-        `program.externs`; E093 for each one missing). With `prestart`, the servers of the tool blocks agents
-        `use` start in the background through those effects as soon as the program is loaded (SPEC §8.3).
+        `program.externs`; E093 for each one missing).
         `sources` reads the files (the language server's unsaved buffers); `index` is filled by the checker;
         `link=False` stops after checking (linking imports the program's Python modules)."""
-        from .syntax import ast as A
         program = self.load(path, sources)
         program.resolved = False
         program.externs = {}
         diags = list(program.diagnostics)
-        if prestart is not None and not diags:
-            used = {name for module in program.modules for item in module.items if isinstance(item, A.AgentDecl)
-                    for name, _span in item.uses}
-            prestart.prestart(used)
         diags.extend(self.settings.diagnostics)
         if _has_errors(diags):
             return program, diags
@@ -105,20 +97,6 @@ class Session:
         program.externs, link_errors = link_externs(program, self.settings)
         return program, diags + link_errors
 
-    def compile(self, path: str, runtime: Runtime, test_file: bool = False,
-                prestart: bool = False) -> tuple[Program, list[Diagnostic]]:
-        """`analyze`, then compile the program for `runtime` when it has no error (the compiler reports
-        nothing: everything it could find, the checker already has); `program.compiler` holds the result."""
-        from .builtins import load_builtins, load_constants, load_io_builtins
-        from .runtime.compile import Compiler
-        program, diags = self.analyze(path, test_file, runtime.effects if prestart else None)
-        if _has_errors(diags):
-            return program, diags
-        compiler = Compiler(runtime, program.externs, load_builtins(), load_constants(), load_io_builtins())
-        compiler.compile_program(program)
-        program.compiler = compiler
-        return program, diags
-
     # ---------------------------------------------------------------- the runtime
 
     def trace_target(self, trace_file: str | None, trace_stderr: bool) -> tuple[str | None, bool]:
@@ -127,28 +105,32 @@ class Session:
 
     def build_runtime(self, *, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None,
                       trace: tuple[str | None, bool] = (None, False), persistent: bool = False,
-                      durable: bool = False, mocks: Any = None, real_llm: bool = False,
-                      program_args: list[str] | None = None, export: str | None = None) -> Runtime:
+                      store: StateStore | None = None, durable: bool = False, mocks: Any = None, real_llm: bool = False,
+                      program_args: list[str] | None = None, export: str | None = None,
+                      io: dict[str, Callable[..., Any]] | None = None) -> Runtime:
         """The one place a Runtime, its effects chain (assembled here, once: `runtime.effects`) and its store
         (`runtime.store`) are built.
 
-        `persistent`: `@persistent` fields use the project's store (`sage run`; `open_store` says what it
-        raises), else a fresh in-memory one; `durable`: the chain journals every step into that store
+        `persistent`: `@persistent` fields use the project's store (`open_store` says what it raises);
+        `store`: an opened one, the caller's; neither: a fresh in-memory one; `durable`: the chain journals every step into that store
         (`runtime.effects.journal`, which `runtime.durable` starts);
         `mocks`: the test's mock queues (`sage test`), consulted before the real world; `program_args`: what
         `args()` returns (SPEC §6.1: what follows `--` on the `sage run` line, `[]` under `sage test`); `export`:
-        the entry file as displayed, for `sage run`, whose spans are exported when an OTLP endpoint is set."""
+        the entry file as displayed, for `sage run`, whose spans are exported when an OTLP endpoint is set; `io`:
+        the run's own functions for some `io` builtins (`now_ms`, `env`, `read_line`, …: its host's clock,
+        environment or stdin), instead of the process's."""
         from .builtins import load_io_builtins
         from .effects import build_effects
         from .runtime.agents import Runtime
-        store = self.open_store() if persistent else None   # first: it is what can refuse to open
+        if store is None and persistent:
+            store = self.open_store()   # first: it is what can refuse to open
         runtime = Runtime(out=out, err=err, store=store, program_args=program_args)
         journal = None
         if durable:
             from .effects.journal import Journal
             journal = Journal(runtime.store.backend, runtime)
         trace_path, trace_stderr = trace
-        build_effects(runtime, self.settings, load_io_builtins(), trace_path=trace_path, trace_stderr=trace_stderr,
+        build_effects(runtime, self.settings, {**load_io_builtins(), **(io or {})}, trace_path=trace_path, trace_stderr=trace_stderr,
                       mocks=mocks, real_llm=real_llm, journal=journal, export=export)
         return runtime
 

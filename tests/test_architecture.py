@@ -3,8 +3,10 @@ and the packages in one order (`ORDER`): each imports only packages listed befor
 DAG with `core` at the bottom (docs/architecture.md draws it).
 
 Imports are read statically with `ast`, at module level and inside functions alike: an import deferred into a
-function for start-up speed still ties the two modules together. Imports under `if TYPE_CHECKING:` never run and
-are not counted; `importlib.import_module` with a computed name cannot be read and is not counted either.
+function for start-up speed still ties the two modules together. Imports under `if TYPE_CHECKING:` count too:
+they never run, but a module that names a type of a higher package depends on that package all the same (a
+lower package declares what it reads as a Protocol instead). `importlib.import_module` with a computed name
+cannot be read and is not counted.
 """
 from __future__ import annotations
 
@@ -21,21 +23,23 @@ MAX_LINES = 600
 # `check`, beside `cli`.
 ORDER: tuple[tuple[str, ...], ...] = (
     ("core",),                                   # values, errors, types, Sage<->JSON conversion, JSON text
-    ("aio", "approval_policy", "deepstack", "diagnostics", "errorcodes", "render", "resources", "sagepy",
-     "secrecy", "terminal", "testfiles", "tls", "traceview"),  # helpers that need nothing of sagepy but core; the trace viewer
-    ("net", "progress"),                         # helpers on helpers (tls, render)
+    ("aio", "binding", "deepstack", "diagnostics", "errorcodes", "render", "resources",
+     "secrecy", "terminal", "testfiles", "tls", "traceview", "version"),  # helpers that need nothing of sagepy but core; the trace viewer
+    ("approval_policy", "net", "progress"),      # helpers on helpers (binding, tls, render)
     ("syntax",),                                 # source -> AST
-    ("fmt", "loader", "project"),                # the formatter; programs and their modules; the project
+    ("fmt", "loader", "project", "variables"),   # the formatter; programs and their modules; the project; SAGE_*
     ("check",),                                  # the only resolver
     ("grove", "link"),                           # grove.toml checked into typed data; extern functions found
     ("builtins", "llm", "mcp", "store", "telemetry", "tools"),  # the world: each knows wire data and core only
-    ("settings", "workers"),                     # one command's grove.toml and SAGE_* variables; queued runs
+    ("settings",),                               # one command's grove.toml
+    ("mcptools", "workers"),                     # MCP developer tooling (sage tools, --verify-tools); queued runs
     ("effects",),                                # the boundary: steps, the chain of layers
     ("runtime",),                                # compiled closures, agents
     ("session",),                                # one command's wiring: builds and connects the above
+    ("engine",),                                 # the library: compile once, run many, each run with a Host
     ("lsp", "testing"),                          # the language server; sage test, the pytest plugin
     ("cli",),                                    # the sage command
-    ("__main__",),
+    ("__main__", "sagepy"),                      # the command; the package's API, re-exported from engine
 )
 
 
@@ -50,21 +54,13 @@ def source_files() -> dict[str, Path]:
     return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
 def _import_nodes(tree: ast.AST):
-    """Every import statement that can run: module level, in functions and classes, not under TYPE_CHECKING."""
+    """Every import statement: module level, in functions and classes, and under TYPE_CHECKING."""
     stack = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
-            continue
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            stack.extend(node.orelse)
             continue
         stack.extend(ast.iter_child_nodes(node))
 
@@ -236,12 +232,12 @@ def test_no_package_cycle() -> None:
 
 def test_the_checks_see_what_they_guard(tmp_path: Path) -> None:
     """The import reader and the cycle finder on a known graph: a relative import of a sibling, an import
-    inside a function, an import under TYPE_CHECKING (ignored) and a three-module cycle."""
+    inside a function, an import under TYPE_CHECKING (counted) and a three-module cycle."""
     modules = {"sagepy.a", "sagepy.b", "sagepy.c", "sagepy.d"}
     source = tmp_path / "a.py"
     source.write_text("from typing import TYPE_CHECKING\nfrom . import b\nif TYPE_CHECKING:\n    from .d import X\n"
                       "def f():\n    from .c import y\n", encoding="utf-8")
-    assert imports_of("sagepy.a", source, modules) == {"sagepy.b": 2, "sagepy.c": 6}
+    assert imports_of("sagepy.a", source, modules) == {"sagepy.b": 2, "sagepy.d": 4, "sagepy.c": 6}
     graph = {"sagepy.a": {"sagepy.b": 1}, "sagepy.b": {"sagepy.c": 1}, "sagepy.c": {"sagepy.a": 1, "sagepy.d": 1},
              "sagepy.d": {}}
     components = [c for c in strongly_connected(graph) if len(c) > 1]

@@ -20,7 +20,7 @@ import sagepy.grove.servers
 import sagepy.project
 from sagepy.cli.main import main
 from sagepy.session import Session
-from sagepy.settings import VARIABLES, Overrides
+from sagepy.variables import VARIABLES, Overrides
 from sagepy.testing.runner import load_test_file, run_case
 
 REPO = Path(__file__).resolve().parent.parent

@@ -73,3 +73,36 @@ def test_an_ambiguous_binding_is_the_checkers_e090(tmp_path: Path) -> None:
     assert e090.message == "grove.toml: tool block tracker matches several tables in grove.toml: " \
                            "[tools.TRACKER], [tools.Tracker]"
     assert e090.file == str(tmp_path / "grove.toml") and e090.span is not None and e090.span[0] == 5
+
+
+def test_every_user_of_the_rule_binds_alike(tmp_path: Path) -> None:
+    """sagepy.binding is the one statement of the rule: the checker's binding, grove.toml's tables
+    (`sage tools X`, the background start) and bare keys (a check without grove.toml) all give its answer."""
+    from sagepy.binding import AmbiguousBinding, bound_key
+    from sagepy.check.symbols import TableKeys
+    cases = [(["tracker"], "tracker"), (["Tracker"], "Tracker"), (["Tracker", "tracker"], "tracker"),
+             (["TRACKER", "Tracker"], AmbiguousBinding), (["other"], None), (["shell"], None)]
+    for keys, want in cases:
+        name = "Shell" if keys == ["shell"] else "tracker"
+        if want is AmbiguousBinding:
+            try:
+                bound_key(name, keys)
+            except AmbiguousBinding:
+                pass
+            else:
+                raise AssertionError(f"{keys}: not ambiguous")
+            assert TableKeys(keys).binding(name) == (None, None)
+            continue
+        assert bound_key(name, keys) == want, keys
+        assert TableKeys(keys).binding(name) == (want, None), keys
+        root = tmp_path / "_".join(keys)
+        root.mkdir()
+        entry = project(root, *keys)
+        session, _ = Session.open(str(entry))
+        assert session.settings.tools.binding(name) == (want, None), keys
+        tools = session.settings.tools
+        assert tools.bind(name) is (tools.servers[want] if want else None), keys
+        if name == "tracker":
+            program, _ = session.analyze(str(entry), link=False)
+            (ref,) = tool_refs(program)
+            assert ref.server == (want or "tracker"), keys

@@ -2,24 +2,24 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..core.values import option
 
 
-def _lookup(name: str) -> str | None:
+def _lookup(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     try:
-        return os.environ.get(name)
+        return (os.environ if environ is None else environ).get(name)
     except UnicodeEncodeError:  # a name with a lone surrogate (from JSON) cannot be in the environment
         return None
 
 
-def env(name: str) -> Any:
-    return option(_lookup(name))
+def env(name: str, environ: Mapping[str, str] | None = None) -> Any:
+    return option(_lookup(name, environ))
 
 
-def env_or(name: str, default: str) -> str:
-    value = _lookup(name)
+def env_or(name: str, default: str, environ: Mapping[str, str] | None = None) -> str:
+    value = _lookup(name, environ)
     return default if value is None else value
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..binding import BUILTIN_TOOLS, AmbiguousBinding, bound_key
 from ..core import types as T
 from ..diagnostics import did_you_mean
 from ..syntax import ast as A
 from .body import Body, Locals, Var
 from .env import ModuleScope
-from .symbols import BUILTIN_TOOLS, AgentInfo
+from .symbols import AgentInfo
 from .typeops import NEVER, fits, is_open, prim_named, show
 
 _REMOTE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
@@ -294,9 +295,11 @@ class Items:
                 self.error("E086", f"tool block {name} shadows the built-in tool; configure [tools.{name}] or "
                            "rename it", decl.span, file)
             return
-        if name in self.configured_tools:
-            return
-        if not any(key.lower() == name.lower() for key in self.configured_tools):
+        try:
+            unbound = bound_key(name, self.configured_tools) is None
+        except AmbiguousBinding:   # E090, reported when the block was bound
+            unbound = False
+        if unbound:
             self.warn("W084", f"tool block `{name}` is bound to no [tools.{name}] entry in grove.toml", decl.span,
                       file, hint=f"add a [tools.{name}] section to grove.toml; calls fail until then")
 

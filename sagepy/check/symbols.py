@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Collection, Iterator, Protocol
 
+from ..binding import AmbiguousBinding, bound_key
 from ..core.types import Type
-
-
-# the tools of SPEC §7, declared as `tool` blocks in stdlib/prelude.sg and implemented in sagepy/tools
-BUILTIN_TOOLS = ("Http", "Fs", "Shell", "Database")
 
 
 class Entity:
@@ -103,28 +100,9 @@ class ToolRef:
         return cls(server, remote, remote, [], [], ret, False)
 
 
-class AmbiguousBinding(Exception):
-    """A tool block that matches several `[tools.X]` keys ignoring case (E090)."""
-
-
-def bound_key(name: str, keys: Collection[str]) -> str | None:
-    """The `[tools.X]` key a tool block binds to (§8.1): the exact key, else the one key equal ignoring case;
-    the built-in tool names bind by exact key only. Raises AmbiguousBinding when two keys match."""
-    if name in keys:
-        return name
-    if name in BUILTIN_TOOLS:
-        return None
-    folded = name.lower()
-    matches = [key for key in keys if key.lower() == folded]
-    if len(matches) > 1:
-        tables = ", ".join(f"[tools.{key}]" for key in sorted(matches))
-        raise AmbiguousBinding(f"tool block {name} matches several tables in grove.toml: {tables}")
-    return matches[0] if matches else None
-
-
 class ToolTables(Protocol):
     """The `[tools.X]` tables the checker binds tool blocks to (sagepy.settings.ToolSettings): their keys,
-    and the binding of a block with the E090 diagnostic of an ambiguous one."""
+    and the binding of a block (sagepy.binding's rule) with the E090 diagnostic of an ambiguous one."""
 
     def __contains__(self, name: object) -> bool: ...
 

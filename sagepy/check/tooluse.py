@@ -1,6 +1,7 @@
 """Tool use by the model (SPEC §4.12): `divine`/`infer` and their options, and the `mock divine -> call …` form.
 
-`divine(p [-> T], tools: [...], max_steps: n)`: the options are checked here (E064), each tool reference in
+`divine(p [-> T], tools: [...], max_steps: n, model: m)`: the options are checked here (E064; `model` is a
+`String` expression naming the model of that call, SPEC §23), each tool reference in
 `tools:` by the rules of a direct call (E036, E037, E038; E065 for a function whose types have no JSON form),
 and the checked references are recorded on the node (`offered`: a `ToolRef` per offered function, or the
 expression of a dynamic `String` handle) for the runtime.
@@ -19,7 +20,7 @@ from .body import Body, Locals
 from .symbols import ToolInfo, ToolRef
 from .typeops import fits, is_open, show
 
-OPTIONS = ("tools", "max_steps")
+OPTIONS = ("tools", "max_steps", "model")
 
 
 def json_less(t: T.Type, seen: frozenset = frozenset()) -> T.Type | None:
@@ -62,11 +63,12 @@ class ToolUse:
         node.target = T.STRING if node.type is None else self.resolve_type(node.type, cx.scope, cx.tparams)
         node.offered = None
         node.max_steps = None
+        node.model = None
         given: dict[str, Any] = {}
         for option in node.options:
             if option.name not in OPTIONS:
                 self.error("E064", f"`{word}` has no option `{option.name}`", option.span, cx.file,
-                           hint=did_you_mean(option.name, OPTIONS) or "its options are `tools` and `max_steps`")
+                           hint=did_you_mean(option.name, OPTIONS) or "its options are `tools`, `max_steps` and `model`")
                 continue
             if option.name in given:
                 self.error("E064", f"option `{option.name}` given twice", option.span, cx.file)
@@ -79,6 +81,10 @@ class ToolUse:
             if "tools" not in given:
                 self.error("E064", "`max_steps` without `tools`", steps.span, cx.file,
                            hint="offer the model tools with `tools: [...]`, or leave `max_steps` out")
+        model = given.get("model")
+        if model is not None:
+            self.expect(model.value, T.STRING, cx, lc)
+            node.model = model.value
         tools = given.get("tools")
         if tools is not None:
             node.offered = self.offered_tools(tools, word, cx, lc)

@@ -23,7 +23,7 @@ def check_files(session: Session, entry: str | None, test_files: list[str],
         files.update(os.path.abspath(m.path) for m in program.modules)
         diags.extend(found)
         if verify_tools:
-            from ..mcp.verify import verify_tool_blocks
+            from ..mcptools.verify import verify_tool_blocks
             diags.extend(verify_tool_blocks(program, session.settings, described))
     unique: dict[tuple, Diagnostic] = {}
     for d in diags:

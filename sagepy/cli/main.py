@@ -85,7 +85,7 @@ def _take_program_arguments(argv: list[str]) -> tuple[list[str], list[str]]:
 def _version() -> int:
     import platform
 
-    from .. import __version__
+    from ..version import __version__
     print(f"sagepy {__version__} (Python {platform.python_version()})")
     return 0
 

@@ -1,7 +1,7 @@
 """`sage tools list|inspect|generate|verify` (SPEC §10.2, §10.4): the project's MCP servers from the
 command line; `call`, `import` and `add` live in modules of their own (tools_call, tools_import).
 
-`list` only reads grove.toml; the other commands connect through `sagepy.mcp.inspect`, which imports the
+`list` only reads grove.toml; the other commands connect through `sagepy.mcptools.inspect`, which imports the
 MCP SDK only when a server is really contacted. Reports go to stdout, errors and diagnostics to stderr.
 """
 from __future__ import annotations
@@ -103,7 +103,7 @@ def _describe_target(args: argparse.Namespace, settings: Settings,
                      catalogue: bool = False) -> tuple[str | None, dict] | int:
     """Connect to the server the arguments name: (configured name or None, description), or an exit code."""
     from ..mcp.failures import McpFailure
-    from ..mcp.inspect import describe_servers
+    from ..mcptools.inspect import describe_servers
     from ..render import spinner
     target = resolve_target(args, settings)
     if isinstance(target, int):
@@ -119,7 +119,7 @@ def _describe_target(args: argparse.Namespace, settings: Settings,
 
 
 def _inspect(args: argparse.Namespace, settings: Settings) -> int:
-    from ..mcp.inspect import json_report, text_report
+    from ..mcptools.inspect import json_report, text_report
     found = _describe_target(args, settings, catalogue=True)
     if isinstance(found, int):
         return found
@@ -180,8 +180,8 @@ def _add(args: argparse.Namespace, settings: Settings) -> int:
 
 def _verify(args: argparse.Namespace, settings: Settings) -> int:
     from ..mcp.failures import McpFailure
-    from ..mcp.inspect import describe_servers
-    from ..mcp.verify import quiet_safety, safety_diagnostics, unset_variable_diagnostics
+    from ..mcptools.inspect import describe_servers
+    from ..mcptools.verify import quiet_safety, safety_diagnostics, unset_variable_diagnostics
     from ..render import spinner
     servers, diags = _servers(settings)
     if not servers:

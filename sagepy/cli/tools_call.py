@@ -142,7 +142,7 @@ def _unknown_tool(server: str, remote: str, tools: list[dict]) -> str:
 
 def typed_arguments(pairs: list[tuple[str, str]], schema: Any) -> dict:
     """`k=v` pairs as a JSON object, each value typed by the property's schema (see the module docstring)."""
-    from ..mcp.inspect import resolve_ref, schema_defs
+    from ..mcptools.inspect import resolve_ref, schema_defs
     schema = schema if isinstance(schema, dict) else {}
     defs = schema_defs(schema)
     properties = resolve_ref(schema, defs).get("properties")
@@ -165,7 +165,7 @@ def _typed(text: str, allowed: set[str]) -> Any:
 
 def _allowed_types(schema: Any, defs: Any) -> set[str]:
     """The JSON types a property schema admits; empty when it does not say (anything goes)."""
-    from ..mcp.inspect import resolve_ref
+    from ..mcptools.inspect import resolve_ref
     schema = resolve_ref(schema, defs)
     for key in ("anyOf", "oneOf"):
         options = schema.get(key)

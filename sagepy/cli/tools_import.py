@@ -38,7 +38,7 @@ def add_arguments(sub: Any) -> None:
 
 
 def run_import(args: argparse.Namespace, settings: Settings) -> int:
-    from ..mcp.host_configs import HostConfigError, convert, read_servers, usual_locations
+    from ..mcptools.host_configs import HostConfigError, convert, read_servers, usual_locations
     grove = _grove(settings)
     if grove is None:
         return 1
@@ -147,7 +147,7 @@ def _grove(settings: Settings) -> str | None:
 
 
 def _append(grove: str, tables: list[tuple[str, dict]]) -> bool:
-    from ..mcp.host_configs import appended, toml_table
+    from ..mcptools.host_configs import appended, toml_table
     try:
         with open(grove, "rb") as fh:
             before = fh.read().decode("utf-8")
@@ -176,7 +176,7 @@ def _target(table: dict) -> str:
 def _generate_all(directory: str, added: list[Any], grove: str) -> int:
     """`--generate DIR`: declarations for every added server that answers, from the grove.toml just written."""
     from ..mcp.failures import McpFailure
-    from ..mcp.inspect import describe_servers
+    from ..mcptools.inspect import describe_servers
     from ..render import spinner
     from ..session import Session
     from .tools_target import declarations

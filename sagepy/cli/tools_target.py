@@ -22,8 +22,8 @@ def report(diags: list[Diagnostic]) -> None:
 def resolve_target(args: argparse.Namespace, settings: Settings) -> tuple[str | None, ServerConfig] | int:
     """The server the arguments name (NAME, `--stdio CMD` or `--http URL`): (configured name or None,
     its configuration), or an exit code after the error was printed."""
-    from ..check.symbols import AmbiguousBinding
-    from ..mcp.inspect import AdhocError, adhoc_config, parse_pairs, with_extras
+    from ..binding import AmbiguousBinding
+    from ..mcptools.inspect import AdhocError, adhoc_config, parse_pairs, with_extras
     chosen = [x for x in (args.name, args.stdio, args.http) if x is not None]
     if len(chosen) != 1:
         return usage(args, "give exactly one of NAME, --stdio CMD or --http URL")
@@ -71,7 +71,7 @@ def declarations(name: str | None, description: dict) -> str:
     """The Sage declarations of §10.4 for a described server (configured name, or None for an ad-hoc one)."""
     import datetime
 
-    from ..mcp.generate import generate, tool_block_name
+    from ..mcptools.generate import generate, tool_block_name
     return generate(description["tools"], block_name=tool_block_name(name, description["name"]),
                     server_name=description["name"], server_version=description["version"],
                     protocol=description["protocol"], today=datetime.date.today().isoformat())

@@ -63,3 +63,8 @@ def raise_at(kind: str, message: str, code: str | None, file: str, span: tuple) 
     err = ErrorValue(kind, message, code)
     err.span = (file, span)
     return SageRaise(err)
+
+
+class SageFail(Exception):
+    """Raised by a `fails` extern function to signal a Sage `User` error with this message (users import it
+    as `sagepy.SageFail`)."""

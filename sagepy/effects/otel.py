@@ -34,22 +34,26 @@ _turns = threading.local()   # the model turn being answered in this thread: wha
 class _Turn:
     """What the LLM client reported about the requests of one model turn."""
 
-    __slots__ = ("models", "finish_reasons", "input_tokens", "output_tokens")
+    __slots__ = ("models", "finish_reasons", "input_tokens", "output_tokens", "provider", "url", "model")
 
     def __init__(self) -> None:
+        self.provider: str | None = None   # where the answer came from: the provider, its URL, the model asked
+        self.url: str | None = None
+        self.model: str | None = None
         self.models: list[str] = []
         self.finish_reasons: list[str] = []
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
 
 
-def observe_answer(data: Any) -> None:
+def observe_answer(data: Any, provider: str, url: str, model: str) -> None:
     """The LLM client's hook: one decoded answer of the turn this thread is performing, in chat-completions
     form (`choices[].finish_reason`, `usage.prompt_tokens`) or the Messages API's (`stop_reason`,
-    `usage.input_tokens`)."""
+    `usage.input_tokens`), from `provider` at `url` for `model`."""
     turn = getattr(_turns, "turn", None)
     if turn is None or not isinstance(data, dict):
         return
+    turn.provider, turn.url, turn.model = provider, url, model
     if isinstance(data.get("model"), str):
         turn.models.append(data["model"])
     for choice in data.get("choices") or ():
@@ -107,8 +111,9 @@ class OtelLayer:
             self._chat_span(step, model, started, turn, replayed, value, error)
 
     def _model(self, step: Step) -> str:
+        from ..llm.client import split_model
         overrides = step.turn.overrides if step.turn is not None else step.overrides
-        return (overrides or {}).get("model") or self.effects.settings.llm.model
+        return split_model((overrides or {}).get("model") or self.effects.settings.llm.model)[1] or ""
 
     def _offline(self, model: str) -> bool:
         """The `echo` model and the `mock` key answer without a request: no server to name."""
@@ -116,10 +121,14 @@ class OtelLayer:
 
     def _chat_span(self, step: Step, model: str, started: int, turn: _Turn, replayed: bool, value: Any,
                    error: SageRaise | None) -> None:
-        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": self._provider,
+        server = self._server
+        if turn.provider is not None:   # the route that answered: `model: "<provider>:…"`, a fallback
+            model, server = turn.model or model, _address(turn.url)
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat",
+                                      "gen_ai.provider.name": turn.provider or self._provider,
                                       "gen_ai.request.model": model}
-        if self._server is not None and not self._offline(model):
-            attributes["server.address"], attributes["server.port"] = self._server
+        if server is not None and not self._offline(model):
+            attributes["server.address"], attributes["server.port"] = server
         if turn.models:
             attributes["gen_ai.response.model"] = turn.models[-1]
         if turn.finish_reasons:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, TextIO
 
 from ..core.errors import SageRaise
 from ..core.values import UNIT, ErrorValue, Variant
@@ -28,9 +28,9 @@ def now_s() -> int:
     return time.time_ns() // 1_000_000_000
 
 
-def read_line() -> str:
+def read_line(stream: TextIO | None = None) -> str:
     with _stdin_lock:
-        line = sys.stdin.readline()
+        line = (stream or sys.stdin).readline()
     if line == "":
         raise SageRaise(ErrorValue("Agent", "end of input"))
     if line.endswith("\n"):
@@ -40,16 +40,17 @@ def read_line() -> str:
     return line
 
 
-def read_all() -> str:
+def read_all(stream: TextIO | None = None) -> str:
     with _stdin_lock:
-        data = sys.stdin.read()
+        data = (stream or sys.stdin).read()
     if data == "":
         raise SageRaise(ErrorValue("Agent", "end of input"))
     return data
 
 
 class RealLayer:
-    """`io_builtins`: the builtins that are `io` steps (env and file builtins, sagepy.builtins), by name."""
+    """`io_builtins`: the builtins that are `io` steps (env and file builtins, sagepy.builtins), by name, and
+    the run's own clock, stdin or environment functions when its host supplies them."""
 
     def __init__(self, world: World, io_builtins: dict[str, Callable[..., Any]]) -> None:
         self.world = world

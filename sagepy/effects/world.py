@@ -1,4 +1,4 @@
-"""The real resources of one run (or one test): the LLM client, the MCP manager and the tool bindings, each
+"""The real resources of one run (or one test): the LLM client, the MCP connection pool and the tool bindings, each
 created on first use so that a program that never calls a model or a server never imports httpx or mcp."""
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class World:
     # ---------------------------------------------------------------- MCP
     @property
     def mcp_started(self) -> Any:
-        """The MCP manager if some call created it, else None."""
+        """The MCP connection pool if some call created it, else None."""
         return self._mcp
 
     def mcp(self) -> Any:

@@ -317,7 +317,8 @@ test "tool down" {
 """),
     ErrorCode("E064", "invalid `divine` options",
               """`divine(p, tools: [...], max_steps: n)` lets the model call tools. The only options are `tools`
-              (a list written out, not empty) and `max_steps` (which needs `tools`); each may be given once.
+              (a list written out, not empty), `max_steps` (which needs `tools`) and `model` (a `String`
+              naming the model of that call); each may be given once.
               A `tools` entry is a tool `T`, a tool function `T.f` or a `String` handle from `mcp_connect`;
               no function may be offered twice (`T` already offers every function of `T`).""",
               wrong="""\

@@ -171,6 +171,8 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
         if section == "persistence":
             grove.persistence.backend = "sqlite"
             grove.persistence.present = True
+        if section == "llm":
+            data = _llm_tables(data, grove, out)
         apply_keys(data, keys, section, report, targets[section])
     if grove.persistence.present:
         _check_postgres(config, grove, state_url, out)
@@ -186,6 +188,15 @@ def read_grove(project: Project, state_url: str | None = None) -> Grove:
     grove.tool_diagnostics = tool_diagnostics + mcp_diagnostics
     grove.diagnostics = diagnostics + grove.tool_diagnostics
     return grove
+
+
+def _llm_tables(data: dict, grove: Grove, out: Collector) -> dict:
+    """The sub-tables of `[llm]` (SPEC §23), checked on their own; the rest of the table is returned."""
+    if "providers" not in data:
+        return data
+    from .llm import check_providers
+    grove.llm["providers"] = check_providers(data["providers"], out)
+    return {key: value for key, value in data.items() if key != "providers"}
 
 
 def _remember_masked(path: str) -> None:

@@ -1,5 +1,5 @@
 """The MCP tables of grove.toml: `[tools.<Name>]` and `[mcp]` (SPEC §8.2, §11), and the same keys as a JSON
-object for `mcp_connect` (§8.5); and the binding of a tool block to its `[tools.X]` table (§8.1).
+object for `mcp_connect` (§8.5). Which table a tool block binds to is sagepy.binding's rule.
 
 Validation collects every problem as an E090 diagnostic naming the file, the table and the key, with a
 did-you-mean hint for a misspelt key; a table with errors is left out of the result. The `$` references
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..check.symbols import bound_key
 from ..diagnostics import Diagnostic
 from ..secrecy import looks_like_token
 from .keys import (Collector, apply_keys, boolean, one_of, port, positive_int, string, string_list, string_table,
@@ -84,7 +83,7 @@ class McpSettings:
 
     def __init__(self, client_name: str | None = None, client_version: str | None = None,
                  elicitation: str = "auto", oauth_open: str | None = None) -> None:
-        from .. import __version__
+        from ..version import __version__
         self.client_name = client_name or "sagepy"
         self.client_version = client_version or __version__
         self.elicitation = elicitation
@@ -256,12 +255,3 @@ def parse_mcp_settings(config: dict, grove_path: str | None) -> tuple[McpSetting
 
     apply_keys(data, _MCP_KEYS, "mcp", report, settings)
     return settings, out.diagnostics
-
-
-def bind_tool_block(name: str, servers: Mapping[str, ServerConfig]) -> ServerConfig | None:
-    """The server a tool block binds to (§8.1): the exact key, else the one key equal ignoring case.
-
-    The built-in tool names bind by exact key only. Raises AmbiguousBinding when two keys match.
-    """
-    key = bound_key(name, servers)
-    return servers[key] if key is not None else None

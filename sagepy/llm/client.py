@@ -22,7 +22,7 @@ from ..core import types as T
 from ..core.convert import ConversionError, compact_json, fitted_json, json_schema
 from ..core.errors import SageRaise
 from ..core.values import ErrorValue
-from .config import ECHO_MODEL, LlmConfig
+from .config import ECHO_MODEL, PROVIDERS, LlmConfig
 from .offline import OfflineError, echo_answer, mock_answer
 from .parse import extract_json
 from .providers import provider_for
@@ -90,18 +90,52 @@ class _Tally:
         return data
 
 
+class Route:
+    """Where the requests for one provider go: its settings, its API and its pooled transport."""
+
+    __slots__ = ("config", "provider", "transport")
+
+    def __init__(self, config: LlmConfig) -> None:
+        self.config = config
+        self.provider = provider_for(config)
+        self.transport = ChatTransport(config, self.provider)
+
+
+def split_model(model: str | None) -> tuple[str | None, str | None]:
+    """(provider, model) of a model name: `"<provider>:<model>"` names the provider when the part before the
+    first colon is one (SPEC §23); any other name (`llama3:8b`) is a model of the configured provider."""
+    if model is not None:
+        prefix, colon, rest = model.partition(":")
+        if colon and prefix in PROVIDERS:
+            return prefix, rest or None
+    return None, model
+
+
 class LlmClient:
     """The real LLM layer of `Effects`. Safe to share between agent threads."""
 
     def __init__(self, config: LlmConfig, trace: Trace | None = None,
-                 observe: Callable[[Any], None] | None = None) -> None:
-        """`observe`: called with every decoded answer of the API (the span exporter reads the model,
-        finish reasons and usage from it)."""
+                 observe: Callable[..., None] | None = None) -> None:
+        """`observe`: called with every decoded answer of the API and the route and model that gave it (the
+        span exporter reads the model, finish reasons and usage from it)."""
         self.config = config
         self._trace = trace
         self._observe = observe
-        self._provider = provider_for(config)
-        self._transport = ChatTransport(config, self._provider)
+        self._routes: dict[str, Route] = {config.provider: Route(config)}
+        self._routes_lock = threading.Lock()
+
+    def route(self, model: str | None) -> tuple[Route, str | None]:
+        """The route and bare model name of a call's model (the configured one when None)."""
+        provider, name = split_model(model or self.config.model)
+        if provider is None:
+            provider = self.config.provider
+        route = self._routes.get(provider)
+        if route is None:
+            with self._routes_lock:
+                route = self._routes.get(provider)
+                if route is None:
+                    route = self._routes[provider] = Route(self.config.route(provider))
+        return route, name
 
     # ---------------------------------------------------------------- public API
     def divine(self, prompt: str, target: T.Type, *, infer: bool = False, model: str | None = None,
@@ -111,56 +145,58 @@ class LlmClient:
         `infer` names the call form only (`infer` is an alias of `divine`); model, temperature and max_tokens
         are an effect handler's overrides.
         """
-        model = model or self.config.model
+        route, model = self.route(model)
         typed = target != T.STRING
 
         def answer(tally: _Tally) -> tuple[Any, int, bool]:
-            offline = self._offline(model)
+            offline = self._offline(route, model)
             if offline is not None:
                 value = offline(prompt, target)
                 return value, 0 if typed else len(value), True
-            self._check_ready(model)
+            self._check_ready(route, model)
             messages = [{"role": "user", "content": prompt}]
             if typed:
-                value, reply = self._typed(model, messages, temperature, max_tokens, target, tally)
+                value, reply = self._typed(route, model, messages, temperature, max_tokens, target, tally)
                 return value, len(reply), False
-            reply = self._complete(self._body(model, messages, temperature, max_tokens), None, tally)
+            reply = self._complete(route, model, self._body(route, model, messages, temperature, max_tokens),
+                                   None, tally)
             return reply, len(reply), False
 
-        return self._traced({"model": model, "prompt_chars": len(prompt), "typed": typed}, answer)
+        return self._traced(route, {"model": model, "prompt_chars": len(prompt), "typed": typed}, answer)
 
-    def turn(self, messages: list[dict], tools: Callable[[], list[dict]], target: T.Type, *, step: int,
+    def turn(self, messages: list[dict], tools: Callable[[Any], list[dict]], target: T.Type, *, step: int,
              model: str | None = None, temperature: float | None = None, max_tokens: int | None = None) -> dict:
         """One model turn of `divine(p, tools: [...])` (SPEC §4.12): one request carrying the conversation,
-        the tools (`tools()`, in the provider's dialect, called only when the request goes out) with automatic
-        tool choice, and for a typed `divine` its `response_format` where the provider has one. Returns the
-        answer as a neutral assistant message (sagepy.llm.provider). The `echo` model and
-        the `mock` key never call tools: they answer as a plain `divine` would."""
-        model = model or self.config.model
+        the tools (`tools(dialect)`, in the dialect of the provider the request goes to, called only when it
+        goes out) with automatic tool choice, and for a typed `divine` its `response_format` where the
+        provider has one. Returns the answer as a neutral assistant message (sagepy.llm.provider). The `echo`
+        model and the `mock` key never call tools: they answer as a plain `divine` would."""
+        route, model = self.route(model)
         typed = target != T.STRING
 
         def answer(tally: _Tally) -> tuple[dict, int, bool]:
-            offline = self._offline(model)
+            offline = self._offline(route, model)
             if offline is not None:
                 value = offline(_first_user_text(messages), target)
                 text = compact_json(value) if typed else value
                 return {"role": "assistant", "content": text}, len(text), True
-            self._check_ready(model)
-            body = self._body(model, messages, temperature, max_tokens, tools())
-            response_format = _response_format(target)[1] if typed and self._provider.response_format else None
-            reply = self._provider.answer(self._request(body, response_format, tally))
+            self._check_ready(route, model)
+            provider = route.provider
+            body = self._body(route, model, messages, temperature, max_tokens, tools(provider.dialect))
+            response_format = _response_format(target)[1] if typed and provider.response_format else None
+            reply = provider.answer(self._request(route, model, body, response_format, tally))
             return reply, len(reply["content"] or ""), False
 
         # the conversation grows with each turn: measured only for a trace that shows it
         chars = sum(len(m["content"]) for m in messages if isinstance(m.get("content"), str)) if self._trace else 0
-        return self._traced({"model": model, "prompt_chars": chars, "typed": typed, "step": step}, answer,
+        return self._traced(route, {"model": model, "prompt_chars": chars, "typed": typed, "step": step}, answer,
                             lambda reply: {"step": step, "tool_calls": len(reply.get("tool_calls") or ())})
 
     def chat(self, messages: list[dict], *, system: str | None = None, max_tokens: int | None = None,
              server: str | None = None) -> str:
         """Answer an MCP server's sampling request: its messages (OpenAI chat form) and system prompt, sent
         to the configured model; `server` names the requesting server in the trace."""
-        model = self.config.model
+        route, model = self.route(None)
         prompt_chars = sum(len(m["content"]) for m in messages if isinstance(m.get("content"), str))
         request: dict[str, Any] = {"model": model, "prompt_chars": prompt_chars, "typed": False,
                                    "source": "sampling"}
@@ -168,27 +204,28 @@ class LlmClient:
             request["server"] = server
 
         def answer(tally: _Tally) -> tuple[str, int, bool]:
-            offline = self._offline(model)
+            offline = self._offline(route, model)
             if offline is not None:
                 reply = offline(_last_user_text(messages), T.STRING)
                 return reply, len(reply), True
-            self._check_ready(model)
+            self._check_ready(route, model)
             full = ([{"role": "system", "content": system}] if system else []) + list(messages)
-            reply = self._complete(self._body(model, full, None, max_tokens), None, tally)
+            reply = self._complete(route, model, self._body(route, model, full, None, max_tokens), None, tally)
             return reply, len(reply), False
 
-        return self._traced(request, answer)
+        return self._traced(route, request, answer)
 
     def close(self) -> None:
         """Close pooled connections; the client stays usable and reconnects on its next request."""
-        self._transport.close()
+        for route in list(self._routes.values()):
+            route.transport.close()
 
     # ---------------------------------------------------------------- steps
-    def _traced(self, request: dict, answer: Callable[[_Tally], tuple[Any, int, bool]],
+    def _traced(self, route: Route, request: dict, answer: Callable[[_Tally], tuple[Any, int, bool]],
                 more: Callable[[Any], dict] | None = None) -> Any:
         """Run `answer` (returning value, reply length, mocked) between `llm.request` and `llm.response`
         (with `more(value)` added), or `llm.error` when it raises."""
-        self._emit("llm.request", dict(request, provider=self._provider.name))
+        self._emit("llm.request", dict(request, provider=route.provider.name))
         tally = _Tally()
         try:
             value, chars, mocked = answer(tally)
@@ -201,11 +238,11 @@ class LlmClient:
         self._emit("llm.response", event)
         return value
 
-    def _offline(self, model: str) -> Callable[[str, T.Type], Any] | None:
+    def _offline(self, route: Route, model: str | None) -> Callable[[str, T.Type], Any] | None:
         """The offline answerer for this call, wrapped so its failures are Llm errors; None to go online."""
         if model == ECHO_MODEL:
             answer = echo_answer
-        elif self.config.mock:
+        elif route.config.mock:
             answer = mock_answer
         else:
             return None
@@ -217,58 +254,60 @@ class LlmClient:
                 raise _llm_error(str(exc)) from None
         return run
 
-    def _check_ready(self, model: str | None) -> None:
+    def _check_ready(self, route: Route, model: str | None) -> None:
+        config = route.config
         if model is None:   # a provider without a default model
-            raise _llm_error(NO_PROVIDER_MODEL.format(self.config.provider))
-        if not (self.config.configured or model == ECHO_MODEL):
+            raise _llm_error(NO_PROVIDER_MODEL.format(config.provider))
+        if not (config.configured or model == ECHO_MODEL):
             raise _llm_error(NO_MODEL)
-        if self.config.error is not None:
-            raise _llm_error(self.config.error)
+        if config.error is not None:
+            raise _llm_error(config.error)
 
-    def _body(self, model: str, messages: list[dict], temperature: float | None,
+    def _body(self, route: Route, model: str, messages: list[dict], temperature: float | None,
               max_tokens: int | None, tools: list[dict] | None = None) -> dict:
         """The provider's request body for a neutral conversation; the configuration fills in what the
         handler did not set."""
-        return self._provider.body(model, messages,
-                                   temperature if temperature is not None else self.config.temperature,
-                                   max_tokens if max_tokens is not None else self.config.max_tokens, tools)
+        config = route.config
+        return route.provider.body(model, messages, temperature if temperature is not None else config.temperature,
+                                   max_tokens if max_tokens is not None else config.max_tokens, tools)
 
-    def _typed(self, model: str, messages: list[dict], temperature: float | None, max_tokens: int | None,
-               target: T.Type, tally: _Tally) -> tuple[Any, str]:
+    def _typed(self, route: Route, model: str, messages: list[dict], temperature: float | None,
+               max_tokens: int | None, target: T.Type, tally: _Tally) -> tuple[Any, str]:
         """(the answer's JSON, last raw reply) for a typed call, asking again after each unusable reply."""
         schema, response_format = _response_format(target)
-        if not self._provider.response_format:
+        if not route.provider.response_format:
             response_format = None
         messages = [{"role": "system", "content": _typed_instructions(schema)}] + messages
         attempts = max(1, self.config.infer_retries)
         reply = ""
         error = ""
         for _ in range(attempts):
-            reply = self._complete(self._body(model, messages, temperature, max_tokens), response_format, tally)
+            reply = self._complete(route, model, self._body(route, model, messages, temperature, max_tokens),
+                                   response_format, tally)
             try:
                 return fitted_json(extract_json(reply), target), reply
             except (ValueError, ConversionError) as exc:
                 error = str(exc)
             messages = messages + [{"role": "assistant", "content": reply},
                                    {"role": "user", "content": retry_instructions(error)}]
-        last = self._transport.redact(reply)[:REPLY_LIMIT]
+        last = route.transport.redact(reply)[:REPLY_LIMIT]
         raise _llm_error(f"failed to parse structured response after {attempts} attempts: {error}; "
                          f"last reply: {last}")
 
-    def _complete(self, body: dict, response_format: dict | None, tally: _Tally) -> str:
+    def _complete(self, route: Route, model: str, body: dict, response_format: dict | None, tally: _Tally) -> str:
         """Send one request (with the transport's retries) and return the reply text."""
-        return self._provider.text(self._request(body, response_format, tally))
+        return route.provider.text(self._request(route, model, body, response_format, tally))
 
-    def _request(self, body: dict, response_format: dict | None, tally: _Tally) -> Any:
+    def _request(self, route: Route, model: str, body: dict, response_format: dict | None, tally: _Tally) -> Any:
         """Send one request (with the transport's retries, and once more without `response_format` when the
         server refuses it) and return the decoded answer."""
-        endpoint = self._transport.endpoint
+        endpoint = route.transport.endpoint
         with _WITHOUT_FORMAT_LOCK:
             with_format = response_format is not None and endpoint not in _WITHOUT_FORMAT
         if with_format:
             body = dict(body, response_format=response_format)
         try:
-            answer = self._post(body, tally)
+            answer = self._post(route, model, body, tally)
         except TransportError as exc:
             if not (with_format and exc.status in (400, 422) and "response_format" in exc.body):
                 raise _llm_error(exc.message) from None
@@ -276,21 +315,21 @@ class LlmClient:
                 _WITHOUT_FORMAT.add(endpoint)
             body = {k: v for k, v in body.items() if k != "response_format"}
             try:
-                answer = self._post(body, tally)
+                answer = self._post(route, model, body, tally)
             except TransportError as retry_exc:
                 raise _llm_error(retry_exc.message) from None
         return answer.data
 
-    def _post(self, body: dict, tally: _Tally) -> Any:
+    def _post(self, route: Route, model: str, body: dict, tally: _Tally) -> Any:
         try:
-            answer = self._transport.post(body)
+            answer = route.transport.post(body, model)
         except TransportError as exc:
             tally.attempts += exc.attempts
             raise
         tally.attempts += answer.attempts
-        tally.add_usage(*self._provider.usage(answer.data))
+        tally.add_usage(*route.provider.usage(answer.data))
         if self._observe is not None:
-            self._observe(answer.data)
+            self._observe(answer.data, route.provider.name, route.config.url, model)
         return answer
 
     def _emit(self, kind: str, data: dict) -> None:

@@ -99,7 +99,7 @@ class LlmConfig:
 
     __slots__ = ("url", "model", "api_key", "temperature", "max_tokens", "timeout_ms", "retries",
                  "infer_retries", "max_tool_steps", "max_tool_result_chars", "configured", "error", "key_env",
-                 "provider")
+                 "provider", "others")
 
     def __init__(self, url: str = DEFAULT_URL, model: str | None = DEFAULT_MODEL, api_key: str | None = None,
                  temperature: float | None = None, max_tokens: int | None = None,
@@ -121,6 +121,7 @@ class LlmConfig:
         self.configured = configured
         self.error = error
         self.key_env = key_env
+        self.others: dict[str, LlmConfig] = {}   # the settings of the other providers (SPEC §23)
 
     def __repr__(self) -> str:
         # The key stays out of every rendering of the configuration.
@@ -171,8 +172,29 @@ class LlmConfig:
             key_env, api_key = fallback, environ[fallback]
         configured = bool(environ.get("SAGE_LLM_URL") or (environ.get(FALLBACK_URL_ENV) and not anthropic)
                           or api_key or section or values["model"] == ECHO_MODEL)
-        return cls(api_key=api_key, configured=configured, error=errors[0] if errors else None, key_env=key_env,
-                   provider=provider, **values)
+        config = cls(api_key=api_key, configured=configured, error=errors[0] if errors else None, key_env=key_env,
+                     provider=provider, **values)
+        tables = section.get("providers") or {}
+        config.others = {name: config._other(name, tables.get(name) or {}, environ)
+                         for name in PROVIDERS if name != provider}
+        return config
+
+    def route(self, provider: str) -> "LlmConfig":
+        """The settings for requests to `provider`: these for the configured one, else the other's."""
+        return self if provider == self.provider else self.others[provider]
+
+    def _other(self, provider: str, table: Mapping[str, Any], environ: Mapping[str, str]) -> "LlmConfig":
+        """The settings of a provider other than the configured one (`divine(p, model: "<provider>:<model>")`,
+        `[llm] fallback`): its `[llm.providers.<provider>]` `url` and `api_key_env`, else the provider's
+        default URL and key variable (§4.13); the other settings are the configured provider's."""
+        anthropic = provider == ANTHROPIC
+        key_env = table.get("api_key_env") or (ANTHROPIC_KEY_ENV if anthropic else FALLBACK_KEY_ENV)
+        return LlmConfig(url=table.get("url") or (ANTHROPIC_URL if anthropic else DEFAULT_URL), model=None,
+                         api_key=environ.get(key_env) or None, temperature=self.temperature,
+                         max_tokens=self.max_tokens, timeout_ms=self.timeout_ms, retries=self.retries,
+                         infer_retries=self.infer_retries, max_tool_steps=self.max_tool_steps,
+                         max_tool_result_chars=self.max_tool_result_chars, configured=True, error=self.error,
+                         key_env=key_env, provider=provider)
 
 
 def _provider(section: Mapping[str, Any], environ: Mapping[str, str], errors: list[str]) -> str:

@@ -95,8 +95,8 @@ class Offer:
         self.functions: list[OfferedFunction] = []
         self.names: list[str] = []
         self._by_name: dict[str, OfferedFunction] = {}
-        self._definitions: list[dict] | None = None
-        self._dialects: dict[int, Any] = {}   # id(function) -> its Dialected, for the functions offered now
+        self._definitions: dict[Any, list[dict]] = {}   # dialect module -> the tools array in it
+        self._dialects: dict[tuple, Any] = {}   # (id(function), dialect) -> its Dialected, for those offered now
         self._listed: list[list[dict]] | None = None
         self.refresh()
 
@@ -110,10 +110,11 @@ class Offer:
         self.functions = [*self._static, *(f for functions in dynamic for f in functions)]
         self.names = unique_names([f.base_name for f in self.functions])
         self._by_name = dict(zip(self.names, self.functions))
-        self._definitions = None
+        self._definitions = {}
         # kept for the functions still offered (new listing objects were made while the old were alive: their
         # ids cannot collide with a kept entry)
-        self._dialects = {id(f): self._dialects[id(f)] for f in self.functions if id(f) in self._dialects}
+        offered = {id(f) for f in self.functions}
+        self._dialects = {key: d for key, d in self._dialects.items() if key[0] in offered}
 
     def get(self, name: Any) -> OfferedFunction | None:
         return self._by_name.get(name) if isinstance(name, str) else None
@@ -123,17 +124,24 @@ class Offer:
         return next((name for name, f in zip(self.names, self.functions)
                      if f.info is not None and f.info.tool == tool and f.info.fn == fn), None)
 
-    def dialected(self, function: OfferedFunction) -> Any:
-        known = self._dialects.get(id(function))
+    def dialected(self, function: OfferedFunction, dialect: Any = None) -> Any:
+        dialect = dialect or self.dialect
+        key = (id(function), dialect)
+        known = self._dialects.get(key)
         if known is None:
-            known = self._dialects[id(function)] = function.dialected(self.dialect)
+            known = self._dialects[key] = function.dialected(dialect)
         return known
 
-    def definitions(self) -> list[dict]:
-        if self._definitions is None:
-            self._definitions = [f.definition(name, self.dialect, self.dialected(f), self._remote_description)
-                                 for name, f in zip(self.names, self.functions)]
-        return self._definitions
+    def definitions(self, dialect: Any = None) -> list[dict]:
+        """The tools array in `dialect` (default: the offer's own); a turn sent to another provider than the
+        configured one (`divine(p, model: "anthropic:…")`, a fallback, SPEC §23) asks for that provider's."""
+        dialect = dialect or self.dialect
+        known = self._definitions.get(dialect)
+        if known is None:
+            known = self._definitions[dialect] = [
+                f.definition(name, dialect, self.dialected(f, dialect), self._remote_description)
+                for name, f in zip(self.names, self.functions)]
+        return known
 
 
 def model_name(base: str) -> str:

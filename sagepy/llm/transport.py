@@ -91,11 +91,11 @@ class ChatTransport:
         key = self.config.api_key
         return text.replace(key, "[redacted]") if key else text
 
-    def post(self, body: dict) -> Answer:
+    def post(self, body: dict, model: str | None = None) -> Answer:
         headers = self.provider.headers()
         pool = lanes()   # the first one imports httpx: before the status line's clock starts
         attempt = 0
-        with waiting(f"waiting for model {self.config.model}", elapsed=True):
+        with waiting(f"waiting for model {model or self.config.model}", elapsed=True):
             while True:
                 attempt += 1
                 try:

@@ -26,7 +26,7 @@ from lsprotocol import types as L
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-from .. import __version__
+from ..version import __version__
 from . import features as F
 from .workspace import Workspace
 

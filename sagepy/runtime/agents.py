@@ -91,8 +91,8 @@ class Runtime:
 
     def __init__(self, out: Callable[[str], None] | None = None, err: Callable[[str], None] | None = None,
                  store: Any = None, program_args: list[str] | None = None) -> None:
-        self.write_out = out or _stdout_line
-        self.write_err = err or _stderr_line
+        self.write_out = out or stdout_line
+        self.write_err = err or stderr_line
         self.counters: dict[str, int] = {}
         self.lock = threading.Lock()
         self.agents: list[AgentInstance] = []
@@ -159,11 +159,11 @@ def _write_line(stream: Any, text: str) -> None:
             pass
 
 
-def _stdout_line(text: str) -> None:
+def stdout_line(text: str) -> None:
     _write_line(sys.stdout, text)
 
 
-def _stderr_line(text: str) -> None:
+def stderr_line(text: str) -> None:
     _write_line(sys.stderr, text)
 
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 import secrets
 import socket
-import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..store.base import COMPLETED, FAILED, HALTED, PAUSED, RUNNING, RunRecord, TakenOver
 from ..store.leases import HEARTBEAT_SECONDS, lease_is_stale
@@ -24,12 +23,14 @@ NEEDS_PERSISTENCE = "error: durable runs need a [persistence] table in grove.tom
 
 
 class DurableExit(Exception):
-    """`sage run` ends before (or instead of) running the program: args (exit code, message for stderr)."""
+    """A run ends before (or instead of) running the program: its exit code, the message its host is told, and
+    the status of a run that had ended already (else None)."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, status: str | None = None) -> None:
         super().__init__(code, message)
         self.code = code
         self.message = message
+        self.status = status
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -54,8 +55,10 @@ def find_run(store: Any, run_id: str) -> RunRecord:
 class DurableRun:
     """One execution of a durable run by this process."""
 
-    def __init__(self, store: Any, run: RunRecord | None, resumed: bool) -> None:
+    def __init__(self, store: Any, run: RunRecord | None, resumed: bool,
+                 say: Callable[[str], None]) -> None:
         self.store = store            # the project's base.Store
+        self.say = say                # where the run's notices go: its host's `err`
         self.run = run                # the record being resumed (None until `start` for a new run)
         self.resumed = resumed
         self.journal: Any = None
@@ -67,17 +70,17 @@ class DurableRun:
         self.claim = WorkerClaim.from_environment() if resumed else None   # a worker started this process
 
     @classmethod
-    def prepare(cls, store: Any, resume: str | None) -> "DurableRun":
-        """Before the program is loaded: find the run to resume and refuse one that has ended."""
+    def prepare(cls, store: Any, resume: str | None, say: Callable[[str], None]) -> "DurableRun":
+        """Before the program runs: find the run to resume and refuse one that has ended."""
         if resume is None:
-            return cls(store, None, False)
+            return cls(store, None, False, say)
         run = find_run(store, resume)
         if run.status in (COMPLETED, FAILED):
             code = run.exit_code if run.exit_code is not None else 0
-            raise DurableExit(code, f"run {run.id} already ended with exit code {code}")
+            raise DurableExit(code, f"run {run.id} already ended with exit code {code}", run.status)
         if run.status == CANCELLED:
-            raise DurableExit(CANCELLED_EXIT, f"run {run.id} was cancelled")
-        return cls(store, run, True)
+            raise DurableExit(CANCELLED_EXIT, f"run {run.id} was cancelled", CANCELLED)
+        return cls(store, run, True, say)
 
     @property
     def run_id(self) -> str:
@@ -93,9 +96,10 @@ class DurableRun:
             self.store.unclaim_run(self.run.id, claim.was_queued)
             raise DurableExit(LEFT_EXIT, "")
 
-    def start(self, entry: str, runtime: Any, journal: Any) -> None:
-        """Take the lease (a new run is created holding it), announce the run on stderr, give the run's records
-        to the journal of the effects chain (sagepy.effects.journal.Journal) and start the heartbeat."""
+    def start(self, entry: str, runtime: Any, journal: Any, run_id: str | None = None) -> None:
+        """Take the lease (a new run is created holding it, with the id `run_id` when given), announce the run,
+        give the run's records to the journal of the effects chain (sagepy.effects.journal.Journal) and start
+        the heartbeat."""
         store = self.store
         pid, host, now = os.getpid(), socket.gethostname(), time.time()
         token = secrets.token_hex(16)
@@ -118,19 +122,20 @@ class DurableRun:
             elif info is None:   # a run journaled before arguments were recorded
                 store.set_run_info(run.id, RunInfo(version=self.version, args=list(runtime.program_args), host=host))
             records = store.steps(run.id)
-            _announce(f"resuming run {run.id}")
+            self.say(f"resuming run {run.id}")
             if claim is not None:
                 from ..workers.child import capture_output
                 capture_output(store, run.id)
         else:
-            run_id = new_run_id(now)
-            while store.get_run(run_id) is not None:
+            if run_id is None or store.get_run(run_id) is not None:
                 run_id = new_run_id(now)
+                while store.get_run(run_id) is not None:
+                    run_id = new_run_id(now)
             self.run = RunRecord(run_id, now, RUNNING, None, entry, pid, host, now, token)
             store.create_run(self.run)
             store.set_run_info(run_id, RunInfo(version=self.version, args=list(runtime.program_args), host=host))
             records = []
-            _announce(f"run id: {run_id}")
+            self.say(f"run id: {run_id}")
         journal.begin(self.run.id, records)
         self.journal = journal
         self.runtime = runtime
@@ -173,15 +178,15 @@ class DurableRun:
                 store.end_run(self.run.id, ending, code)
             elif ending == PAUSED:
                 for step in store.pause_run(self.run.id):
-                    _announce(paused_line(self.run.id, step))
+                    self.say(paused_line(self.run.id, step))
             else:
                 store.release_lease(self.run.id)
         except JournalStopped:   # the last commit found the lease lost or the database out of reach
-            sys.stderr.write(journal.stop_message + "\n")
+            self.say(journal.stop_message)
         except TakenOver as exc:   # deposed between its last step and its end: the new owner ends the run
-            sys.stderr.write(f"error: run {self.run.id} was taken over by process {exc.pid} on {exc.host}\n")
+            self.say(f"error: run {self.run.id} was taken over by process {exc.pid} on {exc.host}")
         except Exception as exc:  # the run still ended as reported; the record says `running` until resumed
-            sys.stderr.write(f"warning: could not record the end of run {self.run.id}: {exc}\n")
+            self.say(f"warning: could not record the end of run {self.run.id}: {exc}")
 
 
 def paused_line(run_id: str, step: Any) -> str:
@@ -195,7 +200,3 @@ def paused_line(run_id: str, step: Any) -> str:
     return (f"paused: question for a person ({step.path} step {step.number}): {step.outcome}; answer with "
             f"'sage runs answer {run_id} {where} TEXT', then resume")
 
-
-def _announce(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .. import SageFail
+from ..core.errors import SageFail
 from ..core import types as T
 from ..core.errors import SageRaise
 from ..core.values import ErrorValue

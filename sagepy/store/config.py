@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 from ..secrecy import mask_passwords
 
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from ..grove import PersistenceSettings, ProjectSettings
+    from ..variables import Overrides
     from .base import Store
 
 NEEDS_PSYCOPG = "error: the postgres backend needs psycopg 3: pip install 'sagepy[postgres]'"
@@ -41,11 +42,20 @@ class StoreTarget:
         return self.location if self.backend == "sqlite" else mask_passwords(self.location)
 
 
+class StoreSettings(Protocol):
+    """What choosing the store reads of a command's settings (a sagepy.settings.Settings)."""
+
+    root: str
+    overrides: Overrides
+    project: ProjectSettings
+    persistence: PersistenceSettings
+
+
 def is_postgres_url(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
 
 
-def store_target(settings: Settings) -> StoreTarget | None:
+def store_target(settings: StoreSettings) -> StoreTarget | None:
     """The durable store of the project, or None when its `@persistent` fields live in process memory (no
     `[persistence]` table, or `backend = "memory"` without SAGE_STATE_URL). StoreConfigError for an unset
     `$` variable in `url`."""

@@ -119,7 +119,7 @@ _TABLE: dict[str, tuple[str, str]] = {
     "ArmContinue": ("", ""),
     "ArmReturn": ("value", ""),
     "RetryExpr": ("count delay kinds body", ""),
-    "DivineExpr": ("prompt type infer options", "target offered max_steps"),   # options: [DivineOption]
+    "DivineExpr": ("prompt type infer options", "target offered max_steps model"),   # options: [DivineOption]
     "DivineOption": ("name value", ""),
     "SummonExpr": ("agent fields", "ref"),     # fields: [(name, expr, span)]
     "SendExpr": ("target message", ""),

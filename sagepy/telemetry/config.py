@@ -5,10 +5,11 @@ Nothing here imports the OpenTelemetry SDK: a run without an endpoint decides it
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from ..grove import ObservabilitySettings, ProjectSettings
+    from ..variables import Overrides
 
 PROTOCOL = "http/protobuf"
 MISSING_EXTRA = "warning: OTLP export needs the otel extra: pip install 'sagepy[otel]'"
@@ -29,7 +30,16 @@ class ExportConfig:
         self.capture_content = capture_content
 
 
-def export_config(settings: Settings) -> tuple[ExportConfig | None, str | None]:
+class ExportSettings(Protocol):
+    """What the export reads of a command's settings (a sagepy.settings.Settings)."""
+
+    root: str
+    overrides: Overrides
+    project: ProjectSettings
+    observability: ObservabilitySettings
+
+
+def export_config(settings: ExportSettings) -> tuple[ExportConfig | None, str | None]:
     """(the export of this run, or None when it is off; a warning to print once, or None)."""
     env = settings.overrides
     if (env.setting("OTEL_SDK_DISABLED") or "").strip().lower() == "true":

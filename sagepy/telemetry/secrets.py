@@ -4,15 +4,39 @@ refer to with `$NAME` / `${NAME}`."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from ..grove.servers import ServerConfig
+    from ..variables import Overrides
+
+
+class _ModelKey(Protocol):
+    @property
+    def api_key(self) -> str | None: ...
+
+
+class _Servers(Protocol):
+    @property
+    def servers(self) -> Mapping[str, ServerConfig]: ...
+
+
+class SecretSettings(Protocol):
+    """What finding the secrets reads of a command's settings (a sagepy.settings.Settings)."""
+
+    overrides: Overrides
+
+    @property
+    def tools(self) -> _Servers: ...
+
+    @property
+    def llm(self) -> _ModelKey: ...
+
 
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def known_secrets(settings: Settings) -> list[str]:
+def known_secrets(settings: SecretSettings) -> list[str]:
     env = settings.overrides
     found: list[str] = []
     key = settings.llm.api_key

@@ -34,7 +34,7 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from .. import __version__
+from ..version import __version__
 from .config import ExportConfig
 
 EXIT_WAIT_S = 5.0

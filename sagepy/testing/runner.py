@@ -83,14 +83,15 @@ _TEST_DECLARATION = re.compile(r'^[ \t]*test[ \t]+"((?:[^"\\\n]|\\.)*)"', re.MUL
 
 
 def load_test_file(path: str, session: Session) -> LoadedFile:
-    program, diags = session.compile(path, session.build_runtime(), test_file=True)
-    compiled = program.compiler.tests if hasattr(program, "compiler") else []
+    from ..engine.program import CheckFailed, compile_session
+    try:
+        program = compile_session(session, path, require_run=False, test_file=True)
+    except CheckFailed as failed:
+        declared = _declared_names(failed.loaded, path) if failed.loaded is not None else []
+        return LoadedFile(path, [], failed.diagnostics, declared)
     cases = [TestCase(path, decl.name, body, decl.annotation == "serial", session)
-             for decl, body, env in compiled if os.path.abspath(env.path) == os.path.abspath(path)]
-    declared = [case.name for case in cases]
-    if any(d.severity == "error" for d in diags):
-        declared = _declared_names(program, path)
-    return LoadedFile(path, cases, diags, declared)
+             for decl, body, env in program.tests if os.path.abspath(env.path) == os.path.abspath(path)]
+    return LoadedFile(path, cases, [], [case.name for case in cases])
 
 
 def _declared_names(program: Any, path: str) -> list[str]:
@@ -114,7 +115,11 @@ def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False) -> TestRes
         with lock:
             output.extend(text.split("\n"))
 
-    runtime = case.session.build_runtime(out=capture, err=capture, mocks=MockQueues(), real_llm=real_llm)
+    from ..engine.execute import runtime_for
+    from ..engine.host import Host
+    # a test's host: its output captured, the mocks layer first in its chain
+    runtime = runtime_for(case.session, Host(out=capture, err=capture, mocks=MockQueues(), real_llm=real_llm,
+                                             telemetry=False))
     effects = runtime.effects
     ctx = AgentInstance(runtime, None, 0, None)
     outcome: dict[str, Any] = {}

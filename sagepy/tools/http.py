@@ -16,7 +16,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from .. import __version__, aio, net
+from .. import aio, net
+from ..version import __version__
 from ..core.errors import AgentCancelled
 from . import seconds_text, time_limit, tool_error
 

@@ -9,10 +9,22 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Protocol
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..settings import Settings
+
+
+class VersionedProject(Protocol):
+    """What the version reads of a command's session (a sagepy.session.Session): its project's root and
+    settings, and the module tree of an entry file."""
+
+    settings: Settings
+
+    @property
+    def root(self) -> str: ...
+
+    def load(self, entry: str) -> Any: ...
 
 
 def program_version(root: str, files: Iterable[str]) -> str:
@@ -32,7 +44,7 @@ def program_version(root: str, files: Iterable[str]) -> str:
     return digest.hexdigest()[:12]
 
 
-def version_files(session: Session, modules: Iterable[str]) -> list[str]:
+def version_files(session: VersionedProject, modules: Iterable[str]) -> list[str]:
     """grove.toml, the module files given and the extern modules of `session`'s project."""
     files = list(modules)
     if session.settings.grove_path is not None:
@@ -41,7 +53,7 @@ def version_files(session: Session, modules: Iterable[str]) -> list[str]:
     return files
 
 
-def session_version(session: Session, entry: str) -> str:
+def session_version(session: VersionedProject, entry: str) -> str:
     """The version of the program whose entry file is `entry`, loading its module tree to find its files."""
     program = session.load(entry)
     return program_version(session.root, version_files(session, [m.path for m in program.modules]))

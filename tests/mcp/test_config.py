@@ -244,7 +244,7 @@ def test_elicitation_answers_from_resolver_values():
 
 
 def test_unset_references_in_args_are_e091_at_the_args_key(tmp_path, monkeypatch):
-    from sagepy.mcp.verify import unset_variable_diagnostics
+    from sagepy.mcptools.verify import unset_variable_diagnostics
     monkeypatch.delenv("SAGE_CFG_TEST_ROOT", raising=False)
     monkeypatch.setenv("SAGE_CFG_TEST_SET", "x")
     servers, _, _ = _parse(tmp_path, '[tools.X]\ncommand = "a"\n'

@@ -5,7 +5,7 @@ import tomllib
 
 import pytest
 
-from sagepy.mcp.host_configs import HostConfigError, appended, convert, read_servers, toml_table
+from sagepy.mcptools.host_configs import HostConfigError, appended, convert, read_servers, toml_table
 
 
 def test_variables_become_dollar_references():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sagepy.check.symbols import BUILTIN_TOOLS
+from sagepy.binding import BUILTIN_TOOLS
 from sagepy.core.errors import AgentCancelled, SageRaise
 from sagepy.tools import SAFETY, call_builtin_tool
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sagepy.mcp.generate import generate, tool_block_name
+from sagepy.mcptools.generate import generate, tool_block_name
 from tools_cli_helpers import run_sage, sage_process, write
 
 RICH = Path(__file__).resolve().parent / "servers" / "rich.py"

@@ -24,13 +24,14 @@ if TYPE_CHECKING:
 
 
 class Compiler(Items, Statements, Expressions, Calls, Messaging, TestCode):
-    """Compiles a checked program for `runtime` (the run's, or the test file's: a summon outside any agent
-    starts its agent there) and keeps the program's test blocks in `tests`; `externs` maps each
+    """Compiles a checked program once, for any number of runs: its closures find their run through the agent
+    running them (frame slot 0). `runtime`: where a summon outside any agent starts its agent (a test file's
+    constants), else None. It keeps the program's test blocks in `tests`; `externs` maps each
     `extern fn` name to the Python function the link step found for it; `builtins` and `constants` are the
     native standard library (sagepy.builtins), of which the `io_builtins` read or change the world: each of
     their calls is an `io` step of the calling agent's effects chain (SPEC §14)."""
 
-    def __init__(self, runtime: Runtime, externs: dict[str, Callable[..., Any]],
+    def __init__(self, runtime: Runtime | None, externs: dict[str, Callable[..., Any]],
                  builtins: dict[str, Callable[..., Any]], constants: dict[str, Any],
                  io_builtins: dict[str, Callable[..., Any]]) -> None:
         self.runtime = runtime
@@ -48,8 +49,9 @@ class Compiler(Items, Statements, Expressions, Calls, Messaging, TestCode):
         self.current_context = current_context
 
     def trace(self, ctx: Any, kind: str, data: dict) -> None:
-        effects = ctx.runtime.effects if ctx is not None and ctx.runtime.effects is not None else self.runtime.effects
-        effects.trace(ctx, kind, data)
+        runtime = ctx.runtime if ctx is not None and ctx.runtime.effects is not None else self.runtime
+        if runtime is not None:
+            runtime.effects.trace(ctx, kind, data)
 
 
 def _io_step(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:

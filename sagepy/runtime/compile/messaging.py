@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...check.symbols import ToolRef
+from ...effects.step import current_context
 from ..agents import AgentInstance, MailboxClosed, YieldSignal
 from ...core.errors import SageRaise, raise_at
 from ..lifecycle import spawn
@@ -34,7 +35,11 @@ class Messaging:
         def summon(frame: list) -> AgentInstance:
             fields = {n: code(frame) for n, code in given}
             parent = frame[0]
-            return spawn(agent, fields, parent, parent.runtime if parent is not None else runtime)
+            if parent is not None:
+                return spawn(agent, fields, parent, parent.runtime)
+            # a constant's first evaluation: the run of the agent evaluating it, or the test file's runtime
+            ctx = current_context()
+            return spawn(agent, fields, None, ctx.runtime if ctx is not None else runtime)
         return summon
 
     def e_AwaitExpr(self, node: Any) -> Code:
@@ -134,21 +139,24 @@ class Messaging:
         file, span = self.file, node.span
         if node.offered is not None:
             return self.divine_with_tools(node, prompt)
+        model = self.expr(node.model) if node.model is not None else None
 
         def divine(frame: list) -> Any:
             p = prompt(frame)
+            ctx = frame[0]
+            overrides = ctx.llm_overrides if model is None else dict(ctx.llm_overrides or (), model=model(frame))
             try:
-                ctx = frame[0]
-                return ctx.runtime.effects.divine(ctx, p, target, infer, ctx.llm_overrides)
+                return ctx.runtime.effects.divine(ctx, p, target, infer, overrides)
             except SageRaise as exc:
-                raise located(exc, file, span, frame[0])
+                raise located(exc, file, span, ctx)
         return divine
 
     def divine_with_tools(self, node: Any, prompt: Code) -> Code:
         """`divine(p, tools: [...], max_steps: n)` (SPEC §4.12): the offered functions are fixed here; a
-        dynamic handle is evaluated with the call, like `max_steps`."""
+        dynamic handle is evaluated with the call, like `max_steps` and `model`."""
         offered = [entry if isinstance(entry, ToolRef) else self.expr(entry) for entry in node.offered]
         steps = self.expr(node.max_steps) if node.max_steps is not None else None
+        model = self.expr(node.model) if node.model is not None else None
         target, infer = node.target, node.infer
         file, span = self.file, node.span
 
@@ -157,9 +165,9 @@ class Messaging:
             entries = [entry if isinstance(entry, ToolRef) else entry(frame) for entry in offered]
             max_steps = steps(frame) if steps is not None else None
             ctx = frame[0]
+            overrides = ctx.llm_overrides if model is None else dict(ctx.llm_overrides or (), model=model(frame))
             try:
-                return ctx.runtime.effects.divine_with_tools(ctx, p, target, infer, ctx.llm_overrides, entries,
-                                                             max_steps)
+                return ctx.runtime.effects.divine_with_tools(ctx, p, target, infer, overrides, entries, max_steps)
             except SageRaise as exc:
                 raise located(exc, file, span, ctx)
         return divine

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from ..grove.servers import McpSettings, ServerConfig, parse_server
-from .failures import McpFailure
+from ..mcp.failures import McpFailure
 
 _LABEL = re.compile(r"[^A-Za-z0-9_.-]+")
 # Launchers whose first plain argument names the server better than they do (`python srv.py`, `npx -y pkg`).
@@ -87,7 +87,7 @@ def describe_servers(root: str, servers: Mapping[str, ServerConfig], settings: M
     """Connect to every server (all started at once), describe it (`ConnectionPool.describe`, with prompts and
     resources when `catalogue`) and disconnect. Each entry is the description or the McpFailure that
     prevented it. Server logs go to `log_dir` (default: the project's `.sage/logs`)."""
-    from .pool import ConnectionPool
+    from ..mcp.pool import ConnectionPool
     manager = ConnectionPool(root, dict(servers), settings, log_dir=log_dir)
     results: dict[str, dict | McpFailure] = {}
     try:

@@ -23,10 +23,10 @@ from ..syntax import ast as A
 from ..core.types import (BOOL, FLOAT, INT, STRING, UNIT, EnumT, ListT, MapT, OptionT, Prim, RecordT, ResultT,
                      TupleT, Type, type_name)
 from ..grove.keys import Locator
-from ..check.symbols import AmbiguousBinding
+from ..binding import AmbiguousBinding
 from ..grove.servers import ServerConfig
-from .references import private_key_reference, reference_places, referenced_names
-from .failures import McpFailure
+from ..mcp.references import private_key_reference, reference_places, referenced_names
+from ..mcp.failures import McpFailure
 from .inspect import describe_servers, json_type_text, resolve_ref, schema_defs
 
 if TYPE_CHECKING:

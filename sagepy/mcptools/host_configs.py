@@ -18,7 +18,7 @@ import re
 import sys
 from typing import Any, Mapping
 
-from ..check.symbols import BUILTIN_TOOLS
+from ..binding import BUILTIN_TOOLS
 from .generate import tool_block_name
 
 # `${env:VAR}`, `${VAR}`, `${input:id}`, `${userHome}`, `${workspaceFolder}`, … and `$VAR`.

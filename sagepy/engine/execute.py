@@ -1,0 +1,249 @@
+"""One run of a compiled Program (SPEC §20): build the run's Runtime and effects chain from its Host, create
+or resume the durable run, start the entry agent, wait for its end or a stop, and say how it ended.
+
+Everything the run says goes through the Host (`host.err` for notices, `host.unhandled` for an uncaught
+error); nothing here prints, exits or installs signal handlers: the CLI turns signals into `host.stop`.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
+
+from .outcome import COMPLETED, FAILED, RunOutcome, status_of
+
+if TYPE_CHECKING:
+    from ..runtime.agents import Runtime
+    from ..session import Session
+    from .host import Host
+
+
+class Program(Protocol):
+    """What a run reads of its compiled program (sagepy.engine.program.Program, which calls this module)."""
+
+    session: Session
+    path: str
+    entry: str | None
+    uses: frozenset[str]
+
+    @property
+    def version(self) -> str: ...
+
+    def agent(self, name: str) -> Any: ...
+
+
+def execute(program: Program, host: Host, args: Sequence[str] | Mapping[str, Any], entry: str | None,
+            run_id: str | None, resume: bool) -> RunOutcome:
+    from ..deepstack import deep_recursion
+    target, fields, program_args = _entry(program, args, entry)
+    # Sage calls nest several Python frames deep: the limit is raised while the program runs and restored
+    # afterwards, so that the caller's thread keeps its own
+    with deep_recursion():
+        return _execute(program, host, target, fields, program_args, run_id, resume)
+
+
+def _entry(program: Program, args: Any, entry: str | None) -> tuple[Any, dict, list[str]]:
+    """The agent to start, its fields (Sage values) and what `args()` returns. A caller's mistake (an unknown
+    agent, fields that do not fit) raises ValueError: it is not the program's failure."""
+    name = entry if entry is not None else program.entry
+    if name is None:
+        raise ValueError("the program has no `run` declaration: name the agent to run with entry=")
+    target = program.agent(name)
+    if target is None:
+        raise ValueError(f"no agent {name} in {program.path}")
+    if entry is None:
+        if isinstance(args, Mapping):
+            raise ValueError("args of the entry agent are the program's arguments: a sequence of strings")
+        return target, {}, [str(a) for a in args]
+    if not isinstance(args, Mapping):
+        raise ValueError(f"args of agent {name} are its fields, as a dict")
+    return target, _fields(target, dict(args)), []
+
+
+def _fields(target: Any, given: dict) -> dict:
+    from ..core.convert import ConversionError, from_json
+    from ..core.types import OptionT
+    from ..core.values import NONE
+    info = target.decl.info
+    fields: dict = {}
+    for fname, field in info.fields.items():
+        if field.persistent:
+            continue
+        if fname not in given:
+            if isinstance(field.type, OptionT):
+                fields[fname] = NONE
+                continue
+            raise ValueError(f"agent {target.name}: missing field {fname}")
+        try:
+            fields[fname] = from_json(given.pop(fname), field.type)
+        except ConversionError as exc:
+            raise ValueError(f"agent {target.name}: field {fname}: {exc}") from None
+    if given:
+        raise ValueError(f"agent {target.name} has no field {sorted(given)[0]}")
+    return fields
+
+
+def _execute(program: Program, host: Host, target: Any, fields: dict, program_args: list[str],
+             run_id: str | None, resume: bool) -> RunOutcome:
+    from ..diagnostics import display_path
+    session = program.session
+    settings = session.settings
+    persistent = settings.persistence.present or resume
+    if resume and not settings.persistence.present:
+        from ..runtime.durable import NEEDS_PERSISTENCE
+        host.err(NEEDS_PERSISTENCE)
+        return RunOutcome(FAILED, 1)
+    store = host.store
+    if store is None and persistent:
+        from ..session import store_open_failure
+        from ..store.base import NewerFormat, Unavailable
+        from ..store.config import StoreConfigError
+        try:
+            store = session.open_store()
+        except (Unavailable, NewerFormat, StoreConfigError) as exc:   # refused before anything runs
+            host.err(store_open_failure(_target(settings), exc))
+            return RunOutcome(FAILED, 1)
+    durable = persistent and (host.durable is not False or resume)
+    runtime = runtime_for(session, host, store=store, durable=durable, program_args=program_args,
+                          export=display_path(program.path) if host.telemetry else None)
+    if host.mocks is None:
+        runtime.effects.prestart(set(program.uses))
+    try:
+        if not durable:
+            return _run(program, host, runtime, target, fields, None)
+        from ..runtime.durable import DurableExit, DurableRun
+        from ..store.base import Busy, Unavailable
+        try:
+            try:
+                run = DurableRun.prepare(runtime.store.backend, (run_id or "last") if resume else None, host.err)
+                run.check_version(program.version)
+                run.start(display_path(program.path), runtime, runtime.effects.journal, run_id)
+            except DurableExit as exc:
+                if exc.message:
+                    host.err(exc.message)
+                # an ended run keeps its status; a run this process may not execute now failed to run here
+                return RunOutcome(exc.status or FAILED, exc.code, run_id=run_id if resume else None)
+            return _run(program, host, runtime, target, fields, run)
+        except (Busy, Unavailable) as exc:   # the run's record could not be read or written
+            from ..session import store_open_failure
+            host.err(store_open_failure(_target(settings), exc))
+            return RunOutcome(FAILED, 1)
+    finally:
+        host.effects = None
+        runtime.effects.close()
+        if host.store is None:
+            runtime.store.close()
+
+
+def runtime_for(session: Session, host: Host, *, store: Any = None, durable: bool = False,
+                program_args: Sequence[str] = (), export: str | None = None) -> Runtime:
+    """A run's Runtime and effects chain, assembled from its Host (a test's too: `sage test` runs each test
+    block on a runtime of its own); `store`: the opened `@persistent` store, else process memory; `durable`:
+    the chain journals into it; `export`: the entry file as displayed, when spans may be exported."""
+    runtime = session.build_runtime(out=host.out, err=host.err, store=store, durable=durable,
+                                    trace=(host.trace_file, host.trace_stderr), mocks=host.mocks,
+                                    real_llm=host.real_llm, program_args=list(program_args), export=export,
+                                    io=host.io_functions())
+    host.effects = runtime.effects
+    return runtime
+
+
+def _target(settings: Any) -> Any:
+    try:
+        return settings.state_target()
+    except Exception:   # the same problem opening the store reported: the message names no target then
+        return None
+
+
+def _run(program: Program, host: Host, runtime: Runtime, target: Any, fields: dict, run: Any) -> RunOutcome:
+    effects = runtime.effects
+    started = time.monotonic()
+    effects.trace(None, "run.start", {"entry": target.name})
+    code, ending, inst = 1, "stopped", None
+    try:
+        code, ending, inst = _run_agent(host, runtime, target, fields, run.journal if run is not None else None)
+    finally:
+        effects.trace(None, "run.end", {"exit_code": code, "duration_ms": int((time.monotonic() - started) * 1000)})
+        if run is not None:
+            run.finish(code, ending)
+    value = error = None
+    if inst is not None and ending == COMPLETED:
+        value = _value_json(inst.result)
+    elif inst is not None and inst.error is not None and ending == FAILED:
+        error = inst.error.display()
+    return RunOutcome(status_of(ending, code), code, value, error, run.run_id if run is not None else None,
+                      _usage(effects))
+
+
+def _value_json(result: Any) -> Any:
+    from ..core.convert import ConversionError, to_json
+    from ..core.values import UNIT
+    if result is UNIT:
+        return None
+    try:
+        return to_json(result)
+    except ConversionError:   # a value with no JSON form (an agent handle, a function)
+        return None
+
+
+def _usage(effects: Any) -> dict:
+    usage = getattr(effects, "usage", None)
+    return usage.summary() if usage is not None else {}
+
+
+def _run_agent(host: Host, runtime: Runtime, agent: Any, fields: dict, journal: Any) -> tuple[int, str, Any]:
+    """Run the entry agent or supervisor: (exit code, how the run ended: `completed`, `failed`, `halted`,
+    `paused`, `cancelled` or `stopped` — told to stop, or a journal divergence, after which a durable run stays
+    resumable —, the entry agent's instance)."""
+    from ..deepstack import start_thread
+    from ..runtime.agents import AgentInstance
+    from ..runtime.lifecycle import run_lifecycle
+    from ..runtime.supervisors import SupervisorPlan, start_supervisor
+    finished = threading.Event()
+    cancel = host.cancel
+    if isinstance(agent, SupervisorPlan):
+        inst = start_supervisor(runtime, agent, None, number=0)
+
+        def body() -> None:
+            inst.done.wait()
+            finished.set()
+    else:
+        inst = AgentInstance(runtime, agent, 0, None)
+        inst.fields = fields
+        runtime.register(inst)
+
+        def body() -> None:
+            try:
+                run_lifecycle(inst, entry=True)
+            finally:
+                finished.set()
+    thread = start_thread(body, inst.display_name)
+    if not isinstance(agent, SupervisorPlan):
+        inst.thread = thread
+    while not finished.wait(0.1):
+        if cancel.is_set() or (journal is not None and journal.stopped.is_set()):
+            break
+    if cancel.is_set() and not finished.is_set():
+        runtime.stop_all()
+        runtime.shutdown(grace_seconds=2.0)
+        return host.cancel_code, "stopped", inst
+    if journal is None or not journal.stopped.is_set():
+        runtime.shutdown(grace_seconds=2.0)
+    if journal is not None and journal.stopped.is_set():   # a halt or a divergence, maybe in an `on stop`
+        runtime.stop_all()
+        runtime.shutdown(grace_seconds=2.0)
+        if journal.stop_message:   # a pause says which steps wait once the run has released its lease
+            runtime.write_err(journal.stop_message)
+        return journal.stop_code, journal.kind if journal.kind in ("halted", "cancelled", "paused") else "stopped", inst
+    for failed in runtime.unawaited_failures():
+        if failed is inst:
+            continue
+        runtime.write_err(f"warning: agent {failed.display_name} failed and was never awaited: "
+                          f"{failed.error.display()}")
+    if inst.error is not None:
+        host.unhandled(inst.display_name, inst.error)
+        return 1, FAILED, inst
+    result = inst.result
+    if type(result) is int:
+        return max(0, min(255, result)), COMPLETED, inst
+    return 0, COMPLETED, inst

@@ -1,0 +1,35 @@
+"""What a run ends with (SPEC §20): `RunOutcome`, and the words a command says of it."""
+from __future__ import annotations
+
+from typing import Any
+
+COMPLETED, FAILED, HALTED, PAUSED, CANCELLED = "completed", "failed", "halted", "paused", "cancelled"
+
+
+class RunOutcome:
+    """How one run ended. `status`: completed, failed, halted, paused or cancelled; `exit_code`: what
+    `sage run` exits with; `value`: the entry agent's yielded value as JSON (SPEC §5), None when it yielded
+    nothing or failed; `error`: the uncaught error's display, or None; `run_id`: the durable run's id;
+    `usage`: the model usage of the run (SPEC §23)."""
+
+    __slots__ = ("status", "exit_code", "value", "error", "run_id", "usage")
+
+    def __init__(self, status: str, exit_code: int, value: Any = None, error: str | None = None,
+                 run_id: str | None = None, usage: dict | None = None) -> None:
+        self.status = status
+        self.exit_code = exit_code
+        self.value = value
+        self.error = error
+        self.run_id = run_id
+        self.usage = usage if usage is not None else {}
+
+    def __repr__(self) -> str:
+        return (f"RunOutcome(status={self.status!r}, exit_code={self.exit_code}, value={self.value!r}, "
+                f"error={self.error!r}, run_id={self.run_id!r})")
+
+
+def status_of(ending: str, code: int) -> str:
+    """The status of a run that ended as the runtime says (`stopped`: told to stop, or a divergence)."""
+    if ending in (COMPLETED, FAILED, HALTED, PAUSED, CANCELLED):
+        return ending
+    return CANCELLED if code in (130, 143) else FAILED
