@@ -21,7 +21,7 @@ each make 5 typed calls (`--mcp-calls`) of its `add` tool through one shared con
 `Client` making the same calls from as many asyncio tasks over one connection.
 
     python bench/scale.py [--agents 100 1000 5000] [--calls 2] [--latency-ms 500] [--rounds 1]
-                          [--mcp-agents 1000] [--mcp-calls 5] [--no-mcp]
+                          [--mcp-agents 1000] [--mcp-calls 5] [--no-mcp] [--no-model]
 """
 from __future__ import annotations
 
@@ -154,6 +154,9 @@ def _mcp_baseline(url: str, agents: int, calls: int) -> None:
     """The MCP SDK's client: `agents` asyncio tasks, each making `calls` calls of `add` over one connection."""
     import asyncio
 
+    # This script's directory heads sys.path and holds bench/mcp.py: drop it, or `import mcp` finds that file.
+    here = Path(__file__).resolve().parent
+    sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != here]
     from mcp import Client
 
     async def main() -> None:
@@ -207,7 +210,8 @@ class Server:
     `port`) one that serves on that port until it is terminated."""
 
     def __init__(self, command: list[str], cwd: Path, port: int | None = None) -> None:
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=cwd)
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=cwd,
+                                        stderr=subprocess.DEVNULL if port is not None else None)
         if port is None:
             self.url = self.process.stdout.readline().strip()   # type: ignore[union-attr]
         else:
@@ -319,11 +323,13 @@ def main() -> None:
     parser.add_argument("--mcp-agents", type=int, default=1000)
     parser.add_argument("--mcp-calls", type=int, default=5)
     parser.add_argument("--no-mcp", action="store_true")
+    parser.add_argument("--no-model", action="store_true")
     options = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sage-scale-"))
     try:
         env = bench_env(work / "cache")
-        model_rounds(options, env, work)
+        if not options.no_model:
+            model_rounds(options, env, work)
         if not options.no_mcp:
             mcp_rounds(options, env, work)
     finally:
