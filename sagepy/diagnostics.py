@@ -5,6 +5,8 @@ Styled output (rich) lives in sagepy/render.py; this module only builds the exac
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from typing import Any
 
 
@@ -86,26 +88,41 @@ def display_path(path: str | None) -> str:
     return absolute
 
 
-_SOURCES: dict[str, list[str]] = {}
+# The lines of the files most recently loaded or shown, newest last: the text as sagepy read it (a file that
+# is not valid UTF-8 as decoded, grove.toml with its passwords masked, an editor's unsaved buffer), which a
+# report quotes rather than what is on disk now. Bounded, so that a process compiling many programs (an
+# evaluation, a language server) keeps the sources of the latest ones only.
+_SOURCES: OrderedDict[str, list[str]] = OrderedDict()
+_SOURCES_KEPT = 256
+_SOURCES_LOCK = threading.Lock()
 
 
 def remember_source(path: str, text: str) -> None:
     """Keep a file's lines so that diagnostics and runtime reports can show them."""
-    _SOURCES[os.path.abspath(path)] = text.split("\n")
+    _keep(os.path.abspath(path), text.split("\n"))
+
+
+def _keep(absolute: str, lines: list[str]) -> None:
+    with _SOURCES_LOCK:
+        _SOURCES[absolute] = lines
+        _SOURCES.move_to_end(absolute)
+        while len(_SOURCES) > _SOURCES_KEPT:
+            _SOURCES.popitem(last=False)
 
 
 def source_line(path: str | None, line: int) -> str | None:
     if not path:
         return None
     absolute = os.path.abspath(path)
-    lines = _SOURCES.get(absolute)
+    with _SOURCES_LOCK:
+        lines = _SOURCES.get(absolute)
     if lines is None:
         try:
             with open(absolute, encoding="utf-8", errors="replace") as fh:
                 lines = fh.read().split("\n")
         except OSError:
             return None
-        _SOURCES[absolute] = lines
+        _keep(absolute, lines)
     if 1 <= line <= len(lines):
         return lines[line - 1].rstrip("\r")
     return None

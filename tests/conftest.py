@@ -17,12 +17,19 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
 NODE_DIR = Path(__file__).resolve().parent / "mcp" / "node"
+
+# A suite started in the background by a non-interactive shell (`python -m pytest … &` in a script) inherits
+# SIGINT ignored, and so would every process it starts: `sage` would never see the Ctrl-C that the signal
+# tests send it, nor a shell its own `kill -INT $$`. The tests send signals on purpose: they get the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _installed(node_dir: Path = NODE_DIR) -> bool:

@@ -23,7 +23,7 @@ MAX_LINES = 600
 # `check`, beside `cli`.
 ORDER: tuple[tuple[str, ...], ...] = (
     ("core",),                                   # values, errors, types, Sage<->JSON conversion, JSON text
-    ("aio", "binding", "deepstack", "diagnostics", "errorcodes", "render", "resources",
+    ("aio", "binding", "deepstack", "diagnostics", "effect_builtins", "errorcodes", "render", "resources",
      "secrecy", "terminal", "testfiles", "tls", "traceview", "version"),  # helpers that need nothing of sagepy but core; the trace viewer
     ("approval_policy", "net", "progress"),      # helpers on helpers (binding, tls, render)
     ("syntax",),                                 # source -> AST

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core import types as T
 from ..diagnostics import did_you_mean
+from ..effect_builtins import EFFECT_BUILTINS
 from ..syntax import ast as A
 from .body import Body, Locals
 from .names import ASSERTIONS, BUILTIN, INTRINSICS, VariantRef
@@ -20,15 +21,12 @@ from .typeops import ANY, PersistedT, contains_hole, fits, instantiate, is_open,
 
 # builtins whose type parameter only the result mentions: the runtime passes them the type to produce
 RESULT_TYPED = ("json_decode",)
-# builtins that are effects steps whose value holds prelude records: the runtime gives the step the declared
-# type, by which a mock's value becomes wire data under `sage test`
-STEP_TYPED = ("mcp_server_info", "mcp_resources", "mcp_resource_templates", "mcp_prompts")
 
 
 class Calls:
     """Mixin of the checker."""
 
-    def e_Call(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
+    def e_Call(self, node: A.Call, cx: Body, lc: Locals, expected: Any) -> T.Type:
         fn = node.fn
         node.ref = None
         if isinstance(fn, A.Name) and lc.find(fn.name) is None:
@@ -88,7 +86,10 @@ class Calls:
         sig = self.prelude.fns.get(name)
         if sig is not None:
             result = self.call_sig(sig, node, cx, lc, expected)
-            if name in RESULT_TYPED or name in STEP_TYPED:
+            effect = EFFECT_BUILTINS.get(name)
+            # the runtime gives the builtin its type (`json_decode`), or the step its declared type, by which a
+            # mock's value becomes wire data under `sage test` (sagepy.effect_builtins)
+            if name in RESULT_TYPED or (effect is not None and effect.declared_type):
                 node.target = result
             return result
         if name in self.prelude.consts:

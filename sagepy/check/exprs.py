@@ -56,7 +56,7 @@ class Expressions:
                 self.expr(part, cx, lc)
         return T.STRING
 
-    def e_Name(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
+    def e_Name(self, node: A.Name, cx: Body, lc: Locals, expected: Any) -> T.Type:
         var = lc.find(node.name)
         if var is not None:
             node.ref = None

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 from ..core import types as T
 from .body import Var
 from .env import ModuleScope
+from .names import BUILTIN
 from .symbols import AgentInfo, Entity, ToolInfo
 from .typeops import PersistedT
 
@@ -221,7 +222,7 @@ class _Builder:
             return self.by_id.get(id(target.decl))
         if isinstance(target, ModuleScope):
             return self.by_id.get(id(target))
-        if target == "builtin":
+        if target is BUILTIN:
             return self.builtin(name)
         if isinstance(target, ToolInfo):
             return self.by_id.get(id(target)) or self.builtin(target.name, "tool", target)

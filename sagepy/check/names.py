@@ -7,16 +7,24 @@ construction and patterns have one code path.
 """
 from __future__ import annotations
 
-from typing import Any
+from enum import Enum
+from typing import Any, Final
 
 from ..core import types as T
 from ..diagnostics import did_you_mean
 from .body import Body, Locals
-from .symbols import Entity
+from .symbols import Entity, ToolRef
 from .typeops import ANY, erase_vars, instantiate, resolve, unify
 
-# `Name.ref` / `Call.ref` of a prelude builtin, constant or intrinsic (the runtime finds it by name)
-BUILTIN = "builtin"
+
+class Builtin(Enum):
+    """The `Name.ref` / `Call.ref` of a prelude builtin, constant, intrinsic or assertion: the runtime finds it by
+    name. One member, `BUILTIN`, compared with `is` (an enum member, so that a type checker narrows on it)."""
+
+    BUILTIN = "builtin"
+
+
+BUILTIN: Final = Builtin.BUILTIN
 INTRINSICS = ("print", "print_err", "str", "len", "sort", "map_set", "map_delete")
 ASSERTIONS = ("assert", "assert_true", "assert_false", "assert_eq", "assert_neq", "assert_gt", "assert_lt",
               "assert_gte", "assert_lte", "assert_contains", "assert_not_contains", "assert_starts_with",
@@ -40,6 +48,11 @@ class VariantRef:
         self.payload = payload
         self.result = result
 
+
+# What the checker records on `Name.ref` (None: a local variable, whose `slot` is set instead) and on `Call.ref`
+# (None: a call of a value, such as a closure in a variable); sagepy/syntax/ast.pyi types the slots with these.
+NameRef = Entity | VariantRef | Builtin
+CallRef = Entity | VariantRef | ToolRef | Builtin
 
 _T, _E = T.TypeVar("T"), T.TypeVar("E")
 BUILTIN_VARIANTS = {

@@ -15,12 +15,11 @@ from typing import Any
 
 from ..core import types as T
 from ..diagnostics import did_you_mean
+from ..effect_builtins import MCP_MOCK_KEYS
 from ..syntax import ast as A
 from .body import Body, Locals, Loop, Var
 from .typeops import ANY, NEVER, fits, is_open, merge, prim_named, show
 
-MCP_MOCK_KEYS = ("connect", "list_tools", "call", "disconnect", "server_info", "resources", "resource_templates",
-                 "read_resource", "prompts", "get_prompt")
 
 
 class Statements:

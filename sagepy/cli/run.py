@@ -41,14 +41,18 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
     for `--no-journal` (SPEC §14: with `[persistence]` every run is durable unless told otherwise);
     `whole_process`: the run is the process (the `sage` command), which ends when it does."""
     from ..engine.program import CheckFailed, compile_session
-    store, refused = _open_store(session, resume)
+    claim = None
+    if resume is not None:   # a worker's run in a process of its own: it dies with the worker
+        from ..workers.child import WorkerClaim
+        claim = WorkerClaim.from_environment()
+    store, refused = _open_store(session, resume, claim)
     if refused is not None:
         return refused
     try:
         try:
             program = compile_session(session, entry_path)
         except CheckFailed as failed:
-            return _refused(session, failed, store, resume)
+            return _refused(session, failed, store, resume, claim)
         if whole_process:
             # What loading and compiling left (modules, the parser, the prelude, the ASTs and their closures)
             # lives until the process ends: frozen, it is skipped by the collections of the run and of the
@@ -60,13 +64,14 @@ def run_entry(session: Session, entry_path: str, trace_file: str | None = None, 
         trace = session.trace_target(trace_file, trace_stderr)
         host = TerminalHost(store=store, durable=journal or resume is not None, trace_file=trace[0],
                             trace_stderr=trace[1])
+        host.claim = claim
         return _run_with_signals(program, host, program_args or [], resume)
     finally:
         if store is not None:
             store.close()
 
 
-def _open_store(session: Session, resume: str | None) -> tuple[Any, int | None]:
+def _open_store(session: Session, resume: str | None, claim: Any) -> tuple[Any, int | None]:
     """The project's store of a run with `[persistence]` (or None), or the exit code of a refusal: a store
     that cannot be opened, or a run to resume that has ended, is refused before the program is loaded."""
     from ..session import store_open_failure
@@ -92,7 +97,7 @@ def _open_store(session: Session, resume: str | None) -> tuple[Any, int | None]:
         return store, None
     from ..runtime.durable import DurableExit, DurableRun
     try:
-        DurableRun.prepare(store.backend, resume, _stderr_line)
+        DurableRun.prepare(store.backend, resume, _stderr_line, claim)
     except DurableExit as exc:
         store.close()
         sys.stderr.write(exc.message + "\n")
@@ -104,14 +109,14 @@ def _open_store(session: Session, resume: str | None) -> tuple[Any, int | None]:
     return store, None
 
 
-def _refused(session: Session, failed: CheckFailed, store: Any, resume: str | None) -> int:
+def _refused(session: Session, failed: CheckFailed, store: Any, resume: str | None, claim: Any) -> int:
     """A program with errors is reported, unless it is a worker's run whose files changed since the worker
     started: that run is left, before anything is reported, for a worker of its version (SPEC §14.2)."""
     if store is not None and resume is not None:
         from ..runtime.durable import DurableExit, DurableRun
         from ..workers.version import program_version, version_files
         try:
-            run = DurableRun.prepare(store.backend, resume, _stderr_line)
+            run = DurableRun.prepare(store.backend, resume, _stderr_line, claim)
             run.check_version(program_version(session.root, version_files(session, failed.modules)))
         except DurableExit as exc:
             return exc.code

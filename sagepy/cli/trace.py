@@ -37,9 +37,10 @@ def run_trace_command(args: Any) -> int:
         sys.stderr.write(f"error: {source} holds no trace events\n")
         return 1
     out = args.output or os.path.splitext(source)[0] + ".html"
+    page = render(trace, os.path.basename(source))   # the whole page first: never a half-written file
     try:
         with open(out, "w", encoding="utf-8") as f:
-            f.write(render(trace, os.path.basename(source)))
+            f.write(page)
     except OSError as exc:
         sys.stderr.write(f"error: cannot write {out}: {exc.strerror or exc}\n")
         return 1

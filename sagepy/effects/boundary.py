@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import types as T
 from ..core.errors import SageRaise
 from ..core.values import NONE, UNIT, Variant, some
+from ..effect_builtins import EFFECT_BUILTINS
 from .chain import Perform
 from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
 from .trace import Tracer
@@ -24,17 +25,6 @@ if TYPE_CHECKING:
     from ..check.symbols import ToolRef
     from ..settings import Settings
 
-# Classes of `io` steps (SPEC §14): reading the world may be done again, writing a whole file or making a
-# directory has the same effect twice, appending does not.
-IO_SAFETY = {"now_ms": "read_only", "now_s": "read_only", "env": "read_only", "env_or": "read_only",
-             "read_line": "read_only", "read_all": "read_only", "read_file": "read_only",
-             "list_dir": "read_only", "file_exists": "read_only", "sleep_ms": "read_only",
-             "write_file": "idempotent", "delete_file": "idempotent", "make_dir": "idempotent",
-             "append_file": "destructive", "ask": "read_only"}
-_MCP_SAFETY = {"mcp_connect": "read_only", "mcp_list_tools": "read_only", "mcp_tools": "read_only",
-               "mcp_server_info": "read_only", "mcp_disconnect": "idempotent", "mcp_resources": "read_only",
-               "mcp_resource_templates": "read_only", "mcp_read_resource": "read_only", "mcp_prompts": "read_only",
-               "mcp_get_prompt": "read_only"}
 
 
 class Effects:
@@ -86,7 +76,7 @@ class Effects:
         ref = step.tool
         if ref.builtin:
             return sage_value(data, ref.ret)
-        wire = _wire or _load_wire()
+        wire = _wire()
         with wire.mcp_errors():
             return wire.typed_value(data, ref.ret, ref.label, ref.remote)
 
@@ -97,7 +87,7 @@ class Effects:
             approval = self._tool_gate(ctx, ref, args, source) if self.gated else None
             step = Step(TOOL, ref.label, args, ref.ret, self.world.tool_safety(ref), ctx, tool=ref, source=source)
         else:
-            arguments = (_wire or _load_wire()).tool_arguments(ref, args)
+            arguments = _wire().tool_arguments(ref, args)
             approval = self._tool_gate(ctx, ref, arguments, source) if self.gated else None
             # the class is the step's from the start once the server's listing gave it (World.known_safety);
             # before, it is looked up when first read, so that a mocked or replayed call connects to nothing
@@ -127,16 +117,18 @@ class Effects:
         return self.world.tool_safety(step.tool)
 
     def mcp_builtin(self, ctx: Any, name: str, args: list, ret: T.Type | None = None) -> Any:
-        """The dynamic MCP builtins of SPEC §8.5 (their arguments are Strings: wire data already); `ret`, the
-        declared type of those whose value holds prelude records (the checker's), becomes the step's."""
-        if name == "mcp_connection":   # a lookup of this run's handles, not a step
+        """The dynamic MCP builtins of SPEC §8.5 and §8.11 (sagepy.effect_builtins; their arguments are Strings:
+        wire data already); `ret`, the declared type the checker recorded for those that carry it, becomes the
+        step's."""
+        builtin = EFFECT_BUILTINS[name]
+        if not builtin.step:   # mcp_connection: a lookup of this run's handles
             return self._connection(args[0])
-        if name == "mcp_call":
+        if name == "mcp_call":   # a tool's call: its class is the tool's, and it may need approval
             return self.perform(self.mcp_call_step(ctx, args))
-        data = self.perform(Step(MCP, name, args, ret, _MCP_SAFETY[name], ctx))
-        if name == "mcp_disconnect":
+        data = self.perform(Step(MCP, name, args, ret, builtin.safety, ctx))
+        if builtin.unit:
             return UNIT
-        return (_wire or _load_wire()).builtin_value(name, data)
+        return _wire().builtin_value(name, data)
 
     def mcp_call_step(self, ctx: Any, args: list, caller: ToolRef | None = None) -> Step:
         """The step of `mcp_call(handle, tool, args_json)`; `caller` describes a call the model asked for."""
@@ -190,12 +182,12 @@ class Effects:
         return self.journal.live_handle(handle, self._connect_again)
 
     def _connect_again(self, step: Step) -> str:
-        wire = _wire or _load_wire()
+        wire = _wire()
         with wire.mcp_errors():
             return self.world.mcp().connect(*step.arguments)
 
     def _connection(self, handle: str) -> Variant:
-        connection_record = (_wire or _load_wire()).connection_record
+        connection_record = _wire().connection_record
         if self.mocks is not None and handle in self.mocks.issued_handles:
             suffix = handle.split(":", 1)[-1]
             return connection_record(int(suffix) if suffix.isdigit() else 0)
@@ -209,12 +201,14 @@ class Effects:
 
     # ---------------------------------------------------------------- clock, stdin, environment, files, sleep
     def io(self, ctx: Any, name: str, args: tuple | list) -> Any:
+        """An `io` builtin's call (sagepy.effect_builtins), as a step of ctx's agent."""
         if name == "ask":
             return self.ask(ctx, args[0])
-        data = self.perform(Step(IO, name, list(args), None, IO_SAFETY[name], ctx))
-        if data is None:   # Unit, or `env`'s None
-            return NONE if name == "env" else UNIT
-        return some(data) if name == "env" else data   # the others' values are their own JSON
+        builtin = EFFECT_BUILTINS[name]
+        data = self.perform(Step(IO, name, list(args), None, builtin.safety, ctx))
+        if data is None:   # Unit, or an Option's None
+            return NONE if builtin.optional else UNIT
+        return some(data) if builtin.optional else data   # the others' values are their own JSON
 
     # ---------------------------------------------------------------- people (SPEC §17)
     @property
@@ -292,13 +286,9 @@ class Effects:
             self.otel.close()
 
 
-_wire: Any = None   # sagepy.effects.wire, loaded when a program first calls an MCP tool
-
-
-def _load_wire() -> Any:
-    global _wire
+def _wire() -> Any:
+    """sagepy.effects.wire, imported when a program first calls an MCP tool."""
     from . import wire
-    _wire = wire
     return wire
 
 

@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Callable
 
+from ..effect_builtins import EFFECT_BUILTINS
 from ..store.base import StepRecord
 
 MAX_WAIT_SECONDS = 0.05
@@ -95,8 +96,9 @@ class OutcomeGroups:
                 return
 
 
-# Outcomes the program uses at once and that cannot be had again: never grouped (SPEC §14).
-_UNGROUPED_TARGETS = frozenset({"read_line", "read_all", "ask"})
+# Outcomes the program uses at once and that cannot be had again (`fresh` in sagepy.effect_builtins): never
+# grouped (SPEC §14).
+_UNGROUPED_TARGETS = frozenset(name for name, b in EFFECT_BUILTINS.items() if b.fresh)
 
 
 def groupable(record: StepRecord) -> bool:

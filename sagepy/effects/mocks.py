@@ -19,10 +19,11 @@ from typing import Any
 from ..core import types as T
 from ..core.errors import SageRaise, TestAbort
 from ..core.values import UNIT, ErrorValue, display
+from ..effect_builtins import EFFECT_BUILTINS
 from ..llm.tool_loop import final_answer, scripted_answer
 from .chain import Perform
 from .step import LLM, MCP, TOOL, Step
-from .wire import tool_objects
+from . import wire
 
 
 class Failure:
@@ -95,15 +96,6 @@ def wire_mock(label: str, value: Any, target: T.Type) -> Any:
     return to_json(converted)
 
 
-_MCP_KEYS = {"mcp_connect": "mcp.connect", "mcp_list_tools": "mcp.list_tools", "mcp_tools": "mcp.list_tools",
-             "mcp_server_info": "mcp.server_info", "mcp_call": "mcp.call", "mcp_disconnect": "mcp.disconnect",
-             "mcp_resources": "mcp.resources", "mcp_resource_templates": "mcp.resource_templates",
-             "mcp_read_resource": "mcp.read_resource", "mcp_prompts": "mcp.prompts", "mcp_get_prompt": "mcp.get_prompt"}
-# The builtins of §8.11 whose value is a list of prelude records.
-_RECORD_LISTS = {"mcp_resources": "McpResource", "mcp_resource_templates": "McpResourceTemplate",
-                 "mcp_prompts": "McpPrompt"}
-
-
 class MockLayer:
     def __init__(self, effects: Any) -> None:
         self.effects = effects          # its `mocks` queues, `real_llm` and `ended` (set when the test ends)
@@ -156,32 +148,35 @@ class MockLayer:
         return wire_mock(info.label, mock, info.ret)
 
     def _mcp(self, step: Step, next: Perform) -> Any:
-        """Consumed before any argument is looked at: a mocked call works with any config and any handle."""
+        """Consumed before any argument is looked at: a mocked call works with any config and any handle. How
+        a mock answers each builtin is sagepy.effect_builtins': its key, its value's type, its failure's words."""
         name = step.target
-        key = _MCP_KEYS[name]
+        builtin = EFFECT_BUILTINS[name]
+        key = builtin.mock_key
         mock = self.queues.take(key)
         if mock is EMPTY:
             return next(step)
         if isinstance(mock, Failure):
             message = mock.message
-            if name in ("mcp_call", "mcp_read_resource", "mcp_get_prompt"):
+            if builtin.named:
                 message = f"{name} '{step.arguments[1]}' failed: MCP tool error: {mock.message}"
-            elif name in _RECORD_LISTS:
+            elif builtin.listed and builtin.declared_type:
                 message = f"{name} failed: MCP tool error: {mock.message}"
             raise SageRaise(ErrorValue("Mcp", message, display_text=message))
-        if name == "mcp_connect":
+        if name == "mcp_connect":   # a handle this test issued: mcp_connection knows it as open
             value = convert_mock(key, mock, T.STRING)
             self.queues.issued_handles.add(value)
             return value
-        if name == "mcp_disconnect":
+        if builtin.unit:
             return None
-        if name == "mcp_server_info" or name in _RECORD_LISTS:   # the step has the declared type
+        if builtin.declared_type:
             return wire_mock(key, mock, step.ret)
-        if name == "mcp_tools":
+        if builtin.shape is not None:   # the text a text builtin sharing the key gives, shaped as the real one
             from ..core.json_text import parse_json
             text = convert_mock(key, mock, T.STRING)
             try:
-                return tool_objects(parse_json(text))
+                return getattr(wire, builtin.shape)(parse_json(text))
             except ValueError as exc:
-                raise TestAbort(f"mock for mcp.list_tools: cannot convert '{text}' to List<McpTool>: {exc}")
+                shown = f"List<{builtin.record}>" if builtin.listed else builtin.record
+                raise TestAbort(f"mock for {key}: cannot convert '{text}' to {shown}: {exc}")
         return convert_mock(key, mock, T.STRING)

@@ -1,4 +1,4 @@
-"""The real layer: performs each step against the world (LLM client, built-in tools, MCP manager, clock,
+"""The real layer: performs each step against the world (LLM client, built-in tools, MCP connection pool, clock,
 stdin, environment, files, sleep, mailbox, `@persistent` store). It is the last layer of every chain.
 
 Its outcomes are wire data (the JSON of the value, §5; the boundary turns it into the Sage value), except
@@ -6,57 +6,23 @@ those of the steps whose values never leave the process: `receive` (the message)
 value, which runtime.persistence converts with the field's type) and `await` (a Bool)."""
 from __future__ import annotations
 
-import sys
-import threading
-import time
-from typing import Any, Callable, TextIO
+from typing import Any, Callable
 
-from ..core.errors import SageRaise
-from ..core.values import UNIT, ErrorValue, Variant
+from ..core.values import UNIT, Variant
+from ..effect_builtins import EFFECT_BUILTINS
 from .chain import Perform
 from .step import APPROVAL, AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, Step
 from .world import World
 
-_stdin_lock = threading.Lock()
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def now_s() -> int:
-    return time.time_ns() // 1_000_000_000
-
-
-def read_line(stream: TextIO | None = None) -> str:
-    with _stdin_lock:
-        line = (stream or sys.stdin).readline()
-    if line == "":
-        raise SageRaise(ErrorValue("Agent", "end of input"))
-    if line.endswith("\n"):
-        line = line[:-1]
-    if line.endswith("\r"):
-        line = line[:-1]
-    return line
-
-
-def read_all(stream: TextIO | None = None) -> str:
-    with _stdin_lock:
-        data = (stream or sys.stdin).read()
-    if data == "":
-        raise SageRaise(ErrorValue("Agent", "end of input"))
-    return data
-
 
 class RealLayer:
-    """`io_builtins`: the builtins that are `io` steps (env and file builtins, sagepy.builtins), by name, and
+    """`io_builtins`: the native functions of the `io` steps (sagepy.builtins.load_io_builtins), by name, with
     the run's own clock, stdin or environment functions when its host supplies them."""
 
     def __init__(self, world: World, io_builtins: dict[str, Callable[..., Any]]) -> None:
         self.world = world
         # `io` steps by target: the plain functions (their arguments are the step's arguments)
-        self.io_functions: dict[str, Callable[..., Any]] = {"now_ms": now_ms, "now_s": now_s, "read_line": read_line,
-                                                            "read_all": read_all, **io_builtins}
+        self.io_functions: dict[str, Callable[..., Any]] = io_builtins
         self._kinds: dict[str, Callable[[Step], Any]] = {
             LLM: self._llm, TOOL: self._tool, MCP: self._mcp, IO: self._io, RECEIVE: self._receive,
             STATE: self._state, AWAIT: self._await, APPROVAL: self._approval}
@@ -100,21 +66,14 @@ class RealLayer:
         with wire.mcp_errors():
             return self._mcp_builtin(wire, self.world.mcp(), step.target, step.arguments)
 
-    def _mcp_builtin(self, wire: Any, manager: Any, name: str, arguments: list) -> Any:
-        if name == "mcp_tools":
-            return wire.tool_objects(manager.listing(*arguments))
-        if name == "mcp_server_info":
-            return wire.server_info_object(manager.server_info(*arguments))
-        if name == "mcp_disconnect":
-            manager.disconnect(*arguments)
+    def _mcp_builtin(self, wire: Any, pool: Any, name: str, arguments: list) -> Any:
+        """The pool's operation of the builtin (sagepy.effect_builtins), its result shaped into the JSON of the
+        builtin's value."""
+        builtin = EFFECT_BUILTINS[name]
+        result = getattr(pool, builtin.perform)(*arguments)
+        if builtin.unit:
             return None
-        if name in ("mcp_resources", "mcp_resource_templates", "mcp_prompts"):
-            listing = getattr(manager, name[4:])(*arguments)
-            return getattr(wire, name[4:] + "_objects")(listing)
-        method = {"mcp_connect": manager.connect, "mcp_list_tools": manager.list_tools,
-                  "mcp_call": manager.call, "mcp_read_resource": manager.read_resource,
-                  "mcp_get_prompt": manager.get_prompt}[name]
-        return method(*arguments)
+        return getattr(wire, builtin.shape)(result) if builtin.shape is not None else result
 
     def _io(self, step: Step) -> Any:
         if step.target == "ask":   # a person at the terminal (sagepy.effects.approvals)

@@ -14,6 +14,7 @@ from ..core.errors import SageRaise
 from ..core.json_text import compact_json, parse_json
 from ..core.values import NONE, UNIT, ErrorValue, Record, Variant, some
 from ..core.types import STRING, UNIT as UNIT_TYPE, MapT, RecordT, Type, type_name
+from ..effect_builtins import EFFECT_BUILTINS
 from ..mcp.failures import McpFailure
 from ..mcp.results import text_items, text_of
 
@@ -177,9 +178,6 @@ RECORD_FIELDS = {
     "McpResourceTemplate": ("uri_template", "name", "description", "mime_type"),
     "McpPrompt": ("name", "description", "arguments", "required"),
 }
-# The builtins of §8.5 and §8.11 whose value is a prelude record, or a list of them.
-RECORD_BUILTINS = {"mcp_tools": "McpTool", "mcp_resources": "McpResource",
-                   "mcp_resource_templates": "McpResourceTemplate", "mcp_prompts": "McpPrompt"}
 
 
 def record(name: str, data: dict) -> Record:
@@ -189,14 +187,14 @@ def record(name: str, data: dict) -> Record:
 
 
 def builtin_value(name: str, data: Any) -> Any:
-    """The Sage value of a dynamic MCP builtin's outcome: prelude records for `mcp_tools`,
-    `mcp_server_info` and the listings of §8.11; the String itself otherwise."""
-    listed = RECORD_BUILTINS.get(name)
-    if listed is not None:
-        return [record(listed, item) for item in data]
-    if name == "mcp_server_info":
-        return record("McpServerInfo", data)
-    return data
+    """The Sage value of a dynamic MCP builtin's outcome: its prelude record (`mcp_server_info`), or a list of
+    them (`mcp_tools` and the listings of §8.11), as sagepy.effect_builtins says; the String itself otherwise."""
+    builtin = EFFECT_BUILTINS[name]
+    if builtin.record is None:
+        return data
+    if builtin.listed:
+        return [record(builtin.record, item) for item in data]
+    return record(builtin.record, data)
 
 
 def connection_record(n: int | None) -> Variant:

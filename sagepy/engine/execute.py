@@ -115,7 +115,8 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
         from ..store.base import Busy, Unavailable
         try:
             try:
-                run = DurableRun.prepare(runtime.store.backend, (run_id or "last") if resume else None, host.err)
+                run = DurableRun.prepare(runtime.store.backend, (run_id or "last") if resume else None, host.err,
+                                         host.claim)
                 run.check_version(program.version)
                 run.start(display_path(program.path), runtime, runtime.effects.journal, run_id)
             except DurableExit as exc:
@@ -168,22 +169,11 @@ def _run(program: Program, host: Host, runtime: Runtime, target: Any, fields: di
             run.finish(code, ending)
     value = error = None
     if inst is not None and ending == COMPLETED:
-        value = _value_json(inst.result)
+        value = inst.result
     elif inst is not None and inst.error is not None and ending == FAILED:
         error = inst.error.display()
     return RunOutcome(status_of(ending, code), code, value, error, run.run_id if run is not None else None,
                       _usage(effects))
-
-
-def _value_json(result: Any) -> Any:
-    from ..core.convert import ConversionError, to_json
-    from ..core.values import UNIT
-    if result is UNIT:
-        return None
-    try:
-        return to_json(result)
-    except ConversionError:   # a value with no JSON form (an agent handle, a function)
-        return None
 
 
 def _usage(effects: Any) -> dict:

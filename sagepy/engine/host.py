@@ -51,6 +51,7 @@ class Host:
         self.clock = clock
         self.cancel = cancel if cancel is not None else threading.Event()
         self.cancel_code = 130
+        self.claim: Any = None     # the worker's claim a resumed run executes under (sagepy.workers.child)
         self.effects: Any = None   # the run's effects chain while it runs (set by the engine)
 
     def io_functions(self) -> dict[str, Callable[..., Any]]:
@@ -65,7 +66,7 @@ class Host:
             functions["env"] = lambda name: env(name, environ)
             functions["env_or"] = lambda name, default: env_or(name, default, environ)
         if stdin is not None:
-            from ..effects.real import read_all, read_line
+            from ..builtins.process import read_all, read_line
             functions["read_line"] = lambda: read_line(stdin)
             functions["read_all"] = lambda: read_all(stdin)
         return functions

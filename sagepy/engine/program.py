@@ -38,15 +38,19 @@ class Program:
 
     def __init__(self, session: Session, path: str, entry: str | None, code: Any, root: Any,
                  modules: Sequence[str], uses: frozenset[str]) -> None:
-        self.session = session      # the project's settings and environment snapshot
-        self.path = path            # the entry file
-        self.entry = entry          # the agent `run <Name>;` names, when the file has one
-        self.code = code            # the compiled program (sagepy.runtime.compile.Compiler)
-        self.root = root            # the entry module's checked AST
-        self.modules = tuple(modules)
-        self.uses = uses            # the tool blocks some agent `use`s: their servers start with a run
-        self._version: str | None = None
-        self._lock = threading.Lock()
+        init = object.__setattr__   # the one place a Program's attributes are set
+        init(self, "session", session)   # the project's settings and environment snapshot
+        init(self, "path", path)         # the entry file
+        init(self, "entry", entry)       # the agent `run <Name>;` names, when the file has one
+        init(self, "code", code)         # the compiled program (sagepy.runtime.compile.Compiler)
+        init(self, "root", root)         # the entry module's checked AST
+        init(self, "modules", tuple(modules))
+        init(self, "uses", uses)         # the tool blocks some agent `use`s: their servers start with a run
+        init(self, "_version", None)     # computed on first use, once
+        init(self, "_lock", threading.Lock())
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a Program is immutable: cannot set {name}")
 
     @property
     def tests(self) -> list:
@@ -59,7 +63,8 @@ class Program:
         with self._lock:
             if self._version is None:
                 from ..workers.version import program_version, version_files
-                self._version = program_version(self.session.root, version_files(self.session, self.modules))
+                object.__setattr__(self, "_version",
+                                   program_version(self.session.root, version_files(self.session, self.modules)))
             return self._version
 
     def agent(self, name: str) -> Any:

@@ -7,6 +7,12 @@ re-analysed programs are published. Positions are converted between the checker'
 the negotiated encoding (UTF-16 unless the client offers another) by pygls's codec. An exception inside a
 handler is logged to the client and answered as an error; the server goes on.
 
+What a client sends is never trusted to be well formed (`frames.py`): a frame whose length cannot be read
+is skipped, a request whose params do not fit its method is answered -32602 with a plain message, a rename
+to a keyword or an invalid name too, and a document that is no file of a project (a non-`file:` URI, a
+file in a directory that does not exist) gets the empty answer — null, no symbols, no completions. No answer
+carries a Python traceback.
+
 The cyclic garbage collector would scan the whole kept analyses (millions of objects) every other analysis,
 for nothing: they stay alive until replaced. So each analysis ends with `gc.freeze()` (what survives it is left
 out of collections), and the garbage of replaced analyses is collected once the server has been idle for
@@ -23,11 +29,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from lsprotocol import types as L
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
+from ..project import ProjectError
 from ..version import __version__
 from . import features as F
+from .frames import SageProtocol, serve_io
 from .workspace import Workspace
 
 DEBOUNCE_S = 0.15
@@ -51,7 +60,7 @@ SYMBOL_KINDS = {"FnDecl": L.SymbolKind.Function, "ConstDecl": L.SymbolKind.Const
 
 class SageServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("sage", __version__)
+        super().__init__("sage", __version__, protocol_cls=SageProtocol)
         self.ws = Workspace()
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sage-analysis")
         self.pending: dict[str, asyncio.TimerHandle] = {}
@@ -92,6 +101,9 @@ class SageServer(LanguageServer):
         loop = asyncio.get_running_loop()
         try:
             analyses = await loop.run_in_executor(self.worker, self._analyze, path)
+        except ProjectError as exc:   # e.g. a file in a directory that does not exist: nothing to analyse
+            self.log_plain(f"cannot analyse {path}: {exc}")
+            return
         except Exception:
             self.log_error(f"analysis of {path} failed")
             return
@@ -140,6 +152,9 @@ class SageServer(LanguageServer):
     def log_error(self, what: str) -> None:
         self.window_log_message(L.LogMessageParams(L.MessageType.Error, f"{what}:\n{traceback.format_exc()}"))
 
+    def log_plain(self, message: str) -> None:
+        self.window_log_message(L.LogMessageParams(L.MessageType.Warning, message))
+
 
 def _collect() -> None:
     gc.unfreeze()
@@ -150,32 +165,62 @@ def _collect() -> None:
 server = SageServer()
 
 
+class NotAFile(ProjectError):
+    """A document that is no file (an `untitled:` buffer, an `http:` URI): no project to look it up in."""
+
+
 def _path(uri: str) -> str:
-    return os.path.abspath(to_fs_path(uri) or uri)
+    path = to_fs_path(uri)
+    if not path:
+        raise NotAFile(f"{uri} is not a file")
+    return os.path.abspath(path)
 
 
-def guarded(handler: Callable) -> Callable:
-    """Log an exception to the client and answer with an error; never end the server."""
+def guarded(empty: Any) -> Callable:
+    """Answer a request from its handler: `empty` for a document of no project, -32602 with the reason for a
+    request the features refuse (F.RequestError), and for any other exception -32603 with a one-line
+    message (the traceback goes to the client's log, never into the answer); never end the server."""
+    def wrap(handler: Callable) -> Callable:
+        def run(ls: SageServer, params: Any) -> Any:
+            try:
+                return handler(ls, params)
+            except JsonRpcException:
+                raise
+            except F.RequestError as exc:
+                raise JsonRpcInvalidParams(str(exc)) from None
+            except ProjectError:
+                return empty() if callable(empty) else empty
+            except Exception as exc:
+                ls.log_error(f"{handler.__name__} failed")
+                raise JsonRpcInternalError(f"internal error: {type(exc).__name__}: {exc}") from None
+        run.__name__ = handler.__name__
+        return run
+    return wrap
+
+
+def _document(handler: Callable) -> Callable:
+    """A notification about a document: ignored when the document is no file."""
     def run(ls: SageServer, params: Any) -> Any:
         try:
             return handler(ls, params)
-        except F.RequestError:
-            raise
-        except Exception as exc:
-            ls.log_error(f"{handler.__name__} failed")
-            raise RuntimeError(f"internal error: {type(exc).__name__}: {exc}") from None
+        except NotAFile:
+            return None
     run.__name__ = handler.__name__
     return run
 
 
 @server.feature(L.TEXT_DOCUMENT_DID_OPEN)
 async def did_open(ls: SageServer, params: L.DidOpenTextDocumentParams) -> None:
-    path = _path(params.text_document.uri)
+    try:
+        path = _path(params.text_document.uri)
+    except NotAFile:
+        return
     ls.ws.texts[path] = params.text_document.text
     await ls.analyze(path)
 
 
 @server.feature(L.TEXT_DOCUMENT_DID_CHANGE)
+@_document
 def did_change(ls: SageServer, params: L.DidChangeTextDocumentParams) -> None:
     path = _path(params.text_document.uri)
     ls.ws.texts[path] = ls.workspace.get_text_document(params.text_document.uri).source
@@ -183,12 +228,14 @@ def did_change(ls: SageServer, params: L.DidChangeTextDocumentParams) -> None:
 
 
 @server.feature(L.TEXT_DOCUMENT_DID_SAVE)
+@_document
 def did_save(ls: SageServer, params: L.DidSaveTextDocumentParams) -> None:
     path = _path(params.text_document.uri)
     ls.schedule(path, 0)
 
 
 @server.feature(L.TEXT_DOCUMENT_DID_CLOSE)
+@_document
 def did_close(ls: SageServer, params: L.DidCloseTextDocumentParams) -> None:
     path = _path(params.text_document.uri)
     ls.ws.close(path)
@@ -202,7 +249,7 @@ def _at(ls: SageServer, params: Any) -> tuple[str, str, int, int]:
 
 
 @server.feature(L.TEXT_DOCUMENT_HOVER)
-@guarded
+@guarded(None)
 def hover(ls: SageServer, params: L.HoverParams) -> L.Hover | None:
     path, text, line, col = _at(ls, params)
     found = F.hover(ls.ws, path, text, line, col)
@@ -213,7 +260,7 @@ def hover(ls: SageServer, params: L.HoverParams) -> L.Hover | None:
 
 
 @server.feature(L.TEXT_DOCUMENT_DEFINITION)
-@guarded
+@guarded(None)
 def definition(ls: SageServer, params: L.DefinitionParams) -> L.Location | None:
     path, text, line, col = _at(ls, params)
     found = F.definition(ls.ws, path, text, line, col)
@@ -223,7 +270,7 @@ def definition(ls: SageServer, params: L.DefinitionParams) -> L.Location | None:
 
 
 @server.feature(L.TEXT_DOCUMENT_REFERENCES)
-@guarded
+@guarded(list)
 def references(ls: SageServer, params: L.ReferenceParams) -> list[L.Location]:
     path, text, line, col = _at(ls, params)
     found = F.references(ls.ws, path, text, line, col, params.context.include_declaration)
@@ -231,21 +278,17 @@ def references(ls: SageServer, params: L.ReferenceParams) -> list[L.Location]:
 
 
 @server.feature(L.TEXT_DOCUMENT_RENAME)
-@guarded
+@guarded(None)
 def rename(ls: SageServer, params: L.RenameParams) -> L.WorkspaceEdit:
     path, text, line, col = _at(ls, params)
-    try:
-        edits = F.rename(ls.ws, path, text, line, col, params.new_name)
-    except F.RequestError as exc:
-        from pygls.exceptions import JsonRpcInvalidParams
-        raise JsonRpcInvalidParams(str(exc)) from None
+    edits = F.rename(ls.ws, path, text, line, col, params.new_name)
     changes = {from_fs_path(p): [L.TextEdit(ls.to_range(p, span), new) for span, new in spans]
                for p, spans in edits.items()}
     return L.WorkspaceEdit(changes=changes)
 
 
 @server.feature(L.TEXT_DOCUMENT_COMPLETION, L.CompletionOptions(trigger_characters=[".", ":"]))
-@guarded
+@guarded(lambda: L.CompletionList(is_incomplete=False, items=[]))
 def completion(ls: SageServer, params: L.CompletionParams) -> L.CompletionList:
     path, text, line, col = _at(ls, params)
     items = [L.CompletionItem(label=i.label, kind=KINDS.get(i.kind, L.CompletionItemKind.Text), detail=i.detail,
@@ -255,7 +298,7 @@ def completion(ls: SageServer, params: L.CompletionParams) -> L.CompletionList:
 
 
 @server.feature(L.TEXT_DOCUMENT_SIGNATURE_HELP, L.SignatureHelpOptions(trigger_characters=["(", ","]))
-@guarded
+@guarded(None)
 def signature_help(ls: SageServer, params: L.SignatureHelpParams) -> L.SignatureHelp | None:
     path, text, line, col = _at(ls, params)
     found = F.signature_help(ls.ws, path, text, line, col)
@@ -269,7 +312,7 @@ def signature_help(ls: SageServer, params: L.SignatureHelpParams) -> L.Signature
 
 
 @server.feature(L.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-@guarded
+@guarded(list)
 def document_symbol(ls: SageServer, params: L.DocumentSymbolParams) -> list[L.DocumentSymbol]:
     path = _path(params.text_document.uri)
 
@@ -281,7 +324,7 @@ def document_symbol(ls: SageServer, params: L.DocumentSymbolParams) -> list[L.Do
 
 
 @server.feature(L.TEXT_DOCUMENT_FORMATTING)
-@guarded
+@guarded(list)
 def formatting(ls: SageServer, params: L.DocumentFormattingParams) -> list[L.TextEdit]:
     from ..fmt import SyntaxErrors, format_source
     path = _path(params.text_document.uri)
@@ -298,5 +341,5 @@ def formatting(ls: SageServer, params: L.DocumentFormattingParams) -> list[L.Tex
 
 
 def serve() -> int:
-    server.start_io()
+    serve_io(server)
     return 0

@@ -154,8 +154,20 @@ class ConnectionPool(Catalogue):
                 slot.opening = None
 
     async def _open(self, slot: _Slot) -> Connection:
-        with waiting(f"connecting to {slot.label}"):   # on a terminal, once it lasts (sagepy.progress)
-            return await self._open_now(slot)
+        """Connect, between the trace events `mcp.connecting` and `mcp.connect` (emitted by the connection
+        once its tools are listed) or `mcp.connect_failed`: the span covers the server's start, the SDK's
+        import and the handshake."""
+        transport = slot.config.transport
+        self.hooks.trace("mcp.connecting", {"server": slot.label, "transport": transport})
+        started = asyncio.get_running_loop().time()
+        try:
+            with waiting(f"connecting to {slot.label}"):   # on a terminal, once it lasts (sagepy.progress)
+                return await self._open_now(slot)
+        except BaseException:
+            elapsed = int((asyncio.get_running_loop().time() - started) * 1000)
+            self.hooks.trace("mcp.connect_failed", {"server": slot.label, "transport": transport,
+                                                    "duration_ms": elapsed})
+            raise
 
     async def _open_now(self, slot: _Slot) -> Connection:
         old = slot.conn

@@ -13,11 +13,14 @@ import secrets
 import socket
 import threading
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..store.base import COMPLETED, FAILED, HALTED, PAUSED, RUNNING, RunRecord, TakenOver
 from ..store.leases import HEARTBEAT_SECONDS, lease_is_stale
 from ..store.queue import CANCELLED, CANCELLED_EXIT, QUEUED, RunInfo, record_arguments
+
+if TYPE_CHECKING:
+    from ..workers.child import WorkerClaim
 
 NEEDS_PERSISTENCE = "error: durable runs need a [persistence] table in grove.toml"
 
@@ -56,7 +59,7 @@ class DurableRun:
     """One execution of a durable run by this process."""
 
     def __init__(self, store: Any, run: RunRecord | None, resumed: bool,
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], claim: WorkerClaim | None = None) -> None:
         self.store = store            # the project's base.Store
         self.say = say                # where the run's notices go: its host's `err`
         self.run = run                # the record being resumed (None until `start` for a new run)
@@ -66,12 +69,13 @@ class DurableRun:
         self._beating = threading.Event()
         self._heart: threading.Thread | None = None
         self.version = ""             # the program version (SPEC §14.2), recorded with a new run
-        from ..workers.child import WorkerClaim
-        self.claim = WorkerClaim.from_environment() if resumed else None   # a worker started this process
+        self.claim = claim if resumed else None   # the claim of the worker executing this run
 
     @classmethod
-    def prepare(cls, store: Any, resume: str | None, say: Callable[[str], None]) -> "DurableRun":
-        """Before the program runs: find the run to resume and refuse one that has ended."""
+    def prepare(cls, store: Any, resume: str | None, say: Callable[[str], None],
+                claim: WorkerClaim | None = None) -> "DurableRun":
+        """Before the program runs: find the run to resume and refuse one that has ended. `claim`: the worker's
+        claim the run executes under (sagepy.workers.child), whose lease it may take over."""
         if resume is None:
             return cls(store, None, False, say)
         run = find_run(store, resume)
@@ -80,7 +84,7 @@ class DurableRun:
             raise DurableExit(code, f"run {run.id} already ended with exit code {code}", run.status)
         if run.status == CANCELLED:
             raise DurableExit(CANCELLED_EXIT, f"run {run.id} was cancelled", CANCELLED)
-        return cls(store, run, True, say)
+        return cls(store, run, True, say, claim)
 
     @property
     def run_id(self) -> str:
@@ -122,8 +126,9 @@ class DurableRun:
             elif info is None:   # a run journaled before arguments were recorded
                 store.set_run_info(run.id, RunInfo(version=self.version, args=list(runtime.program_args), host=host))
             records = store.steps(run.id)
-            self.say(f"resuming run {run.id}")
-            if claim is not None:
+            if claim is None:   # a worker says so itself (`run <id>: resumed`)
+                self.say(f"resuming run {run.id}")
+            elif claim.capture:   # a run's own process: what it prints from now on is stored with the run
                 from ..workers.child import capture_output
                 capture_output(store, run.id)
         else:

@@ -1,9 +1,18 @@
 """A trace file (SPEC §4.11) read into what the viewer draws: lanes (one per agent path, in summon order,
-each under its parent), bars (model turns, tool calls, `span`s) and marks (spawns, results, dropped
-messages, approvals and questions, user `trace` events), and the totals of the header."""
+each under its parent, with the agent's lifetime from its spawn to its stop; and one per MCP server, with its
+connecting time and its connection's life), bars (model turns, tool calls, `span`s, MCP connecting) and
+marks (spawns, results, dropped messages, approvals and questions, user `trace` events), and the totals of
+the header.
+
+A line is a trace event when it is a JSON object with a string `kind`, a finite number `t` (Unix
+milliseconds, within ±2^53), a string or null `agent` and `path`, and numbers (or null) wherever the viewer
+counts or places something (durations, token counts, the exit code); every other line is skipped and
+counted, however it is malformed (deep nesting, NaN, wrong types), so a page's size and the time to write
+it follow the number of events, never the time they span."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 SAFETY = ("read_only", "idempotent", "destructive")
@@ -11,13 +20,17 @@ MARK_KINDS = {"agent.spawn": "spawn", "agent.result": "result", "message.dropped
               "approval.request": "approval", "approval.decision": "approval", "ask.request": "ask",
               "ask.answer": "ask", "user": "user"}
 NO_AGENT = "(no agent)"
+T_LIMIT = 2 ** 53                # |t| beyond it is no Unix time in milliseconds (and no exact float)
+NUMBERS = ("duration_ms", "prompt_tokens", "completion_tokens", "exit_code", "prompt_chars", "chars",
+           "attempts", "progress", "total")
+TEXTS = ("kind", "agent", "path", "tool", "fn", "name", "model", "safety", "server", "entry", "parent")
 
 
 class Bar:
     __slots__ = ("kind", "label", "start", "end", "safety", "error", "fields", "row")
 
     def __init__(self, kind: str, label: str, start: int, fields: dict, safety: str | None = None) -> None:
-        self.kind = kind            # llm | tool | span
+        self.kind = kind            # llm | tool | span | connect | life
         self.label = label
         self.start = start
         self.end = start
@@ -38,16 +51,21 @@ class Mark:
 
 
 class Lane:
-    __slots__ = ("path", "agent", "depth", "bars", "marks", "rows", "children")
+    """An agent's lane (`server` False: `path` is its agent path) or an MCP server's (`path` is its name).
+    `lives` are the agent's lifetime (spawn, else its first event, to its stop) or the server's connections
+    (connected to disconnected), drawn in the lane's top row with the marks."""
+    __slots__ = ("path", "agent", "depth", "bars", "marks", "rows", "children", "server", "lives")
 
-    def __init__(self, path: str, agent: str | None) -> None:
+    def __init__(self, path: str, agent: str | None, server: bool = False) -> None:
         self.path = path
         self.agent = agent
-        self.depth = 0 if path == NO_AGENT else path.count("/")
+        self.server = server
+        self.depth = 0 if path == NO_AGENT or server else path.count("/")
         self.bars: list[Bar] = []
         self.marks: list[Mark] = []
         self.rows = 1
         self.children: list[Lane] = []
+        self.lives: list[Bar] = []
 
 
 class Trace:
@@ -66,6 +84,20 @@ class NoEvents(Exception):
     """The file holds no trace event."""
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and \
+        abs(value) <= T_LIMIT
+
+
+def usable(event: Any) -> bool:
+    """Whether a parsed line is a trace event the viewer can place and count (the module's docstring)."""
+    if not isinstance(event, dict) or not isinstance(event.get("kind"), str) or not _number(event.get("t")):
+        return False
+    if any(event.get(key) is not None and not isinstance(event[key], str) for key in TEXTS):
+        return False
+    return all(event.get(key) is None or _number(event[key]) for key in NUMBERS)
+
+
 def read_events(text: str) -> tuple[list[dict], int]:
     """(the trace events of a file's text, how many non-blank lines were not trace events)."""
     events: list[dict] = []
@@ -75,10 +107,11 @@ def read_events(text: str) -> tuple[list[dict], int]:
             continue
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):   # not JSON, or nested deeper than the parser goes
             skipped += 1
             continue
-        if isinstance(event, dict) and isinstance(event.get("t"), (int, float)) and isinstance(event.get("kind"), str):
+        if usable(event):
+            event["t"] = int(event["t"])
             events.append(event)
         else:
             skipped += 1
@@ -90,9 +123,12 @@ def build(events: list[dict]) -> Trace:
         raise NoEvents()
     trace = Trace()
     lanes: dict[str, Lane] = {}
+    servers: dict[str, Lane] = {}
     open_llm: dict[str, list[Bar]] = {}
     open_tools: dict[tuple[str, str, str], list[Bar]] = {}
     open_spans: dict[tuple[str, str], list[Bar]] = {}
+    connecting: dict[str, Bar] = {}
+    run_start: list[int] = []
     totals = {"agents": 0, "model_turns": 0, "tokens": 0, "tool_calls": {s: 0 for s in SAFETY}, "errors": 0,
               "duration_ms": 0, "events": len(events)}
 
@@ -101,25 +137,42 @@ def build(events: list[dict]) -> Trace:
         lane = lanes.get(path)
         if lane is None:
             lane = lanes[path] = Lane(path, event.get("agent"))
+            if path != NO_AGENT:   # the entry agent lives from the run's start, a summoned one from its spawn
+                start = run_start[0] if "/" not in path and run_start else event["t"]
+                lane.lives.append(Bar("life", path, start,
+                                      {"path": path, "agent": event.get("agent"), "unfinished": True}))
         return lane
 
-    times = [int(e["t"]) for e in events]
-    trace.start, trace.end = min(times), max(times)
+    def server_of(event: dict) -> Lane:
+        name = str(event.get("server"))
+        lane = servers.get(name)
+        if lane is None:
+            lane = servers[name] = Lane(name, None, server=True)
+        return lane
+
+    trace.start = min(e["t"] for e in events)
+    trace.end = max(e["t"] for e in events)
     for event in events:
         kind = event["kind"]
-        t = int(event["t"])
+        t = event["t"]
         if kind == "run.start":
             trace.entry = event.get("entry")
+            run_start.append(t)
             continue
         if kind == "run.end":
             trace.exit_code = event.get("exit_code")
             totals["duration_ms"] = event.get("duration_ms") or 0
             continue
-        if kind.startswith("mcp.") or kind == "agent.stop":
-            if kind == "agent.stop" and event.get("path"):
-                lane_of(event)
+        if kind.startswith("mcp."):
+            _server_event(server_of(event), kind, t, event, connecting, totals, trace.start)
             continue
         lane = lane_of(event)
+        if kind == "agent.stop":
+            for life in lane.lives:
+                _end_life(life, t, event)
+            continue
+        if kind == "agent.spawn" and lane.lives and not lane.marks and not lane.bars:
+            lane.lives[0].fields["parent"] = event.get("parent")
         if kind == "llm.request":
             totals["model_turns"] += 1
             bar = Bar("llm", f"chat {event.get('model') or ''}".strip(), t, dict(event))
@@ -129,8 +182,7 @@ def build(events: list[dict]) -> Trace:
             pending = open_llm.get(lane.path)
             if pending:
                 bar = pending.pop(0)
-                bar.end = t
-                bar.fields.update({k: v for k, v in event.items() if k not in ("t", "kind")})
+                _close(bar, t, event)
                 bar.fields["end_kind"] = kind
                 if kind == "llm.error":
                     bar.error = True
@@ -146,8 +198,7 @@ def build(events: list[dict]) -> Trace:
             pending = open_tools.get((lane.path, str(event.get("tool")), str(event.get("fn"))))
             if pending:
                 bar = pending.pop(0)
-                bar.end = t
-                bar.fields.update({k: v for k, v in event.items() if k not in ("t", "kind")})
+                _close(bar, t, event)
                 if event.get("ok") is False:
                     bar.error = True
                     totals["errors"] += 1
@@ -165,19 +216,68 @@ def build(events: list[dict]) -> Trace:
             failed = kind == "agent.result" and event.get("ok") is False
             if failed:
                 totals["errors"] += 1
+                for life in lane.lives:
+                    life.error = True
             lane.marks.append(Mark(MARK_KINDS[kind], t, dict(event), failed))
-    for pending_bars in (*open_llm.values(), *open_tools.values(), *open_spans.values()):
+    for pending_bars in (*open_llm.values(), *open_tools.values(), *open_spans.values(), connecting.values()):
         for bar in pending_bars:   # never closed: the run ended (or crashed) while it was going on
             bar.end = trace.end
             bar.fields["unfinished"] = True
+    for lane in (*lanes.values(), *servers.values()):
+        for life in lane.lives:
+            if life.fields.get("unfinished"):
+                life.end = trace.end   # still alive (or connected) when the trace ends
     totals["agents"] = len([p for p in lanes if p != NO_AGENT])
     if not totals["duration_ms"]:
         totals["duration_ms"] = trace.end - trace.start
     trace.totals = totals
-    trace.lanes = _ordered(lanes)
+    trace.lanes = [*servers.values(), *_ordered(lanes)]
     for lane in trace.lanes:
         _pack(lane)
     return trace
+
+
+def _close(bar: Bar, t: int, event: dict) -> None:
+    bar.end = max(t, bar.start)
+    bar.fields.update({k: v for k, v in event.items() if k not in ("t", "kind")})
+
+
+def _end_life(life: Bar, t: int, event: dict) -> None:
+    if not life.fields.get("unfinished"):
+        return
+    life.end = max(t, life.start)
+    life.fields.pop("unfinished", None)
+    life.fields["ended"] = t
+    life.fields.update({k: v for k, v in event.items() if k not in ("t", "kind", "path", "agent")})
+
+
+def _server_event(lane: Lane, kind: str, t: int, event: dict, connecting: dict[str, Bar], totals: dict,
+                  first: int) -> None:
+    """MCP events in the server's lane: `mcp.connecting`…`mcp.connect` (or `mcp.connect_failed`) is the
+    connecting bar — from a trace without `mcp.connecting`, the `duration_ms` before `mcp.connect` —, the
+    connection's life runs on to `mcp.disconnect`, and the rest are marks."""
+    fields = {k: v for k, v in event.items() if k != "t"}
+    if kind == "mcp.connecting":
+        bar = connecting[lane.path] = Bar("connect", f"connecting to {lane.path}", t, fields)
+        lane.bars.append(bar)
+    elif kind in ("mcp.connect", "mcp.connect_failed"):
+        bar = connecting.pop(lane.path, None)
+        if bar is None:
+            start = max(first, t - int(event.get("duration_ms") or 0))
+            bar = Bar("connect", f"connecting to {lane.path}", start, fields)
+            lane.bars.append(bar)
+        _close(bar, t, event)
+        bar.fields["end_kind"] = kind
+        if kind == "mcp.connect_failed":
+            bar.error = True
+            totals["errors"] += 1
+        else:
+            lane.lives.append(Bar("life", f"connected to {lane.path}", t, dict(fields, unfinished=True)))
+    elif kind == "mcp.disconnect":
+        for life in lane.lives:
+            _end_life(life, t, event)
+    else:
+        lane.marks.append(Mark("mcp", t, fields))
 
 
 def _ordered(lanes: dict[str, Lane]) -> list[Lane]:

@@ -25,10 +25,15 @@ _PR_SET_PDEATHSIG = 1
 
 
 class WorkerClaim:
-    def __init__(self, pid: int, version: str, was_queued: bool) -> None:
+    """The claim a worker holds on a run it executes: the worker's pid and program version, whether the run was
+    queued (else interrupted), and whether the run has a process of its own whose output is to be stored (a
+    thread-mode worker's runs store theirs through their hosts)."""
+
+    def __init__(self, pid: int, version: str, was_queued: bool, capture: bool = False) -> None:
         self.pid = pid
         self.version = version
         self.was_queued = was_queued
+        self.capture = capture
 
     @classmethod
     def from_environment(cls) -> "WorkerClaim | None":
@@ -39,7 +44,7 @@ class WorkerClaim:
         version, _, state = rest.partition(":")
         if not pid.isdigit():
             return None
-        claim = cls(int(pid), version, state == "queued")
+        claim = cls(int(pid), version, state == "queued", capture=True)
         claim._follow_parent()
         return claim
 

@@ -1,5 +1,6 @@
-"""`sage worker` (SPEC §14.2): claims the project's queued and interrupted runs and executes each in a child
-process of its own (`sage run --resume RUN_ID`, sagepy.workers.child), at most `concurrency` at once.
+"""`sage worker` (SPEC §14.2): claims the project's queued and interrupted runs and executes them, at most
+`concurrency` at once: each in a child process of its own (`sage run --resume RUN_ID`, sagepy.workers.child),
+or, with a launcher of the engine's (sagepy.engine.queued), each a run of the worker's own process.
 
 A claim puts the run under the worker's own lease, which the worker keeps fresh until the child takes it over
 (the child may take its worker's lease and no other). The child dies with the worker, so a killed worker
@@ -17,7 +18,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Protocol
 
 from ..store.leases import HEARTBEAT_SECONDS, lease_is_claimable
 from .child import LEFT_EXIT, WORKER_VAR
@@ -37,23 +38,90 @@ class WorkerOptions:
 
 
 @dataclass
-class _Child:
+class Execution:
+    """One claimed run being executed. `claimed`: the worker's lease still holds the run (its execution has not
+    taken it over); `was_queued`: claimed from the queue, not as an interrupted run."""
     run_id: str
     version: str
-    process: subprocess.Popen
     ended: threading.Event = field(default_factory=threading.Event)
-    claimed: bool = True   # the worker's lease still holds the run (its process has not taken it over)
-    was_queued: bool = True   # claimed from the queue, not as an interrupted run
+    claimed: bool = True
+    was_queued: bool = True
+
+    @property
+    def returncode(self) -> int | None:
+        raise NotImplementedError
+
+    def signal(self, signum: int) -> None:
+        """SIGTERM: stop before the next step, releasing the lease; SIGKILL: at once."""
+        raise NotImplementedError
+
+
+@dataclass
+class ProcessExecution(Execution):
+    process: subprocess.Popen | None = None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    def signal(self, signum: int) -> None:
+        try:
+            self.process.send_signal(signum)
+        except (ProcessLookupError, OSError):
+            pass
+
+
+class Launcher(Protocol):
+    """Starts the execution of a claimed run; sets `wake` when it has ended. `in_process`: its runs are
+    threads of the worker's process, which a forced stop ends with them."""
+    in_process: bool
+
+    def __call__(self, run_id: str, version: str, resumed: bool, wake: threading.Event) -> Execution: ...
+
+
+class ProcessLauncher:
+    """Each run in a child process of its own: `sage run [PATH] --resume RUN_ID`, which dies with the worker."""
+    in_process = False
+
+    def __init__(self, path: str | None, version: str) -> None:
+        self.path = path
+        self.version = version
+
+    def __call__(self, run_id: str, version: str, resumed: bool, wake: threading.Event) -> Execution:
+        command = [sys.executable, "-m", "sagepy", "run"]
+        if self.path is not None:
+            command.append(self.path)
+        command += ["--resume", run_id]
+        env = dict(os.environ)
+        # the child checks that the files are still those of this worker's version (with --any-version too)
+        env[WORKER_VAR] = f"{os.getpid()}:{self.version}:{'interrupted' if resumed else 'queued'}"
+        # a session of its own: a Ctrl-C at the worker's terminal reaches the worker, which stops its runs
+        process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        execution = ProcessExecution(run_id, version, was_queued=not resumed, process=process)
+
+        def wait() -> None:
+            process.wait()
+            execution.ended.set()
+            wake.set()
+        threading.Thread(target=wait, name=f"sage-run-{run_id}", daemon=True).start()
+        return execution
 
 
 class Worker:
-    def __init__(self, store: Any, version: str, options: WorkerOptions) -> None:
+    """`launch`: how a claimed run is executed (default: a child process each); `changed`: whether the program's
+    files changed since the worker compiled them (a thread-mode worker then claims nothing more)."""
+
+    def __init__(self, store: Any, version: str, options: WorkerOptions, launch: Launcher | None = None,
+                 changed: Callable[[], bool] | None = None) -> None:
         self.store = store
         self.version = version
         self.options = options
+        self.launch = launch if launch is not None else ProcessLauncher(options.path, version)
+        self.changed = changed
         self.pid = os.getpid()
         self.host = socket.gethostname()
-        self.children: dict[str, _Child] = {}
+        self.children: dict[str, Execution] = {}
         self.skip: set[str] = set()        # runs left for another version or stopped for a person to look at
         self.wake = threading.Event()      # a child ended, a signal came, or (PostgreSQL) a run was queued
         self.signals: list[int] = []
@@ -86,10 +154,14 @@ class Worker:
             if self.signals:
                 return self._stop()
             exhausted = False
-            while len(self.children) < options.concurrency and not self.signals:
+            outdated = self.changed is not None and self.changed()
+            while len(self.children) < options.concurrency and not self.signals and not outdated:
                 if not self._claim_one():
                     exhausted = True
                     break
+            if outdated and not self.children:
+                say("worker: program files changed; restart the worker")
+                return 0
             if options.drain and exhausted and not self.children:
                 say("worker: no runnable runs left")
                 return 0
@@ -115,25 +187,9 @@ class Worker:
         return True
 
     def _start(self, run_id: str, version: str, resumed: bool) -> None:
-        command = [sys.executable, "-m", "sagepy", "run"]
-        if self.options.path is not None:
-            command.append(self.options.path)
-        command += ["--resume", run_id]
-        env = dict(os.environ)
-        # the child checks that the files are still those of this worker's version (with --any-version too)
-        env[WORKER_VAR] = f"{self.pid}:{self.version}:{'interrupted' if resumed else 'queued'}"
-        # a session of its own: a Ctrl-C at the worker's terminal reaches the worker, which stops its runs
-        process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
-        child = _Child(run_id, version, process, was_queued=not resumed)
-        with self.lock:
+        with self.lock:   # registered before it can end: the signal handler sees every execution
+            child = self.launch(run_id, version, resumed, self.wake)
             self.children[run_id] = child
-
-        def wait() -> None:
-            process.wait()
-            child.ended.set()
-            self.wake.set()
-        threading.Thread(target=wait, name=f"sage-run-{run_id}", daemon=True).start()
 
     def _reap(self) -> None:
         with self.lock:
@@ -143,8 +199,8 @@ class Worker:
         for child in ended:
             self._report(child)
 
-    def _report(self, child: _Child) -> None:
-        run_id, code = child.run_id, child.process.returncode
+    def _report(self, child: Execution) -> None:
+        run_id, code = child.run_id, child.returncode
         if code == LEFT_EXIT:
             self.skip.add(run_id)
             say(f"run {run_id}: left for version {child.version}")
@@ -186,11 +242,23 @@ class Worker:
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.signals.append(signum)
+        if len(self.signals) > 1:
+            self._kill()
+        else:
+            with self.lock:
+                children = list(self.children.values())
+            for child in children:
+                child.signal(signal.SIGTERM)
+        self.wake.set()
+
+    def _kill(self) -> None:
+        """Stop every run at once: their leases go stale. Runs of this process end with it."""
+        if self.launch.in_process:
+            os._exit(130 if self.signals[0] == signal.SIGINT else 143)
         with self.lock:
             children = list(self.children.values())
         for child in children:
-            _signal(child.process, signal.SIGTERM if len(self.signals) == 1 else signal.SIGKILL)
-        self.wake.set()
+            child.signal(signal.SIGKILL)
 
     def _stop(self) -> int:
         code = 130 if self.signals[0] == signal.SIGINT else 143
@@ -201,8 +269,7 @@ class Worker:
             if not children:
                 break
             if time.monotonic() >= deadline:
-                for child in children:
-                    _signal(child.process, signal.SIGKILL)
+                self._kill()
                 for child in children:
                     child.ended.wait(1.0)
                 break
@@ -211,13 +278,6 @@ class Worker:
             self._reap()
         self._reap()
         return code
-
-
-def _signal(process: subprocess.Popen, signum: int) -> None:
-    try:
-        process.send_signal(signum)
-    except (ProcessLookupError, OSError):
-        pass
 
 
 def say(line: str) -> None:

@@ -109,6 +109,12 @@ def test_a_host_stops_a_run_before_its_next_step(program: sagepy.Program) -> Non
     assert (outcome.status, outcome.exit_code) == ("cancelled", 130)
 
 
+def test_a_program_cannot_be_changed(program: sagepy.Program) -> None:
+    with pytest.raises(AttributeError, match="immutable"):
+        program.entry = "Greeter"
+    assert program.entry == "Main"
+
+
 def test_errors_raise_check_failed_with_every_diagnostic(tmp_path: Path) -> None:
     path = tmp_path / "bad.sg"
     path.write_text('agent Main {\n    on start {\n        let x: Int = "no";\n        yield(nope);\n    }\n}\nrun Main;\n')

@@ -6,8 +6,8 @@ import pytest
 
 from sagepy.core.json_text import compact_json
 from sagepy.effects import wire
-from sagepy.check.symbols import AmbiguousBinding
-from sagepy.grove.servers import bind_tool_block, parse_mcp_settings, parse_tools_config
+from sagepy.binding import AmbiguousBinding, bound_key
+from sagepy.grove.servers import parse_mcp_settings, parse_tools_config
 from sagepy.mcp.references import resolve_args, resolve_env, unset_references
 from sagepy.mcp.failures import McpFailure
 from sagepy.mcp.results import dynamic_text, error_text
@@ -93,15 +93,15 @@ def test_required_keys_per_transport(tmp_path):
 
 def test_binding_exact_then_case_insensitive(tmp_path):
     servers, _, _ = _parse(tmp_path, '[tools.calendar]\ncommand = "a"\n\n[tools.Fs]\ncommand = "b"\n')
-    assert bind_tool_block("Calendar", servers).name == "calendar"
-    assert bind_tool_block("calendar", servers).name == "calendar"
-    assert bind_tool_block("Fs", servers).name == "Fs"
-    assert bind_tool_block("Nothing", servers) is None
+    assert servers[bound_key("Calendar", servers)].name == "calendar"
+    assert servers[bound_key("calendar", servers)].name == "calendar"
+    assert servers[bound_key("Fs", servers)].name == "Fs"
+    assert bound_key("Nothing", servers) is None
     servers, _, _ = _parse(tmp_path, '[tools.fs]\ncommand = "a"\n')
-    assert bind_tool_block("Fs", servers) is None  # built-in names bind by exact key only
+    assert bound_key("Fs", servers) is None  # built-in names bind by exact key only
     servers, _, _ = _parse(tmp_path, '[tools.git]\ncommand = "a"\n\n[tools.GIT]\ncommand = "b"\n')
     with pytest.raises(AmbiguousBinding, match=r"\[tools.GIT\], \[tools.git\]"):
-        bind_tool_block("Git", servers)
+        bound_key("Git", servers)
 
 
 def test_dollar_references():

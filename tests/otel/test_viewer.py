@@ -10,6 +10,8 @@ import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
+
+import pytest
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,6 +73,9 @@ class Page(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.lanes: list[dict] = []
+        self.servers: list[dict] = []
+        self.lives: list[dict] = []
+        self.current = ""
         self.rects: list[dict] = []
         self.marks: list[dict] = []
         self.totals: dict[str, str] = {}
@@ -84,10 +89,16 @@ class Page(HTMLParser):
         classes = (a.get("class") or "").split()
         if tag == "g" and "lane" in classes:
             self.lanes.append(a)
+            self.current = a["data-path"]
+        elif tag == "g" and "server-lane" in classes:
+            self.servers.append(a)
+            self.current = "MCP " + a["data-server"]
         elif tag == "rect" and "bar" in classes:
-            self.rects.append({**a, "classes": classes, "lane": self.lanes[-1]["data-path"]})
+            self.rects.append({**a, "classes": classes, "lane": self.current})
+        elif tag == "rect" and "life" in classes:
+            self.lives.append({**a, "classes": classes, "lane": self.current})
         elif tag == "path" and "mark" in classes:
-            self.marks.append({**a, "classes": classes, "lane": self.lanes[-1]["data-path"]})
+            self.marks.append({**a, "classes": classes, "lane": self.current})
         elif tag == "div" and "total" in classes:
             self._total = a["data-total"]
         elif tag == "dd":
@@ -219,3 +230,138 @@ def test_the_page_renders_in_headless_chromium(tmp_path: Path) -> None:
                    capture_output=True, timeout=120)
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+GOOD = '{"t": 1005, "kind": "user", "agent": "Main#0", "path": "Main", "message": "fine"}'
+MALFORMED = {   # each a line of valid JSON (as Python's parser reads it) that is no usable trace event
+    "t NaN": '{"t": NaN, "kind": "user", "agent": "Main#0", "path": "Main", "message": "m"}',
+    "t Infinity": '{"t": Infinity, "kind": "user", "agent": "Main#0", "path": "Main", "message": "m"}',
+    "t -Infinity": '{"t": -Infinity, "kind": "agent.spawn", "agent": "W#1", "path": "Main/W#1"}',
+    "t beyond 2^53": '{"t": 1e300, "kind": "user", "agent": "Main#0", "path": "Main", "message": "m"}',
+    "t true": '{"t": true, "kind": "user", "agent": "Main#0", "path": "Main", "message": "m"}',
+    "path number": '{"t": 1005, "kind": "user", "agent": "Main#0", "path": 123, "message": "m"}',
+    "path object": '{"t": 1005, "kind": "user", "agent": "Main#0", "path": {"a": 1}, "message": "m"}',
+    "path list": '{"t": 1005, "kind": "agent.spawn", "agent": "W#1", "path": ["Main", "W#1"]}',
+    "tokens text": '{"t": 1061, "kind": "llm.response", "agent": "Main#0", "path": "Main", "duration_ms": 3, '
+                   '"prompt_tokens": "abc", "completion_tokens": 1}',
+    "duration text": '{"t": 1130, "kind": "run.end", "agent": null, "path": null, "exit_code": 0, '
+                     '"duration_ms": "10"}',
+    "tool object": '{"t": 1030, "kind": "tool.call", "agent": "W#1", "path": "Main/Worker#1", "tool": {"a": 1}, '
+                   '"fn": "read", "safety": "read_only"}',
+    "deep nesting": '{"t": 1005, "kind": "user", "path": "Main", "message": ' + "[" * 100_000 + "]" * 100_000 + "}",
+}
+
+
+@pytest.mark.parametrize("line", MALFORMED.values(), ids=MALFORMED.keys())
+def test_an_unusable_line_is_skipped_with_the_warning(tmp_path: Path, line: str) -> None:
+    result, html, page = view(tmp_path, sample_trace(), extra=f"{line}\n{GOOD}\n")
+    assert (result.returncode, result.stdout) == (0, "wrote run.html\n"), result.stderr
+    assert result.stderr == "warning: skipped 1 line of run.ndjson that are not trace events\n"
+    assert "internal error" not in result.stderr and html.endswith("</html>\n")
+    assert page.totals["events"] == "29" and "message: fine" in html
+
+
+def test_lone_surrogates_are_shown_replaced(tmp_path: Path) -> None:
+    line = '{"t": 1005, "kind": "user", "agent": "Main#0", "path": "Main/\\udc80", "message": "a\\ud800b"}'
+    result, html, page = view(tmp_path, sample_trace(), extra=line + "\n")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "wrote run.html\n", "")
+    assert "message: a\ufffdb" in html and "Main/\ufffd" in [lane["data-path"] for lane in page.lanes]
+
+
+def test_the_page_follows_the_number_of_events_not_the_time_they_span(tmp_path: Path) -> None:
+    events = [ev(0, "run.start", None, entry="Main"), ev(1, "user", "Main", message="first"),
+              ev(10 ** 15, "user", "Main", message="last"), ev(10 ** 15, "run.end", None, exit_code=0)]
+    result, html, page = view(tmp_path, events)
+    assert (result.returncode, result.stdout) == (0, "wrote run.html\n"), result.stderr
+    assert html.count('class="tick"') <= 13
+    assert len(html.encode()) < 30_000
+
+
+def test_each_agent_s_lifetime_is_a_bar_from_its_spawn_to_its_stop(tmp_path: Path) -> None:
+    events = sample_trace()
+    events.insert(-1, ev(1112, "agent.stop", "Main/Worker#1"))
+    result, html, page = view(tmp_path, events)
+    assert result.returncode == 0, result.stderr
+    lives = {life["lane"]: life for life in page.lives}
+    assert sorted(lives) == sorted(lane["data-path"] for lane in page.lanes) and len(page.lives) == 4
+    # milliseconds from the trace's start: Main from the run's start to its stop, a worker from its spawn
+    assert (lives["Main"]["data-s"], lives["Main"]["data-e"]) == ("0", "111")
+    assert (lives["Main/Worker#1"]["data-s"], lives["Main/Worker#1"]["data-e"]) == ("1", "112")
+    assert "unfinished" not in lives["Main/Worker#1"]["classes"]
+    # no stop: alive until the trace ends; its failure marks the bar
+    assert (lives["Main/Worker#2"]["data-s"], lives["Main/Worker#2"]["data-e"]) == ("2", "120")
+    assert {"unfinished", "error"} <= set(lives["Main/Worker#2"]["classes"])
+    assert float(lives["Main/Worker#2"]["width"]) > 0.9 * float(lives["Main"]["width"])
+
+
+def test_connecting_to_an_mcp_server_is_a_span_in_the_server_s_lane(tmp_path: Path) -> None:
+    events = [ev(1000, "run.start", None, entry="Main"),
+              ev(1001, "mcp.connecting", "Main", server="Tracker", transport="stdio"),
+              ev(1003, "mcp.connecting", "Main", server="Down", transport="http"),
+              ev(1500, "mcp.connect_failed", "Main", server="Down", transport="http", duration_ms=497),
+              ev(2900, "mcp.connect", "Main", server="Tracker", transport="stdio", protocol="2026-07-28",
+                 duration_ms=60),
+              ev(2910, "tool.call", "Main", tool="Tracker", fn="search", remote="search", safety="read_only"),
+              ev(2950, "tool.result", "Main", tool="Tracker", fn="search", duration_ms=40, ok=True, mocked=False),
+              # a trace written before `mcp.connecting` existed: the span is the duration before `mcp.connect`
+              ev(3000, "mcp.connect", "Main", server="Old", transport="stdio", protocol="2025-06-18", duration_ms=400),
+              ev(3100, "mcp.disconnect", "Main", server="Tracker"),
+              ev(3200, "run.end", None, exit_code=0, duration_ms=2200)]
+    result, html, page = view(tmp_path, events)
+    assert result.returncode == 0, result.stderr
+    assert [s["data-server"] for s in page.servers] == ["Tracker", "Down", "Old"]
+    connects = {r["lane"]: r for r in page.rects if "connect" in r["classes"]}
+    assert {k: (v["data-s"], v["data-e"]) for k, v in connects.items()} == {
+        "MCP Tracker": ("1", "1900"), "MCP Down": ("3", "500"), "MCP Old": ("1600", "2000")}
+    assert "error" in connects["MCP Down"]["classes"] and "error" not in connects["MCP Tracker"]["classes"]
+    tool = next(r for r in page.rects if "tool" in r["classes"])
+    assert float(connects["MCP Tracker"]["x"]) + float(connects["MCP Tracker"]["width"]) <= float(tool["x"])
+    connected = {life["lane"]: (life["data-s"], life["data-e"]) for life in page.lives if life["lane"] != "Main"}
+    assert connected == {"MCP Tracker": ("1900", "2100"), "MCP Old": ("2000", "2200")}
+    assert "connecting to Tracker" in html and page.totals["errors"] == "1"
+
+
+def test_a_real_run_s_trace_shows_the_connection_before_the_first_tool_call(tmp_path: Path) -> None:
+    """examples/triage connects to its tracker (in process) before the first call: the trace holds the
+    span from `mcp.connecting` to `mcp.connect`, and the page draws it."""
+    project = tmp_path / "triage"
+    shutil.copytree(REPO / "examples" / "triage", project)
+    run = sage(project, "run", "--trace-file", str(tmp_path / "run.ndjson"))
+    assert run.returncode == 0, run.stderr
+    events = [json.loads(line) for line in (tmp_path / "run.ndjson").read_text(encoding="utf-8").splitlines()]
+    kinds = [(e["kind"], e.get("server")) for e in events if e["kind"].startswith("mcp.connect")]
+    assert kinds.index(("mcp.connecting", "Tracker")) < kinds.index(("mcp.connect", "Tracker"))
+    result = sage(tmp_path, "trace", "view", "run.ndjson")
+    assert result.returncode == 0, result.stderr
+    page = Page()
+    page.feed((tmp_path / "run.html").read_text(encoding="utf-8"))
+    connect = next(r for r in page.rects if r["lane"] == "MCP Tracker" and "connect" in r["classes"])
+    first_call = min(int(r["data-s"]) for r in page.rects if "tool" in r["classes"])
+    assert int(connect["data-s"]) <= int(connect["data-e"]) <= first_call
+
+
+def test_the_chart_fits_the_window_and_zooms(tmp_path: Path) -> None:
+    result, html, page = view(tmp_path, sample_trace())
+    assert result.returncode == 0
+    # everything the script lays out again carries its time; the controls are hidden until the script runs
+    placed = [*page.rects, *page.lives, *page.marks]
+    assert placed and all("data-s" in e for e in placed)
+    assert '<div id="zoom" hidden>' in html and 'data-zoom="in"' in html and 'data-zoom="fit"' in html
+    chart = next(a for tag, a in page.tags if tag == "svg")
+    assert chart["viewbox"].startswith("0 0 ") and chart["id"] == "chart"
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        return
+    probe = ("<script>var c=document.getElementById('chart');var w=[c.getAttribute('width')];"
+             "document.querySelector('[data-zoom=in]').click();w.push(c.getAttribute('width'));"
+             "document.querySelector('[data-zoom=fit]').click();w.push(c.getAttribute('width'));"
+             "document.title='widths '+w.join(' ');</script></body>")
+    (tmp_path / "probe.html").write_text(html.replace("</body>", probe), encoding="utf-8")
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                          "--window-size=700,400", "--dump-dom", (tmp_path / "probe.html").as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    widths = [int(w) for w in re.search(r"<title>widths ([\d ]+)</title>", dom).group(1).split()]
+    fitted, zoomed, again = widths
+    assert fitted <= 700 < 260 + 1100   # fitted to the window, narrower than the page without the script
+    assert zoomed > fitted + 300 and again == fitted

@@ -36,7 +36,7 @@ def _project(root: Path, grove: str, program: str) -> None:
 
 
 def _assert_all_gone(marker: str) -> None:
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while _processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _processes_with(marker) == []
@@ -113,7 +113,7 @@ def test_ctrl_c_while_connecting_stops_without_waiting_for_the_connect_deadline(
     proc = subprocess.Popen([sys.executable, "-m", "sagepy", *command], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         if moment == "server started":
             while not _processes_with(marker) and time.monotonic() < deadline:
                 time.sleep(0.02)
@@ -122,7 +122,6 @@ def test_ctrl_c_while_connecting_stops_without_waiting_for_the_connect_deadline(
             while not handshake.exists() and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert handshake.exists(), "the client should have started the handshake"
-            time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 130, err
@@ -130,6 +129,19 @@ def test_ctrl_c_while_connecting_stops_without_waiting_for_the_connect_deadline(
     finally:
         _end(proc)
     _assert_all_gone(marker)
+
+
+def test_the_signal_tests_pass_in_a_suite_started_with_sigint_ignored() -> None:
+    """Issue 37 found these two failing beside other work: the suite had been started as a background job
+    of a script, which runs it with SIGINT ignored, and its children inherited that. tests/conftest.py gives
+    SIGINT its default back; this runs them as such a suite would."""
+    tests = ["tests/tools/test_tool_shell.py::test_a_shell_killed_by_a_signal_has_exit_code_minus_one[INT]",
+             "tests/runtime/test_signals.py::test_ctrl_c_while_connecting_stops_without_waiting_for_the_connect_"
+             "deadline[server started-command0]"]
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=REPO,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN), capture_output=True,
+                            text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout[-4000:] + result.stderr[-2000:]
 
 
 def test_ctrl_c_in_an_open_elicitation_form_answers_cancel_and_the_program_goes_on(tmp_path: Path) -> None:

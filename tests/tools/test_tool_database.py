@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 
 import pytest
 
@@ -192,9 +191,27 @@ def test_an_unset_cancel_flag_does_not_interrupt(memory):
     assert db("query", counting(100_000), threading.Event()) == [row(["n"], ["100000"])]
 
 
+class Watched(threading.Event):
+    """A cancel flag that tells when the call first looked at it (its statement runs, or it waits for the
+    database), and with `set_on_look`, sets itself at that look: the call is then surely under way."""
+
+    def __init__(self, set_on_look: int = 0) -> None:
+        super().__init__()
+        self.looked = threading.Event()
+        self.looks = 0
+        self.set_on_look = set_on_look
+
+    def is_set(self) -> bool:
+        self.looks += 1
+        self.looked.set()
+        if self.set_on_look and self.looks >= self.set_on_look:
+            self.set()
+        return super().is_set()
+
+
 def test_concurrent_calls_do_not_disturb_each_others_cancel_check(memory):
     # SQLite has one progress handler per connection: a second call must not replace the first one's.
-    cancel = threading.Event()
+    cancel = Watched()
     outcome = {}
 
     def long_query() -> None:
@@ -205,20 +222,21 @@ def test_concurrent_calls_do_not_disturb_each_others_cancel_check(memory):
 
     first = threading.Thread(target=long_query)
     first.start()
-    time.sleep(0.1)
-    second = threading.Thread(target=db, args=("query", counting(10_000), threading.Event()))
+    assert cancel.looked.wait(60)   # the endless statement runs
+    second_cancel = Watched()
+    second = threading.Thread(target=db, args=("query", counting(10_000), second_cancel))
     second.start()
-    time.sleep(0.2)
+    assert second_cancel.looked.wait(60)   # the second call is under way (waiting for the database)
     cancel.set()
-    first.join(10)
-    second.join(10)
+    first.join(60)
+    second.join(60)
     assert isinstance(outcome.get("exc"), AgentCancelled), outcome
 
 
 def test_cancel_while_waiting_for_the_in_memory_database(memory):
     # The busy statement holds the database until it is cancelled itself, after the waiting call's cancel has
-    # fired: however fast the machine, the second call is still waiting for the database when told to stop.
-    stop_busy = threading.Event()
+    # fired: the second call is told to stop at its second look at its flag, while it waits for the database.
+    stop_busy = Watched()
     busy_outcome: dict = {}
 
     def busy_query() -> None:
@@ -229,15 +247,15 @@ def test_cancel_while_waiting_for_the_in_memory_database(memory):
 
     busy = threading.Thread(target=busy_query)
     busy.start()
-    time.sleep(0.3)
-    cancel = threading.Event()
-    threading.Timer(0.2, cancel.set).start()
+    assert stop_busy.looked.wait(60)   # the busy statement runs and holds the database
+    cancel = Watched(set_on_look=2)
     try:
         with pytest.raises(AgentCancelled):
             db("query", "SELECT 1", cancel)
     finally:
         stop_busy.set()
-        busy.join(10)
+        busy.join(60)
+    assert cancel.looks >= 2
     assert isinstance(busy_outcome.get("exc"), AgentCancelled), busy_outcome
 
 

@@ -63,8 +63,9 @@ def group_members(pgid: int) -> list[int]:
 
 
 def gone(*pids: int) -> bool:
-    """Wait (briefly: SIGKILL takes effect at once, but asynchronously) until none of pids is running."""
-    deadline = time.monotonic() + 2
+    """Wait until none of pids is running (SIGKILL takes effect at once, but asynchronously: on a busy
+    machine, the reaping may take a while)."""
+    deadline = time.monotonic() + 30
     while any(running(pid) for pid in pids):
         if time.monotonic() > deadline:
             return False
@@ -73,7 +74,7 @@ def gone(*pids: int) -> bool:
 
 
 def group_gone(pgid: int) -> bool:
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 30
     while group_members(pgid):
         if time.monotonic() > deadline:
             return False
@@ -82,7 +83,7 @@ def group_gone(pgid: int) -> bool:
 
 
 def wait_for_pids(path: Path, count: int) -> list[int]:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if path.exists():
             pids = path.read_text().split()
@@ -146,9 +147,10 @@ def test_the_command_runs_in_a_process_group_of_its_own():
 
 
 def test_timeout_kills_the_whole_group(tmp_path, monkeypatch):
-    monkeypatch.setenv("SAGE_SHELL_TIMEOUT", "0.5")
+    # long enough for the shell to write both pids first, also on a busy machine
+    monkeypatch.setenv("SAGE_SHELL_TIMEOUT", "2")
     pids = tmp_path / "pids"
-    assert run_error(f"echo $$ > {pids}; sleep 30 & echo $! >> {pids}; wait") == "Shell.run: timed out after 0.5 s"
+    assert run_error(f"echo $$ > {pids}; sleep 30 & echo $! >> {pids}; wait") == "Shell.run: timed out after 2 s"
     shell, child = wait_for_pids(pids, 2)
     assert gone(shell, child)
     assert group_gone(shell)
@@ -156,15 +158,15 @@ def test_timeout_kills_the_whole_group(tmp_path, monkeypatch):
 
 def test_timeout_also_ends_a_background_child_that_holds_the_output_open(tmp_path, monkeypatch):
     # The shell exits at once, but its child keeps stdout open, so the output is not complete until it ends.
-    monkeypatch.setenv("SAGE_SHELL_TIMEOUT", "1")
+    monkeypatch.setenv("SAGE_SHELL_TIMEOUT", "2")
     pids = tmp_path / "pids"
-    assert run_error(f"sleep 30 & echo $! > {pids}; exit 0") == "Shell.run: timed out after 1 s"
+    assert run_error(f"sleep 30 & echo $! > {pids}; exit 0") == "Shell.run: timed out after 2 s"
     (child,) = wait_for_pids(pids, 1)
     assert gone(child)
 
 
 def test_a_command_that_finishes_in_time_is_unaffected_by_the_timeout(monkeypatch):
-    monkeypatch.setenv("SAGE_SHELL_TIMEOUT", "5")
+    monkeypatch.setenv("SAGE_SHELL_TIMEOUT", "60")
     assert run("sleep 0.1; echo done") == result(0, "done\n", "")
 
 
@@ -197,7 +199,7 @@ def test_cancel_kills_the_group_promptly_and_raises_agent_cancelled(tmp_path):
     assert running(shell) and running(child)
     assert {shell, child} <= set(group_members(shell))
     cancel.set()
-    thread.join(5)
+    thread.join(60)   # "promptly": the group is killed at the next poll, whatever the machine's load
     assert not thread.is_alive()
     assert isinstance(outcome.get("exc"), AgentCancelled), outcome
     assert gone(shell, child)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from worker_harness import make_project, runs_json, sage, sage_env, start_worker, submit, wait_until_gone
+from worker_harness import (leased_by, make_project, runs_json, sage, sage_env, start_worker, submit,
+                            wait_until_gone)
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def test_submit_queues_a_run_with_its_arguments_and_version(project: Path, env: 
     assert worked.returncode == 0, worked.stderr
     host_pid = worked.stderr.splitlines()[0].split()[1]
     assert worked.stderr.splitlines() == [
-        f"worker {host_pid} started (queue default, version {run['version']}, concurrency 1)",
+        f"worker {host_pid} started (queue default, version {run['version']}, concurrency 256)",
         f"run {run_id}: started", f"run {run_id}: completed (exit 4)", "worker: no runnable runs left"]
     run = status_of(project, env, run_id)
     assert (run["status"], run["exit_code"], run["host"]) == ("completed", 4, host_pid.split(":")[0])
@@ -125,14 +126,9 @@ def test_a_run_is_left_when_the_files_change_under_the_worker(project: Path, env
                                                               tmp_path: Path) -> None:
     first = submit(project, env, "0", "400")
     second = submit(project, env, "0", "1")
-    worker = start_worker(project, env, tmp_path / "w.log", "--drain", "--poll-ms", "50")
+    worker = start_worker(project, env, tmp_path / "w.log", "--drain", "--poll-ms", "50", "--isolation", "process")
     try:
-        deadline = time.monotonic() + 60
-        while "step 0" not in sage(project, env, "runs", "logs", first).stdout:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        main = project / "src" / "main.sg"
-        main.write_text(main.read_text() + "// changed\n")
+        change_under(project, env, first)
         assert worker.process.wait(120) == 0
     finally:
         worker.stop()
@@ -141,6 +137,31 @@ def test_a_run_is_left_when_the_files_change_under_the_worker(project: Path, env
     assert f"run {first}: completed (exit 0)" in lines
     assert f"run {second}: left for version {version}" in lines
     assert lines[-1] == "worker: no runnable runs left"
+    assert status_of(project, env, second)["status"] == "queued"
+
+
+def change_under(project: Path, env: dict[str, str], running: str) -> None:
+    """Change the program once the run `running` has printed its first step."""
+    deadline = time.monotonic() + 60
+    while "step 0" not in sage(project, env, "runs", "logs", running).stdout:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    main = project / "src" / "main.sg"
+    main.write_text(main.read_text() + "// changed\n")
+
+
+def test_a_thread_mode_worker_whose_files_change_finishes_its_runs_and_takes_no_more(
+        project: Path, env: dict[str, str], tmp_path: Path) -> None:
+    first = submit(project, env, "0", "400")
+    second = submit(project, env, "0", "1")
+    worker = start_worker(project, env, tmp_path / "w.log", "--poll-ms", "50", "--concurrency", "1")
+    try:
+        change_under(project, env, first)
+        assert worker.process.wait(120) == 0   # without --drain: it stops because the files changed
+    finally:
+        worker.stop()
+    lines = worker.lines()
+    assert lines[-2:] == [f"run {first}: completed (exit 0)", "worker: program files changed; restart the worker"]
     assert status_of(project, env, second)["status"] == "queued"
 
 
@@ -232,7 +253,7 @@ def test_a_killed_worker_is_recovered_until_max_recoveries(tmp_path: Path) -> No
         worker = start_worker(project, env, tmp_path / f"w{attempt}.log", "--poll-ms", "50")
         try:
             worker.wait_for(f"run {run_id}: {line}")
-            time.sleep(0.5)
+            leased_by(project, env, run_id, worker.process.pid)   # its run is under way, under its lease
         finally:
             worker.stop()   # SIGKILL: the run's process dies with it
         assert not wait_until_gone(project)

@@ -9,22 +9,14 @@ import signal
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from worker_harness import (make_project, read_field, read_ledger, resolve_halted, runs_json, sage, sage_env,
-                            start_worker, submit, wait_until_gone)
+from worker_harness import (leased_by, make_project, open_store, read_field, read_ledger, resolve_halted,
+                            run_process, runs_json, sage, sage_env, start_worker, submit, wait_until_gone)
 from sagepy.store.leases import FRESH_SECONDS, process_alive
 
 CHARGES = 6
-
-
-def open_store(project: Path, env: dict[str, str]) -> Any:
-    from sagepy.project import find_project
-    from sagepy.session import Session
-    project_info, _ = find_project(str(project))
-    return Session(project_info, environ=env).open_store().backend
 
 
 def snapshot(project: Path, env: dict[str, str], run_id: str) -> tuple:
@@ -34,21 +26,6 @@ def snapshot(project: Path, env: dict[str, str], run_id: str) -> tuple:
         return store.steps(run_id), store.output(run_id), store.get_field("Main", "total")
     finally:
         store.close()
-
-
-def run_process(project: Path, env: dict[str, str], run_id: str, worker_pid: int, timeout: float = 120) -> int:
-    """The pid of the run's own process once it holds the lease its worker claimed for it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        store = open_store(project, env)
-        try:
-            run = store.get_run(run_id)
-        finally:
-            store.close()
-        if run.lease_pid not in (None, worker_pid) and run.lease_heartbeat is not None:
-            return run.lease_pid
-        assert time.monotonic() < deadline, "the run's process never took its lease"
-        time.sleep(0.05)
 
 
 def stop_between_steps(project: Path, env: dict[str, str], run_id: str, owner: int, sqlite: bool) -> int:
@@ -85,7 +62,7 @@ def test_a_worker_run_stopped_past_its_lease_writes_nothing_after_another_worker
     project = make_project(tmp_path, "paced")
     env = sage_env(project, tmp_path / "cache", state_url=url)
     run_id = submit(project, env)
-    first = start_worker(project, env, tmp_path / "first.log", "--poll-ms", "50")
+    first = start_worker(project, env, tmp_path / "first.log", "--poll-ms", "50", "--isolation", "process")
     stopped = None
     try:
         owner = run_process(project, env, run_id, first.process.pid)
@@ -109,6 +86,46 @@ def test_a_worker_run_stopped_past_its_lease_writes_nothing_after_another_worker
             time.sleep(0.05)
         assert first.process.poll() is None
         assert snapshot(project, env, run_id) == written   # the deposed process wrote nothing
+    finally:
+        if stopped is not None:
+            os.kill(stopped, signal.SIGCONT)
+        first.stop()
+    accounts = sorted(entry["args"]["account"] for entry in read_ledger(project))
+    assert accounts == [f"acct-{i}" for i in range(CHARGES)]   # every charge once
+    assert read_field(project, env, "Main", "total") == CHARGES
+    assert not wait_until_gone(project)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_thread_mode_worker_stopped_past_its_leases_writes_nothing_once_continued(
+        backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The whole worker is stopped (its runs are threads of it): another worker takes the run over and
+    finishes it; continued, the first worker's run finds itself deposed and writes nothing more."""
+    url = request.getfixturevalue("pg_url") if backend == "postgres" else None
+    project = make_project(tmp_path, "paced")
+    env = sage_env(project, tmp_path / "cache", state_url=url)
+    run_id = submit(project, env)
+    first = start_worker(project, env, tmp_path / "first.log", "--poll-ms", "50", "--isolation", "thread")
+    stopped = None
+    try:
+        leased_by(project, env, run_id, first.process.pid)
+        stopped = stop_between_steps(project, env, run_id, first.process.pid, sqlite=url is None)
+        time.sleep(FRESH_SECONDS + 1)   # the stopped worker's heartbeats are now older than the lease
+        for _ in range(3):   # stopped between a charge and its record: the taker halts, resolved from the ledger
+            second = sage(project, env, "worker", "--drain", "--poll-ms", "50", timeout=300)
+            assert second.returncode == 0, second.stderr
+            assert f"run {run_id}: resumed" in second.stderr
+            status = next(r["status"] for r in runs_json(project, env) if r["id"] == run_id)
+            if status != "halted":
+                break
+            resolve_halted(project, env, run_id)
+        assert status == "completed", second.stderr
+        written = snapshot(project, env, run_id)
+        os.kill(stopped, signal.SIGCONT)
+        stopped = None
+        first.wait_for(f"run {run_id}: ")   # its execution of the run has ended
+        assert first.process.poll() is None   # and the worker serves on
+        assert snapshot(project, env, run_id) == written   # the deposed run wrote nothing
     finally:
         if stopped is not None:
             os.kill(stopped, signal.SIGCONT)

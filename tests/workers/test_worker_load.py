@@ -18,8 +18,9 @@ from worker_harness import check_load, drive_load, make_project, read_field, sag
 CHARGES = 3
 
 
+@pytest.mark.parametrize("isolation", ["thread", "process"])
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_killed_workers_lose_nothing_and_fire_nothing_twice(backend: str, tmp_path: Path,
+def test_killed_workers_lose_nothing_and_fire_nothing_twice(backend: str, isolation: str, tmp_path: Path,
                                                             request: pytest.FixtureRequest) -> None:
     url = request.getfixturevalue("pg_url") if backend == "postgres" else None
     project = make_project(tmp_path, "load")
@@ -27,7 +28,7 @@ def test_killed_workers_lose_nothing_and_fire_nothing_twice(backend: str, tmp_pa
     logs = tmp_path / "logs"
     logs.mkdir()
     load = drive_load(project, env, logs, runs=8, workers=3, killable=2, kills=2, rng=random.Random(23),
-                      concurrency=2)
+                      concurrency=2, isolation=isolation)
     report = check_load(project, env, load.names, CHARGES, read_field(project, env, "Main", "total"))
     assert load.kills == 2
     assert (report.runs, report.completed) == (8, 8)

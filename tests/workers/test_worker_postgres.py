@@ -47,7 +47,8 @@ def test_cancel_wait_and_a_halted_worker_run_requeued_by_resolve(tmp_path: Path,
     # the run's process crashes right after the intent of its first charge; its worker recovers it, and the
     # resumed run halts on that charge, whose outcome is unknown
     crashing = dict(env, SAGE_CRASH_AFTER_WRITE="1")
-    worked = sage(project, crashing, "worker", "--drain", "--poll-ms", "50")
+    # (a run of its own process: a thread-mode worker would crash with it)
+    worked = sage(project, crashing, "worker", "--drain", "--poll-ms", "50", "--isolation", "process")
     assert worked.stderr.splitlines()[1:] == [f"run {run_id}: started", f"run {run_id}: resumed",
                                               f"run {run_id}: halted", "worker: no runnable runs left"]
     assert "halted: the outcome of Counter.charge (Main step 1) is unknown" in \

@@ -252,14 +252,15 @@ class LoadRun:
 
 
 def drive_load(project: Path, env: dict[str, str], logs: Path, runs: int, workers: int, killable: int,
-               kills: int, rng: Any, concurrency: int = 2, timeout: float = 900) -> LoadRun:
+               kills: int, rng: Any, concurrency: int = 2, timeout: float = 900,
+               isolation: str = "thread") -> LoadRun:
     """Queue `runs` runs of programs/load.sg, start `workers` workers, SIGKILL the first `killable` of them
     `kills` times in all at random moments (each restarted at once), resolve halted runs from the ledger as an
     operator would, until every run has ended; then stop the workers with SIGTERM."""
     load = LoadRun([f"r{i:03d}" for i in range(runs)])
     started = time.monotonic()
     submit_many(project, env, load.names)
-    flags = ["--concurrency", str(concurrency), "--poll-ms", "100"]
+    flags = ["--concurrency", str(concurrency), "--poll-ms", "100", "--isolation", isolation]
     pool = [start_worker(project, env, logs / f"worker{i}.log", *flags) for i in range(workers)]
     next_kill = time.monotonic() + rng.uniform(0.5, 4.0)
     deadline = time.monotonic() + timeout
@@ -293,3 +294,41 @@ def drive_load(project: Path, env: dict[str, str], logs: Path, runs: int, worker
                 worker.process.wait()
     load.seconds = time.monotonic() - started
     return load
+
+
+def open_store(project: Path, env: dict[str, str]) -> Any:
+    from sagepy.project import find_project
+    from sagepy.session import Session
+    project_info, _ = find_project(str(project))
+    return Session(project_info, environ=env).open_store().backend
+
+
+def run_process(project: Path, env: dict[str, str], run_id: str, worker_pid: int, timeout: float = 120) -> int:
+    """The pid of the run's own process once it holds the lease its worker claimed for it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        store = open_store(project, env)
+        try:
+            run = store.get_run(run_id)
+        finally:
+            store.close()
+        if run.lease_pid not in (None, worker_pid) and run.lease_heartbeat is not None:
+            return run.lease_pid
+        assert time.monotonic() < deadline, "the run's process never took its lease"
+        time.sleep(0.05)
+
+
+def leased_by(project: Path, env: dict[str, str], run_id: str, pid: int, timeout: float = 120) -> None:
+    """Until the run's own execution holds its lease under `pid` (a thread-mode worker's runs are its own)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        store = open_store(project, env)
+        try:
+            run = store.get_run(run_id)
+            steps = store.steps(run_id)
+        finally:
+            store.close()
+        if run.lease_pid == pid and run.lease_heartbeat is not None and steps:
+            return
+        assert time.monotonic() < deadline, "the run never started under its worker"
+        time.sleep(0.05)

@@ -10,6 +10,7 @@ from typing import Any
 
 from ...check.names import ASSERTIONS, BUILTIN, VariantRef
 from ...check.symbols import ToolRef
+from ...effect_builtins import EFFECT_BUILTINS, IO, MCP_BUILTINS
 from ...syntax import ast as A
 from ...core.errors import SageRaise, raise_at
 from ..operators import builtin_misuse
@@ -17,19 +18,17 @@ from ...core.values import UNIT, Function, Variant, display
 from . import inplace
 from .frames import Code, direct_call1, located
 
-# Builtins compiled here rather than taken from the registry: they write output, read the clock or stdin, talk
-# to the MCP manager through the agent's effects, or rebind the variable they are given.
-MCP_BUILTINS = ("mcp_connect", "mcp_list_tools", "mcp_tools", "mcp_server_info", "mcp_connection", "mcp_call",
-                "mcp_disconnect", "mcp_resources", "mcp_resource_templates", "mcp_read_resource", "mcp_prompts",
-                "mcp_get_prompt")
-CONTEXT_BUILTINS = ("print", "print_err", "map_set", "map_delete", "sleep_ms", "now_ms", "now_s", "read_line",
-                    "read_all", "ask", "args", *MCP_BUILTINS)
+# Builtins compiled here rather than taken from the native library: they write output, sleep the agent, ask a
+# person, talk to MCP servers through the agent's effects (sagepy.effect_builtins: the `io` ones the interpreter
+# performs itself, and every `mcp` one), read the run's arguments, or rebind the variable they are given.
+CONTEXT_BUILTINS = ("print", "print_err", "map_set", "map_delete", "args", *MCP_BUILTINS,
+                    *(name for name, b in EFFECT_BUILTINS.items() if b.kind == IO and b.perform is None))
 
 
 class Calls:
     """Mixin of the compiler."""
 
-    def e_Call(self, node: Any) -> Code:
+    def e_Call(self, node: A.Call) -> Code:
         ref = node.ref
         if ref is BUILTIN:
             return self.builtin_call(node)
@@ -188,10 +187,8 @@ class Calls:
             return sleep
         if name == "args":   # the program arguments of the run, set by the session (SPEC §6.1)
             return lambda frame: list(frame[0].runtime.program_args)
-        if name in ("now_ms", "now_s"):
-            return lambda frame: frame[0].runtime.effects.io(frame[0], name, ())
 
-        def read(frame: list) -> Any:   # read_line, read_all, ask
+        def read(frame: list) -> Any:   # ask
             try:
                 return frame[0].runtime.effects.io(frame[0], name, [a(frame) for a in args])
             except SageRaise as exc:

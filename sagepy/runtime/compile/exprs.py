@@ -55,7 +55,7 @@ class Expressions:
         return lambda frame: frame[0]
 
     # ---------------------------------------------------------------- names
-    def e_Name(self, node: Any) -> Code:
+    def e_Name(self, node: A.Name) -> Code:
         ref = node.ref
         if ref is None:
             slot = node.slot

@@ -1,0 +1,83 @@
+"""A worker's runs in the worker's own process (SPEC §14.2, `sage worker --isolation thread`): the program is
+compiled once, and each claimed run is a `Program.run` of it on a thread, with a Host that stores the run's
+output with the run and stops the run when the worker is told to stop.
+
+The runs share the compiled program, one connection to the store (a second one, apart from the worker's own,
+so that a run's lease and the worker's claim of it stay distinct) and the model client's connection pool;
+each has its own agents, journal and output. A run that fails with an internal error ends that run alone.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..workers.child import WorkerClaim
+from ..workers.worker import Execution
+from .host import Host
+
+if TYPE_CHECKING:
+    from .program import Program
+
+
+@dataclass
+class ThreadExecution(Execution):
+    host: Host = field(default_factory=Host)
+    code: int | None = None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.code
+
+    def signal(self, signum: int) -> None:
+        # a thread cannot be killed: a forced stop ends the worker's process (Worker._kill)
+        self.host.stop(130 if signum == signal.SIGINT else 143)
+
+
+class StoredOutput:
+    """One of a run's output streams, stored line by line with the run (`sage runs logs`) as it is printed."""
+
+    def __init__(self, store: Any, run_id: str, name: str) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.name = name
+
+    def __call__(self, text: str) -> None:
+        for line in text.split("\n"):
+            try:
+                self.store.append_output(self.run_id, self.name, line)
+            except Exception:  # the store failed this once: the run's next journal write reports it
+                pass
+
+
+class ThreadLauncher:
+    """Starts each claimed run as a thread of this process. `state`: the runs' own connection to the store (a
+    `sagepy.runtime.persistence.StateStore`'s backend)."""
+    in_process = True
+
+    def __init__(self, program: Program, backend: Any, version: str) -> None:
+        self.program = program
+        self.backend = backend
+        self.version = version
+
+    def __call__(self, run_id: str, version: str, resumed: bool, wake: threading.Event) -> Execution:
+        from ..runtime.persistence import StateStore
+        backend = self.backend
+        host = Host(out=StoredOutput(backend, run_id, "stdout"), err=StoredOutput(backend, run_id, "stderr"),
+                    store=StateStore(backend), durable=True)
+        host.claim = WorkerClaim(os.getpid(), self.version, not resumed)
+        execution = ThreadExecution(run_id, version, was_queued=not resumed, host=host)
+
+        def run() -> None:
+            try:
+                execution.code = self.program.run(host=host, run_id=run_id, resume=True).exit_code
+            except BaseException as exc:  # a bug of sagepy's in this run ends this run, not the worker
+                execution.code = 1
+                host.err(f"internal error: {type(exc).__name__}: {exc}")
+            finally:
+                execution.ended.set()
+                wake.set()
+        threading.Thread(target=run, name=f"sage-run-{run_id}", daemon=True).start()
+        return execution
