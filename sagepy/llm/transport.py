@@ -8,20 +8,20 @@ server may still be working on it, and a second wait of the same length rarely e
 answers are final, and so is a TLS failure (a certificate the trust store refuses stays refused). On a
 terminal (sagepy.progress) the wait shows as a status line with the seconds waited, and each retry as a line.
 
-Requests run synchronously in the calling agent's thread, on a client made by net.py, so they share the
-`Http` tool's settings and trust store (the operating system's) but not its event loop: a model's tool loop
+Requests run synchronously in the calling agent's thread, on a lane of net.py's (one connection used by one
+request at a time, shared by every run of the process), so they share the `Http` tool's settings and trust
+store (the operating system's) but not its event loop: a model's tool loop
 is a long run of requests, and bench/llm.py measured 50 turns through the shared loop's `httpx.AsyncClient`
 at 1.2-1.7x a plain synchronous httpx client, against 0.9-1.1x for this one. httpx is imported on the first
 request, never at import time: most programs never call an LLM, and start-up time matters.
 """
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Callable
 
 from ..core.json_text import parse_json
-from ..net import failure_reason, sync_client, url_for_display
+from ..net import Lanes, failure_reason, lanes, url_for_display
 from ..progress import note, waiting
 from ..tls import failure_reason as tls_failure_reason
 from .config import LlmConfig
@@ -58,6 +58,16 @@ class _Retry(Exception):
         self.reason = reason
 
 
+def _origin(url: str) -> str:
+    """`scheme://host:port` of a URL: the requests that may share a connection."""
+    from urllib.parse import urlsplit
+    try:
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}"
+    except ValueError:
+        return url
+
+
 class Answer:
     """A successful answer: its decoded JSON and the number of HTTP requests it took."""
 
@@ -69,15 +79,14 @@ class Answer:
 
 
 class ChatTransport:
-    """POSTs request bodies to the provider's endpoint (`{url}/chat/completions`, `{url}/messages`) on one
-    pooled httpx client (thread-safe)."""
+    """POSTs request bodies to the provider's endpoint (`{url}/chat/completions`, `{url}/messages`) on the
+    process's lanes (thread-safe)."""
 
     def __init__(self, config: LlmConfig, provider: Provider) -> None:
         self.config = config
         self.provider = provider
         self.endpoint = config.url.rstrip("/") + provider.path
-        self._client: Any = None
-        self._lock = threading.Lock()
+        self.origin = _origin(self.endpoint)
 
     def redact(self, text: str) -> str:
         """Text with every occurrence of the key replaced: servers do quote a rejected key back."""
@@ -87,8 +96,8 @@ class ChatTransport:
     def post(self, body: dict, model: str | None = None, before: Callable[[], None] | None = None) -> Answer:
         """The answer to `body`, retrying transient failures; `before` is called before each attempt (the
         rate limits wait there, SPEC §23)."""
-        client = self._http()
         headers = self.provider.headers()
+        pool = lanes()   # the first one imports httpx: before the status line's clock starts
         attempt = 0
         with waiting(f"waiting for model {model or self.config.model}", elapsed=True):
             while True:
@@ -96,7 +105,7 @@ class ChatTransport:
                 if before is not None:
                     before()
                 try:
-                    return Answer(self._once(client, body, headers, attempt > self.config.retries), attempt)
+                    return Answer(self._once(pool, body, headers, attempt > self.config.retries), attempt)
                 except _Retry as retry:
                     delay = self._backoff(attempt) if retry.delay is None else retry.delay
                     note(f"{retry.reason}, retrying in {delay:.3g} s")
@@ -106,18 +115,18 @@ class ChatTransport:
                     raise
 
     def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        """Close the idle connections to the endpoint's server."""
+        lanes().close(self.origin)
 
     # ---------------------------------------------------------------- helpers
-    def _once(self, client: Any, body: dict, headers: dict, final: bool) -> Any:
+    def _once(self, pool: Lanes, body: dict, headers: dict, final: bool) -> Any:
         """The decoded answer of one request; raises _Retry for a transient failure unless `final`."""
         import httpx
 
         try:
-            response = client.post(self.endpoint, json=body, headers=headers)
+            with pool.lane(self.origin) as client:
+                response = client.post(self.endpoint, json=body, headers=headers,
+                                       timeout=self.config.timeout_ms / 1000)
         except httpx.TimeoutException:
             raise TransportError(f"request failed: timed out after {self.config.timeout_ms} ms",
                                  transient=True) from None
@@ -154,12 +163,6 @@ class ChatTransport:
             else:
                 message += f" (no key was sent: {key_env} is not set)"
         return message
-
-    def _http(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                self._client = sync_client(self.config.timeout_ms / 1000)
-            return self._client
 
     def _decode(self, response: Any) -> Any:
         try:

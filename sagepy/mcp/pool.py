@@ -252,7 +252,8 @@ class ConnectionPool(Catalogue):
             block = label.split(".", 1)[0]
             raise McpFailure("tool not found", f"no [tools.{block}] entry in grove.toml")
         conn = self._live(slot) or await self._connection(slot)
-        return await conn.call(remote, arguments, label)
+        async with conn.http_status.turns:
+            return await conn.call(remote, arguments, label)
 
     def safety(self, server: str, remote: str) -> str:
         """The safety class of a configured server's tool; `destructive` when it cannot be listed (the
@@ -398,7 +399,8 @@ class ConnectionPool(Catalogue):
 
     async def _call(self, slot: _Slot, tool: str, arguments: dict) -> dict:
         conn = await self._connection(slot)
-        return await conn.call(tool, arguments)
+        async with conn.http_status.turns:
+            return await conn.call(tool, arguments)
 
     def disconnect(self, handle: str) -> None:
         slot = self._slot(handle)

@@ -4,6 +4,7 @@ returns what the SDK's `Client` takes as its `server` argument.
 """
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import sys
@@ -21,6 +22,10 @@ from .stdio import ChildProcess, StartedServer, stdio_transport
 BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
 
 
+HTTP_IN_FLIGHT = 256
+"""The most tool calls one connection has in flight at once; more wait for their turn, untimed."""
+
+
 class HttpStatus:
     """What the server's HTTP answers said, captured by a response hook: the SDK turns a 401 into a generic
     JSON-RPC error, and §8.10 needs the number for `MCP auth error` / `MCP HTTP error`. An OAuth failure
@@ -36,6 +41,10 @@ class HttpStatus:
         # for an answer that cannot come; `on_broken` lets the connection fail its waiting requests at once.
         self.broken: BaseException | None = None
         self.on_broken: Callable[[], None] | None = None
+        # Calls in flight on the connection: at most HTTP_IN_FLIGHT, so that over HTTP none waits in the client's
+        # connection pool; a call waiting for its turn has not been sent, and its timer has not started (a wait
+        # for a connection is not a request timeout).
+        self.turns = asyncio.Semaphore(HTTP_IN_FLIGHT)
 
     def reset(self) -> None:
         """Forget the last failure: called as each request starts."""
@@ -161,10 +170,14 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
         if response.status_code >= 400:
             status.code = response.status_code
 
-    # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request.
+    # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request. No pool
+    # timeout either: the connection sends at most HTTP_IN_FLIGHT requests at once, and the pool has room for
+    # them, the event stream and a few notifications, each kept alive for the next.
     # Servers are verified against sagepy's one trust store, as the LLM client and the Http tool do.
-    transport = _watched_transport(httpx2, httpx2.AsyncHTTPTransport(verify=trust_store()), status)
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(connect_s, read=None), auth=auth,
+    room = HTTP_IN_FLIGHT + 8
+    limits = httpx2.Limits(max_connections=room, max_keepalive_connections=room)
+    transport = _watched_transport(httpx2, httpx2.AsyncHTTPTransport(verify=trust_store(), limits=limits), status)
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(connect_s, read=None, pool=None), auth=auth,
                                   transport=transport, event_hooks={"response": [on_response]}) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
