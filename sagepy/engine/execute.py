@@ -131,6 +131,8 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
                     host.err(exc.message)
                 # an ended run keeps its status; a run this process may not execute now failed to run here
                 return RunOutcome(exc.status or FAILED, exc.code, run_id=run_id if resume else None)
+            if host.trace_file:
+                _index_trace(program.session.root, run.run_id, host.trace_file)
             return _run(program, host, runtime, target, fields, run)
         except (Busy, Unavailable) as exc:   # the run's record could not be read or written
             from ..session import store_open_failure
@@ -158,6 +160,20 @@ def runtime_for(session: Session, host: Host, *, store: Any = None, durable: boo
     runtime.effects.world.shared_mcp = host.mcp
     runtime.effects.world.model = host.model
     return runtime
+
+
+def _index_trace(root: str, run_id: str, trace_file: str) -> None:
+    """A durable run's trace is found by its id (the web console's timeline, SPEC §24): a link
+    `.sage/traces/<run id>.ndjson` to the file the run writes. Without it the run goes on all the same."""
+    import os
+    link = os.path.join(root, ".sage", "traces", run_id + ".ndjson")
+    try:
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(os.path.abspath(trace_file), link)
+    except OSError:
+        pass
 
 
 def _target(settings: Any) -> Any:

@@ -77,3 +77,15 @@ def test_a_durable_run_pauses_resumes_by_id_and_then_refuses_to_run_again(tmp_pa
     third = program.run(host=sagepy.Host(out=out.append, err=err.append), run_id=first.run_id, resume=True)
     assert (third.status, third.exit_code) == ("completed", 7)
     assert err == [f"run {first.run_id} already ended with exit code 7"]
+
+
+def test_a_durable_runs_trace_is_found_by_its_id(tmp_path: Path, monkeypatch) -> None:
+    """The console's timeline finds a traced run's events at .sage/traces/<run id>.ndjson."""
+    root = project(tmp_path)
+    (root / "grove.toml").write_text(GROVE.split("[approvals]")[0])
+    monkeypatch.chdir(root)
+    outcome = sagepy.compile(root).run(args=["a"], host=sagepy.Host(out=lambda _: None, err=lambda _: None,
+                                                                     trace_file=str(tmp_path / "t.ndjson")))
+    assert outcome.status == "completed"
+    found = root / ".sage" / "traces" / f"{outcome.run_id}.ndjson"
+    assert found.read_text() == (tmp_path / "t.ndjson").read_text() and '"run.end"' in found.read_text()
