@@ -22,7 +22,9 @@ this table; none keeps a list of its own. A builtin's Sage signature is its `ext
 - `optional`: its value is an Option (`env`): null is None, anything else Some of it;
 - `fresh`: the program uses its outcome at once and it cannot be had again (stdin, a person's answer): its
   journal record is never committed in a group;
-- `step`: False for `mcp_connection`, a lookup of the run's open handles rather than a step.
+- `step`: False for `mcp_connection`, a lookup of the run's open handles rather than a step;
+- `variable`: it reads the environment variable its first argument names, whose value may be a secret
+  (journaled wrapped, never shown: sagepy.secrecy).
 
 Adding an `io` builtin is a line here, its `extern fn` in stdlib/io.sg and (for a native one) its function in
 a family of sagepy.builtins; adding an `mcp_*` builtin over an existing pool operation is a line here and its
@@ -37,12 +39,12 @@ MCP = "mcp"
 
 class EffectBuiltin:
     __slots__ = ("name", "kind", "safety", "mock_key", "record", "listed", "declared_type", "perform", "shape",
-                 "named", "unit", "optional", "fresh", "step")
+                 "named", "unit", "optional", "fresh", "step", "variable")
 
     def __init__(self, name: str, kind: str, safety: str | None, *, mock_key: str | None = None,
                  record: str | None = None, listed: bool = False, declared_type: bool = False,
                  perform: str | None = None, shape: str | None = None, named: bool = False, unit: bool = False,
-                 optional: bool = False, fresh: bool = False, step: bool = True) -> None:
+                 optional: bool = False, fresh: bool = False, step: bool = True, variable: bool = False) -> None:
         self.name = name
         self.kind = kind
         self.safety = safety
@@ -57,6 +59,7 @@ class EffectBuiltin:
         self.optional = optional
         self.fresh = fresh
         self.step = step
+        self.variable = variable
 
     def __repr__(self) -> str:
         return f"EffectBuiltin({self.name!r}, {self.kind!r})"
@@ -80,8 +83,8 @@ EFFECT_BUILTINS: dict[str, EffectBuiltin] = {b.name: b for b in (
     EffectBuiltin("sleep_ms", IO, _READ, unit=True),
     EffectBuiltin("now_ms", IO, _READ, perform="native"),
     EffectBuiltin("now_s", IO, _READ, perform="native"),
-    EffectBuiltin("env", IO, _READ, perform="native", optional=True),
-    EffectBuiltin("env_or", IO, _READ, perform="native"),
+    EffectBuiltin("env", IO, _READ, perform="native", optional=True, variable=True),
+    EffectBuiltin("env_or", IO, _READ, perform="native", variable=True),
     # ---- dynamic MCP (stdlib/mcp.sg)
     EffectBuiltin("mcp_connect", MCP, _READ, mock_key="mcp.connect", perform="connect"),
     EffectBuiltin("mcp_list_tools", MCP, _READ, mock_key="mcp.list_tools", perform="list_tools"),

@@ -180,12 +180,10 @@ def env_names_in(config: Any) -> frozenset[str]:
     return frozenset(found)
 
 
-SECRET_READS = ("env", "env_or")   # the targets of the `io` steps that read a variable
-
-
 def secret_outcome(kind: str, target: str, outcome: Any) -> bool:
-    """Whether a journal record's outcome is a secret read's (`{"secret": value}`)."""
-    return kind == "io" and target in SECRET_READS and isinstance(outcome, dict) and SECRET_OUTCOME in outcome
+    """Whether a journal record's outcome is a secret read's (`{"secret": value}`): no other `io` step's
+    outcome is an object."""
+    return kind == "io" and isinstance(outcome, dict) and len(outcome) == 1 and SECRET_OUTCOME in outcome
 
 
 def shown_journal_value(kind: str, target: str, outcome: Any) -> Any:

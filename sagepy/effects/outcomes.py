@@ -14,7 +14,8 @@ from typing import Any
 
 from ..core.errors import SageRaise
 from ..core.values import UNIT, ErrorValue
-from ..secrecy import SECRET_OUTCOME, SECRET_READS, secret_outcome, secret_variable
+from ..effect_builtins import EFFECT_BUILTINS
+from ..secrecy import SECRET_OUTCOME, secret_outcome, secret_variable
 from .step import AWAIT, IO, LLM, MCP, STATE, TOOL, Step
 
 
@@ -32,10 +33,15 @@ def encode_value(step: Step, value: Any, secret_names: frozenset[str] = frozense
     if step.kind == STATE and _field_value(step):
         from ..core.convert import to_json
         return to_json(value)
-    if step.kind == IO and step.target in SECRET_READS and step.arguments \
+    if step.kind == IO and step.arguments and _reads_variable(step.target) \
             and secret_variable(step.arguments[0], secret_names):
         return {SECRET_OUTCOME: value}
     return value
+
+
+def _reads_variable(target: str) -> bool:
+    builtin = EFFECT_BUILTINS.get(target)
+    return builtin is not None and builtin.variable
 
 
 def decode_value(step: Step, data: Any) -> Any:
