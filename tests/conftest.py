@@ -113,9 +113,10 @@ def pg_url(pg_cluster) -> str:
     return pg_cluster.new_database()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """A headless Chromium (a Playwright Browser) for the session."""
+    """A headless Chromium (a Playwright Browser) for one test module: while Playwright's sync API lives, its
+    event loop counts as running in this thread, which the in-process MCP tests of later modules must not find."""
     from browser import close, launch
     driver, chromium = launch()
     yield chromium

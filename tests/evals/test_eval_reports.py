@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import chromium, sage, sage_env
+from conftest import sage, sage_env
 from messages_server import KEY, MessagesServer
 
 EVAL = """\
@@ -56,7 +56,7 @@ def test_a_messages_api_eval_replays_offline_with_the_same_report(tmp_path: Path
     assert docs[1]["model"] == "claude-test"
 
 
-def test_the_html_report_renders_its_table_in_chromium_and_reaches_nothing(tmp_path: Path) -> None:
+def test_the_html_report_renders_its_table_in_chromium_and_reaches_nothing(tmp_path: Path, browser) -> None:
     _project(tmp_path)
     with MessagesServer([by_question] * 3) as server:
         env = sage_env(SAGE_LLM_PROVIDER="anthropic", SAGE_LLM_URL=server.url, SAGE_MODEL="claude-test",
@@ -65,24 +65,20 @@ def test_the_html_report_renders_its_table_in_chromium_and_reaches_nothing(tmp_p
     assert done.returncode == 0, done.stdout + done.stderr
     page_text = (tmp_path / "report.html").read_text()
     assert "http://" not in page_text and "https://" not in page_text and "<script" not in page_text
-    from playwright.sync_api import sync_playwright
-    executable = chromium()
     requests: list[str] = []
-    with sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=executable, args=["--headless", "--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.on("request", lambda r: requests.append(r.url))
-            dialogs: list[str] = []
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto((tmp_path / "report.html").as_uri())
-            assert page.locator("h2").inner_text() == "answers"
-            summary = page.locator("table.summary tbody tr").all_inner_texts()
-            assert [line.split("\t")[:2] for line in summary] == [["right", "0.667"], ["<b>short</b>", "0.750"]]
-            rows = page.locator("table.cases tbody tr")
-            assert rows.count() == 3
-            assert rows.nth(2).locator("td").nth(4).inner_text() == "fail"
-            assert page.locator("i").count() == 0 and dialogs == []
-        finally:
-            browser.close()
+    page = browser.new_page()
+    try:
+        page.on("request", lambda r: requests.append(r.url))
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto((tmp_path / "report.html").as_uri())
+        assert page.locator("h2").inner_text() == "answers"
+        summary = page.locator("table.summary tbody tr").all_inner_texts()
+        assert [line.split("\t")[:2] for line in summary] == [["right", "0.667"], ["<b>short</b>", "0.750"]]
+        rows = page.locator("table.cases tbody tr")
+        assert rows.count() == 3
+        assert rows.nth(2).locator("td").nth(4).inner_text() == "fail"
+        assert page.locator("i").count() == 0 and dialogs == []
+    finally:
+        page.close()
     assert requests == [(tmp_path / "report.html").as_uri()]
