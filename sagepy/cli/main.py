@@ -98,17 +98,14 @@ def _run(args: argparse.Namespace | SimpleNamespace) -> int:
         # program runs
         import gc
         gc.disable()
-    from ..project import ProjectError
-    from ..session import Session
-    try:
-        session, explicit = Session.open(args.path)
-    except ProjectError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
-    entry = explicit or session.entry_file()
-    if not os.path.isfile(entry):
-        sys.stderr.write(f"error: no entry file found (looked for {_shown(entry)})\n")
-        return 1
+    from .project_entry import entry_file, open_session
+    opened = open_session(args.path)
+    if isinstance(opened, int):
+        return opened
+    session, explicit = opened
+    entry = entry_file(session, explicit)
+    if isinstance(entry, int):
+        return entry
     from .run import run_entry
     _progress()
     return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace,
@@ -192,11 +189,6 @@ def _progress() -> None:
     if sys.stderr.isatty():
         from ..progress import enable
         enable()
-
-
-def _shown(path: str) -> str:
-    from ..diagnostics import display_path
-    return display_path(path)
 
 
 if __name__ == "__main__":

@@ -31,18 +31,14 @@ def log_line(text: str) -> None:
 
 def run_serve(args: Any) -> int:
     from ..engine.program import CheckFailed, compile_session
-    from ..project import ProjectError
-    from ..session import Session
-    try:
-        session, explicit = Session.open(args.path)
-    except ProjectError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
-    entry = explicit or session.entry_file()
-    if not os.path.isfile(entry):
-        from ..diagnostics import display_path
-        sys.stderr.write(f"error: no entry file found (looked for {display_path(entry)})\n")
-        return 1
+    from .project_entry import entry_file, open_session
+    opened = open_session(args.path)
+    if isinstance(opened, int):
+        return opened
+    session, explicit = opened
+    entry = entry_file(session, explicit)
+    if isinstance(entry, int):
+        return entry
     try:
         program = compile_session(session, entry, require_run=False)
     except CheckFailed as failed:

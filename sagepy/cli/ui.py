@@ -3,7 +3,6 @@ runs and eval reports (sagepy/console/, imported only here)."""
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,12 +21,10 @@ def _port(text: str) -> int:
 
 
 def run_ui_command(args: argparse.Namespace) -> int:
-    from ..project import ProjectError
-    from ..session import Session
-    try:
-        session, _ = Session.open(args.path)
-    except ProjectError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
+    from .project_entry import open_session
+    opened = open_session(args.path)
+    if isinstance(opened, int):
+        return opened
+    session, _ = opened
     from ..console.server import serve
     return serve(session, args.host, args.port, not args.no_open)

@@ -5,8 +5,6 @@ once, sagepy.engine.queued, or a child process each)."""
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from typing import Any
 
 SQLITE_POLL_MS = 250
@@ -38,27 +36,23 @@ def _positive(text: str) -> int:
 
 
 def run_worker_command(args: argparse.Namespace) -> int:
-    from ..diagnostics import display_path
-    from ..project import ProjectError
-    from ..session import Session
     from ..workers.version import session_version
     from ..workers.worker import Worker, WorkerOptions
+    from .project_entry import entry_file, open_session
     from .queue import with_store
-    try:
-        session, explicit = Session.open(args.path)
-    except ProjectError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
+    opened = open_session(args.path)
+    if isinstance(opened, int):
+        return opened
+    session, explicit = opened
     settings = session.settings
     if settings.store_diagnostics:
         from ..diagnostics import format_diagnostics
         from ..render import write_diagnostics
         write_diagnostics(format_diagnostics(settings.store_diagnostics) + "\n")
         return 1
-    entry = explicit or session.entry_file()
-    if not os.path.isfile(entry):
-        sys.stderr.write(f"error: no entry file found (looked for {display_path(entry)})\n")
-        return 1
+    entry = entry_file(session, explicit)
+    if isinstance(entry, int):
+        return entry
 
     program = None
     if args.isolation == "thread":
