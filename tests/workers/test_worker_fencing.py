@@ -55,6 +55,22 @@ def holds_write_lock(path: Path) -> bool:
         db.close()
 
 
+def take_over(project: Path, env: dict[str, str], run_id: str) -> tuple:
+    """Once the stopped owner's lease is stale, a second worker resumes the run and finishes it (stopped between a
+    charge and its record, the taker halts and the halt is resolved from the ledger); what the run wrote."""
+    time.sleep(FRESH_SECONDS + 1)   # the stopped owner's heartbeat is now older than the lease
+    for _ in range(3):
+        second = sage(project, env, "worker", "--drain", "--poll-ms", "50", timeout=300)
+        assert second.returncode == 0, second.stderr
+        assert f"run {run_id}: resumed" in second.stderr
+        status = next(r["status"] for r in runs_json(project, env) if r["id"] == run_id)
+        if status != "halted":
+            break
+        resolve_halted(project, env, run_id)
+    assert status == "completed", second.stderr
+    return snapshot(project, env, run_id)
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_worker_run_stopped_past_its_lease_writes_nothing_after_another_worker_takes_it(
         backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
@@ -67,17 +83,7 @@ def test_a_worker_run_stopped_past_its_lease_writes_nothing_after_another_worker
     try:
         owner = run_process(project, env, run_id, first.process.pid)
         stopped = stop_between_steps(project, env, run_id, owner, sqlite=url is None)
-        time.sleep(FRESH_SECONDS + 1)   # the stopped owner's heartbeat is now older than the lease
-        for _ in range(3):   # stopped between a charge and its record: the taker halts, resolved from the ledger
-            second = sage(project, env, "worker", "--drain", "--poll-ms", "50", timeout=300)
-            assert second.returncode == 0, second.stderr
-            assert f"run {run_id}: resumed" in second.stderr
-            status = next(r["status"] for r in runs_json(project, env) if r["id"] == run_id)
-            if status != "halted":
-                break
-            resolve_halted(project, env, run_id)
-        assert status == "completed", second.stderr
-        written = snapshot(project, env, run_id)
+        written = take_over(project, env, run_id)
         os.kill(owner, signal.SIGCONT)
         stopped = None
         deadline = time.monotonic() + 60
@@ -110,17 +116,7 @@ def test_a_thread_mode_worker_stopped_past_its_leases_writes_nothing_once_contin
     try:
         leased_by(project, env, run_id, first.process.pid)
         stopped = stop_between_steps(project, env, run_id, first.process.pid, sqlite=url is None)
-        time.sleep(FRESH_SECONDS + 1)   # the stopped worker's heartbeats are now older than the lease
-        for _ in range(3):   # stopped between a charge and its record: the taker halts, resolved from the ledger
-            second = sage(project, env, "worker", "--drain", "--poll-ms", "50", timeout=300)
-            assert second.returncode == 0, second.stderr
-            assert f"run {run_id}: resumed" in second.stderr
-            status = next(r["status"] for r in runs_json(project, env) if r["id"] == run_id)
-            if status != "halted":
-                break
-            resolve_halted(project, env, run_id)
-        assert status == "completed", second.stderr
-        written = snapshot(project, env, run_id)
+        written = take_over(project, env, run_id)
         os.kill(stopped, signal.SIGCONT)
         stopped = None
         first.wait_for(f"run {run_id}: ")   # its execution of the run has ended
