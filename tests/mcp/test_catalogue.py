@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import sys
 
 import pytest
@@ -124,10 +125,16 @@ def test_log_messages_go_to_the_server_log(manager, server):
     else:
         manager.call_typed(server, "Library.chatty", "chatty", {})
         log = os.path.join(manager.log_dir, f"{server}.log")
-    with open(log, encoding="utf-8") as fh:
-        lines = fh.read().splitlines()
-    assert any(line.endswith(" [info] library: an info message") for line in lines)
-    assert any(line.endswith(" [warning] library: a warning message") for line in lines)
+    wanted = (" [info] library: an info message", " [warning] library: a warning message")
+    deadline = time.monotonic() + 30   # the log lines are written as the notifications are handled, maybe
+    while True:                        # just after the call's answer
+        with open(log, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+        if all(any(line.endswith(end) for line in lines) for end in wanted) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert any(line.endswith(wanted[0]) for line in lines)
+    assert any(line.endswith(wanted[1]) for line in lines)
 
 
 @pytest.mark.usefixtures("node_servers")
