@@ -229,7 +229,7 @@ def test_grove_toml_example_is_valid_and_complete():
         keys |= set(table)
     assert keys == set(_SERVER_KEYS)
     assert set(data) == {"project", "test", "mcp", "llm", "tools", "persistence", "supervision", "extern",
-                         "approvals", "observability"}
+                         "approvals", "observability", "serve"}
 
 
 def test_elicitation_answers_from_resolver_values():
