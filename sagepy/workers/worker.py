@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -38,7 +39,7 @@ class WorkerOptions:
 
 
 @dataclass
-class Execution:
+class Execution(ABC):
     """One claimed run being executed. `claimed`: the worker's lease still holds the run (its execution has not
     taken it over); `was_queued`: claimed from the queue, not as an interrupted run."""
     run_id: str
@@ -48,12 +49,13 @@ class Execution:
     was_queued: bool = True
 
     @property
+    @abstractmethod
     def returncode(self) -> int | None:
-        raise NotImplementedError
+        """The exit code once ended, else None."""
 
+    @abstractmethod
     def signal(self, signum: int) -> None:
         """SIGTERM: stop before the next step, releasing the lease; SIGKILL: at once."""
-        raise NotImplementedError
 
 
 @dataclass
