@@ -17,6 +17,8 @@ AWAIT = "await"      # `await h timeout(ms)`
 APPROVAL = "approval"   # a person's decision on a call that needs approval (SPEC §17.1)
 KINDS = (LLM, TOOL, MCP, IO, RECEIVE, STATE, AWAIT, APPROVAL)
 
+UNREAD = object()   # `Step.read` until a layer reads the step's outcome
+
 _current = threading.local()
 
 
@@ -43,13 +45,17 @@ class Step:
     of the decision a call needs before it is made (SPEC §17.1), numbered just before it: such a call is built
     `numbered=False` and takes its number (`take_number`) once approved, so that a denied call, never made,
     is no step of its own; `decision`, that approval's decision once taken; `person`, what an
-    approval or `ask` step asks of a person (sagepy.effects.approvals). A safety class that costs a round trip
-    to find (a remote tool's annotations) is resolved on first read.
+    approval or `ask` step asks of a person (sagepy.effects.approvals); `read`, the outcome in the form its
+    consumer takes (the Sage value; the fitted JSON for a call a model asked for), when the layer that answered
+    made it while checking its answer (the real layer for a typed MCP result or a typed `divine` answer, the
+    mocks layer for every mock): the boundary takes it instead of converting the wire data again, `UNREAD`
+    otherwise. A safety class that costs a round trip to find (a remote tool's annotations) is resolved on
+    first read.
     """
 
     __slots__ = ("kind", "target", "arguments", "ret", "path", "number", "agent", "tool", "source", "turn",
-                 "overrides", "field", "awaited", "call_id", "approval", "decision", "person", "_safety",
-                 "_resolve")
+                 "overrides", "field", "awaited", "call_id", "approval", "decision", "person", "read",
+                 "_safety", "_resolve")
 
     def __init__(self, kind: str, target: str, arguments: Any, ret: T.Type | None, safety: str | None,
                  agent: Any, *, tool: Any = None, source: str | None = None, turn: Any = None,
@@ -70,6 +76,7 @@ class Step:
         self.approval: Step | None = None
         self.decision: dict | None = None
         self.person = person
+        self.read: Any = UNREAD
         self._safety = safety
         self._resolve = resolve
         self.path = agent.path if agent is not None else None   # None: a server's sampling request, answered

@@ -11,6 +11,7 @@ from sagepy.core import types as T
 from sagepy.core.convert import from_json
 from sagepy.check.symbols import ToolRef
 from sagepy.llm.offer import Offer, OfferedFunction
+from sagepy.llm.parse import extract_json
 from sagepy.llm.tool_loop import Callbacks, LoopSettings, run_tool_loop
 
 
@@ -54,7 +55,7 @@ def callbacks(answers: list, perform, *, cancel_after: int | None = None, concur
         return thread
 
     return Callbacks(ask, lambda function, arguments: StepText(arguments[0]), perform, lambda step: "read_only", checkpoint,
-                     concurrent, run_in_thread, from_json)
+                     concurrent, run_in_thread, lambda text, t: from_json(extract_json(text), t))
 
 
 def test_a_cancelled_agent_stops_between_calls() -> None:
