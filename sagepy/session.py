@@ -127,6 +127,7 @@ class Session:
         if store is None and persistent:
             store = self.open_store()   # first: it is what can refuse to open
         runtime = Runtime(out=out, err=err, store=store, program_args=program_args)
+        runtime.mocks = mocks
         journal = None
         if durable:
             from .effects.journal import Journal

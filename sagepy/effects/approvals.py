@@ -5,11 +5,11 @@ call's step and numbered just before it (`People.gate`), so that the calls a mod
 their numbers in the model's order. The approvals layer, first in the chain, takes that decision before
 anything else happens to the call — before its mock, its intent record and its timeout:
 
-1. under `sage test`, from the `mock approve` queue;
-2. otherwise the decision step goes down the chain: the journal replays a recorded decision, and the real
-   layer asks `Answerers.approve`: approved for the rest of the run already (`a`, `--always`), else a person
-   at the terminal; when no one can answer, `NoOneToAsk` reaches the journal, which pauses a durable run;
-3. without a journal that is a denial by `policy`.
+the decision step goes down the chain: under `sage test` the mocks layer answers it from the `mock approve`
+queue; otherwise the journal replays a recorded decision, and the real layer asks `Answerers.approve`:
+approved for the rest of the run already (`a`, `--always`), else a person at the terminal; when no one can
+answer, `NoOneToAsk` reaches the journal, which pauses a durable run, and without a journal that is a
+denial by `policy`.
 
 An approved call goes on down the chain; a denied one raises `Tool error: <Tool.fn> was denied: <reason>`,
 which a model's tool loop words `error: a person denied this call: <reason>` for the model. `ask` follows the
@@ -20,27 +20,18 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..core.errors import SageRaise, TestAbort
+from ..core.errors import SageRaise
 from ..core.values import ErrorValue
 from .chain import Perform
 from ..decisions import NUMBERED, Decision, person, takes_number
 from .people import NoOneToAsk, Terminal
-from .step import APPROVAL, IO, Step
+from .step import ApprovalStep, CallStep, IoStep, Step, next_number
 
 if TYPE_CHECKING:
     from ..approval_policy import ApprovalPolicy
 
 NO_ONE_TO_APPROVE = "no one could approve it (no terminal; a durable run would pause)"
 NO_ONE_TO_ASK = "no one to ask (no terminal; a durable run would pause)"
-
-
-class Denial:
-    """`mock approve -> deny("reason");`."""
-
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
 
 
 class Question:
@@ -107,13 +98,12 @@ class Answerers:
 
 
 class People:
-    """The approvals of one run or test: the policy, the mock queues under `sage test`, the answerers."""
+    """The approvals of one run or test: the policy and the answerers."""
 
-    def __init__(self, policy: ApprovalPolicy | None, mocks: Any, tracer: Any, worker: bool = False,
+    def __init__(self, policy: ApprovalPolicy | None, tracer: Any, worker: bool = False,
                  answerer: Any = None) -> None:
         """`answerer`: who is asked instead of the terminal (a Host's `people`, with the Terminal's methods)."""
         self.policy = policy
-        self.mocks = mocks
         self.tracer = tracer
         self.answerers = Answerers(answerer if answerer is not None else
                                    Terminal(policy.prompt if policy is not None else "auto", worker))
@@ -124,39 +114,27 @@ class People:
         return self.policy is not None and bool(self.policy.rules)
 
     def gate(self, ctx: Any, names: tuple[str, ...], tool: str, fn: str, label: str, source: str,
-             arguments: Callable[[], Any], safety: Callable[[], str]) -> Step | None:
+             arguments: Callable[[], Any], safety: Callable[[], str]) -> ApprovalStep | None:
         """The approval step a call needs, built before the call's own step so that it is numbered first; None
         when the call needs none. `names`: the keys the tool may be known by in `[approvals]`."""
         if self.policy is None or not self.policy.needs(names, fn, source, safety):
             return None
         request = ApprovalRequest(label, tool, fn, arguments(), source, self.answerers)
-        return Step(APPROVAL, label, {"arguments": request.arguments, "source": source}, None, "read_only", ctx,
-                    person=request)
+        return ApprovalStep(target=label, arguments={"arguments": request.arguments, "source": source}, agent=ctx,
+                            person=request, number=next_number(ctx))
 
     # ---------------------------------------------------------------- ask (SPEC §17.2)
     def ask_question(self, ctx: Any, question: str, perform: Perform) -> str:
-        """`ask(question)`: the `mock ask` queue under `sage test`, else an `io` step down the chain (the
+        """`ask(question)`: an `io` step down the chain (the mocks layer answers it under `sage test`, the
         journal replays or pauses, the real layer asks the terminal)."""
-        step = Step(IO, "ask", [question], None, "read_only", ctx, person=Question(self.answerers))
+        step = IoStep(target="ask", arguments=[question], agent=ctx, person=Question(self.answerers),
+                      number=next_number(ctx))
         self.tracer.emit(ctx, "ask.request", {})
-        if self.mocks is not None:
-            from .mocks import EMPTY, Failure
-            mock = self.mocks.take("ask")
-            if mock is EMPTY:
-                raise TestAbort(f"question asked but no mock ask left: {step.arguments[0]}")
-            if isinstance(mock, Failure):
-                raise SageRaise(ErrorValue("Agent", mock.message))
-            from .mocks import convert_mock
-            from ..core import types as T
-            answer = convert_mock("ask", mock, T.STRING)
-            by = "mock"
-        else:
-            try:
-                answer = perform(step)
-            except NoOneToAsk:
-                raise SageRaise(ErrorValue("Agent", NO_ONE_TO_ASK)) from None
-            by = getattr(step.person, "by", None) or "journal"
-        self.tracer.emit(ctx, "ask.answer", {"by": by})
+        try:
+            answer = perform(step)
+        except NoOneToAsk:
+            raise SageRaise(ErrorValue("Agent", NO_ONE_TO_ASK)) from None
+        self.tracer.emit(ctx, "ask.answer", {"by": step.person.by or "journal"})
         return answer
 
 
@@ -168,9 +146,9 @@ class ApprovalLayer:
         self.people = people
 
     def perform(self, step: Step, next: Perform) -> Any:
-        if step.kind == APPROVAL:   # a decision taken on its own, ahead of its call (Effects.decide)
+        if isinstance(step, ApprovalStep):   # a decision taken on its own, ahead of its call (Effects.decide)
             return self._decide(step, next)
-        approval = step.approval
+        approval = step.approval if isinstance(step, CallStep) else None
         if approval is None:
             return next(step)
         decision = step.decision if step.decision is not None else self._decide(approval, next)
@@ -186,35 +164,23 @@ class ApprovalLayer:
             raise SageRaise(ErrorValue("Tool", message, display_text=f"a person denied this call: {reason}"))
         raise SageRaise(ErrorValue("Tool", message))
 
-    def _decide(self, approval: Step, next: Perform) -> dict:
+    def _decide(self, approval: ApprovalStep, next: Perform) -> dict:
         people = self.people
         request = approval.person
         ctx = approval.agent
         people.tracer.emit(ctx, "approval.request", {"tool": request.tool, "fn": request.fn,
                                                      "source": request.source})
-        if people.mocks is not None:
-            decision = self._mocked(request)
-        else:
-            try:
-                decision = next(approval)
-            except NoOneToAsk:
-                decision = Decision.deny("policy", NO_ONE_TO_APPROVE).outcome()
-            if not isinstance(decision, dict):   # a record written by hand: read as the decision it names
-                decision = Decision.from_outcome(decision).outcome()
-                decision.pop(NUMBERED, None)   # … numbered as every denial was before denials took no number
-            people.answerers.learn(request.label, decision)
+        try:
+            decision = next(approval)
+        except NoOneToAsk:
+            decision = Decision.deny("policy", NO_ONE_TO_APPROVE).outcome()
+        if not isinstance(decision, dict):   # a record written by hand: read as the decision it names
+            decision = Decision.from_outcome(decision).outcome()
+            decision.pop(NUMBERED, None)   # … numbered as every denial was before denials took no number
+        people.answerers.learn(request.label, decision)
         event = {"tool": request.tool, "fn": request.fn, "approved": bool(decision.get("approved")),
                  "by": decision.get("by")}
         if not decision.get("approved"):
             event["reason"] = decision.get("reason") or "denied"
         people.tracer.emit(ctx, "approval.decision", event)
         return decision
-
-    def _mocked(self, request: ApprovalRequest) -> dict:
-        from .mocks import EMPTY, Failure
-        mock = self.people.mocks.take("approve")
-        if mock is EMPTY:
-            raise TestAbort(f"approval requested for {request.label} but no mock approve left")
-        if isinstance(mock, (Denial, Failure)):
-            return Decision(False, "mock", reason=mock.reason if isinstance(mock, Denial) else mock.message).outcome()
-        return Decision(mock is True, "mock").outcome()

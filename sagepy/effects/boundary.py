@@ -16,11 +16,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core import types as T
-from ..core.errors import SageRaise
-from ..core.values import NONE, UNIT, Variant, some
+from ..core.values import NONE, UNIT, some
 from ..effect_builtins import EFFECT_BUILTINS
 from .chain import Perform
-from .step import AWAIT, IO, LLM, MCP, RECEIVE, STATE, TOOL, UNREAD, Step
+from .facts import Facts, LiveFacts
+from .step import (UNREAD, ApprovalStep, AwaitStep, CallStep, IoStep, McpStep, ModelStep, ReceiveStep, StateStep,
+                   Step, ToolStep, next_number)
 from .trace import Tracer
 from .world import World
 
@@ -29,17 +30,15 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 
-
 class Effects:
-    def __init__(self, runtime: Any, settings: Settings, tracer: Tracer, mocks: Any = None,
-                 real_llm: bool = False) -> None:
+    def __init__(self, runtime: Any, settings: Settings, tracer: Tracer) -> None:
         self.runtime = runtime
         self.settings = settings
         self.tracer = tracer
-        self.mocks = mocks              # sagepy.effects.mocks.MockQueues under `sage test`, else None
-        self.real_llm = real_llm        # `sage test --real-llm`
-        self.ended = False              # the test this Effects belongs to has ended
         self.world = World(settings, tracer, self.elicit, self.sample, runtime)
+        # what the boundary asks of the world besides steps; a test's or a replay's, wrapping these, is
+        # set by build_effects
+        self.facts: Facts = LiveFacts(self.world)
         self.journal: Any = None        # the journal of a durable run (effects.journal.Journal), else None
         self.otel: Any = None           # the spans of an exported run (telemetry.spans.SpanExport), else None
         self.cassette: Any = None       # the recorded run written or replayed (effects.cassette.Cassette), else None
@@ -63,7 +62,8 @@ class Effects:
         return self.world.usage.summary()
 
     def divine(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None = None) -> Any:
-        step = Step(LLM, "infer" if infer else "divine", [prompt], target, "read_only", ctx, overrides=overrides)
+        step = ModelStep(target="infer" if infer else "divine", arguments=[prompt], agent=ctx, ret=target,
+                         overrides=overrides, number=next_number(ctx))
         data = self.perform(step)
         return step.read if step.read is not UNREAD else sage_value(data, target)
 
@@ -78,17 +78,17 @@ class Effects:
         arguments = {"server": server, "messages": messages, "system": system, "max_tokens": max_tokens}
         # not a step of the agent whose call the server is answering: whether a server samples is not the
         # program's doing, and counting it would shift the agent's step numbers between runs (SPEC §14)
-        return self.perform(Step(LLM, "sampling", arguments, T.STRING, "read_only", None))
+        return self.perform(ModelStep(target="sampling", arguments=arguments, agent=None, ret=T.STRING))
 
     # ---------------------------------------------------------------- tools
     def tool_call(self, ctx: Any, ref: ToolRef, args: list) -> Any:
         return self.value(self.tool_step(ctx, ref, args))
 
-    def value(self, step: Step) -> Any:
+    def value(self, step: CallStep) -> Any:
         """Perform a `tool` step or a dynamic `mcp_call` step (the program's, or one a model asked for) and
         return its outcome: a Sage value, or for a call a model asked for, the JSON it reads back."""
         data = self.perform(step)
-        if step.kind == MCP:   # mcp_call: a String
+        if isinstance(step, McpStep):   # mcp_call: a String
             return data
         if step.read is not UNREAD:
             return step.read
@@ -100,31 +100,29 @@ class Effects:
         with wire.mcp_errors():
             return wire.typed_value(data, ref.ret, ref.label, ref.remote, model)
 
-    def tool_step(self, ctx: Any, ref: ToolRef, args: list) -> Step:
+    def tool_step(self, ctx: Any, ref: ToolRef, args: list) -> ToolStep:
         """The step of the program's call of `ref` with Sage values `args`, performed by `tool_call`."""
         # every parameter of a built-in tool is a String: already wire data
         return self.wire_tool_step(ctx, ref, args if ref.builtin else _wire().tool_arguments(ref, args))
 
-    def wire_tool_step(self, ctx: Any, ref: ToolRef, arguments: Any, source: str | None = None) -> Step:
+    def wire_tool_step(self, ctx: Any, ref: ToolRef, arguments: Any, source: str | None = None) -> ToolStep:
         """The step of a call of `ref` with wire arguments (a built-in tool's positional Strings, a typed
         call's arguments object): one a model asked for (`source` "model"; its arguments come checked and
         fitted from the model's JSON, sagepy.llm.tool_loop), or the program's; with the approval step it
         needs, numbered before it (SPEC §17.1)."""
         if ref.builtin:
-            approval = self._tool_gate(ctx, ref, arguments, source) if self.gated else None
-            step = Step(TOOL, ref.label, arguments, ref.ret, self.world.tool_safety(ref), ctx, tool=ref,
-                        source=source, numbered=approval is None)
+            known = self.world.tool_safety(ref)
         else:
-            approval = self._tool_gate(ctx, ref, arguments, source) if self.gated else None
             # the class is the step's from the start once the server's listing gave it (World.known_safety);
             # before, it is looked up when first read, so that a mocked or replayed call connects to nothing
             known = self.world.known_safety(ref.label)
-            step = Step(TOOL, ref.label, arguments, ref.ret, known, ctx, tool=ref, source=source,
-                        resolve=None if known is not None else self._tool_safety, numbered=approval is None)
-        step.approval = approval
-        return step
+        approval = self._tool_gate(ctx, ref, arguments, source) if self.gated else None
+        facts = self.facts
+        return ToolStep(target=ref.label, arguments=arguments, agent=ctx, ret=ref.ret, tool=ref, source=source,
+                        safety_class=known, resolve=lambda step: facts.tool_safety(step.tool),
+                        approval=approval, number=next_number(ctx) if approval is None else None)
 
-    def decide(self, step: Step) -> None:
+    def decide(self, step: CallStep) -> None:
         """Take the decision on a call's approval now (the calls a model asks for in one answer, in the
         model's order, before any of them is made): the approvals layer takes a decision performed on its own
         and answers with it. An approved call takes its number at once, after its approval's."""
@@ -134,31 +132,13 @@ class Effects:
             if takes_number(step.decision):
                 step.take_number()
 
-    def _tool_gate(self, ctx: Any, ref: ToolRef, arguments: Any, source: str | None) -> Step | None:
+    def _tool_gate(self, ctx: Any, ref: ToolRef, arguments: Any, source: str | None) -> ApprovalStep | None:
         names = (ref.tool,) if ref.builtin else (ref.tool, ref.server)
 
         def shown() -> Any:   # a built-in tool's arguments are positional: shown by parameter name
             return dict(zip(ref.params, arguments)) if ref.builtin else arguments
         return self.people.gate(ctx, names, ref.tool, ref.fn, ref.label, source or "program", shown,
-                                lambda: self._approval_safety(ref))
-
-    def _approval_safety(self, ref: ToolRef) -> str:
-        """The class that decides a `"destructive"` approval rule: under `sage test` an MCP tool's
-        `[tools.X.safety]` override, else destructive, with no listing made (SPEC §17.1)."""
-        if self.mocks is None or ref.builtin:
-            return self.world.tool_safety(ref)
-        server = self.settings.tools.servers.get(ref.server)
-        return server.safety.get(ref.remote, "destructive") if server is not None else "destructive"
-
-    def _tool_safety(self, step: Step) -> str:
-        if self._replaying():
-            return "destructive"
-        return self.world.tool_safety(step.tool)
-
-    def _replaying(self) -> bool:
-        """A run answered from a cassette connects to no server, not even for a remote tool's safety class:
-        such a call counts as destructive (the model's calls of one answer then run one after another)."""
-        return self.cassette is not None and self.cassette.mode == "replay"
+                                lambda: self.facts.approval_safety(ref))
 
     def mcp_builtin(self, ctx: Any, name: str, args: list, ret: T.Type | None = None) -> Any:
         """The dynamic MCP builtins of SPEC §8.5 and §8.11 (sagepy.effect_builtins; their arguments are Strings:
@@ -166,10 +146,11 @@ class Effects:
         step's."""
         builtin = EFFECT_BUILTINS[name]
         if not builtin.step:   # mcp_connection: a lookup of this run's handles
-            return self._connection(args[0])
+            return self.facts.connection(args[0])
         if name == "mcp_call":   # a tool's call: its class is the tool's, and it may need approval
             return self.perform(self.mcp_call_step(ctx, args))
-        step = Step(MCP, name, args, ret, builtin.safety, ctx)
+        step = McpStep(target=name, arguments=args, agent=ctx, ret=ret, safety_class=builtin.safety,
+                       number=next_number(ctx))
         data = self.perform(step)
         if builtin.unit:
             return UNIT
@@ -177,19 +158,19 @@ class Effects:
             return step.read
         return _wire().builtin_value(name, data)
 
-    def mcp_call_step(self, ctx: Any, args: list, caller: ToolRef | None = None) -> Step:
+    def mcp_call_step(self, ctx: Any, args: list, caller: ToolRef | None = None) -> McpStep:
         """The step of `mcp_call(handle, tool, args_json)`; `caller` describes a call the model asked for."""
         approval = self._dynamic_gate(ctx, args, caller) if self.gated else None
-        step = Step(MCP, "mcp_call", args, T.STRING, None, ctx, tool=caller,
-                    source=None if caller is None else "model", resolve=self._dynamic_safety,
-                    numbered=approval is None)
-        step.approval = approval
-        return step
+        facts = self.facts
+        return McpStep(target="mcp_call", arguments=args, agent=ctx, ret=T.STRING, tool=caller,
+                       source=None if caller is None else "model", safety_class=None,
+                       resolve=lambda step: facts.dynamic_safety(step.arguments[0], step.arguments[1]),
+                       approval=approval, number=next_number(ctx) if approval is None else None)
 
-    def _dynamic_gate(self, ctx: Any, args: list, caller: ToolRef | None) -> Step | None:
+    def _dynamic_gate(self, ctx: Any, args: list, caller: ToolRef | None) -> ApprovalStep | None:
         """The approval of a call of a dynamic connection's tool, known by the connection's name."""
         handle, tool, args_json = args
-        server = caller.tool if caller is not None else self._server_name(handle)
+        server = caller.tool if caller is not None else self.facts.server_name(handle)
 
         def shown() -> Any:
             from ..core.json_text import parse_json
@@ -199,55 +180,15 @@ class Effects:
                 return args_json
 
         def safety() -> str:
-            if self.mocks is not None:
-                return "destructive"
-            return self.world.dynamic_safety(self.live_handle(handle), tool)
+            return self.facts.dynamic_approval_safety(handle, tool)
         return self.people.gate(ctx, (server,), server, tool, f"{server}.{tool}",
                                 "program" if caller is None else "model", shown, safety)
 
-    def _server_name(self, handle: str) -> str:
-        """A dynamic connection's configured `name`, else `mcp<n>` (SPEC §4.12)."""
-        manager = self.world.mcp_started
-        if manager is not None and (self.mocks is None or handle not in self.mocks.issued_handles):
-            from ..mcp.failures import McpFailure
-            try:
-                label = manager.handle_label(self.live_handle(handle))
-            except (McpFailure, SageRaise):   # no such connection: the call itself will say so
-                label = handle
-            if not label.startswith("mcp:"):
-                return label
-        return "mcp" + handle.rpartition(":")[2]
-
-    def _dynamic_safety(self, step: Step) -> str:
-        if self._replaying():
-            return "destructive"
-        return self.world.dynamic_safety(self.live_handle(step.arguments[0]), step.arguments[1])
-
     def live_handle(self, handle: str) -> str:
-        """The MCP handle to use with the manager for a handle the program holds: itself, except in a resumed
+        """The MCP handle to use with the pool for a handle the program holds: itself, except in a resumed
         durable run, whose replayed `mcp_connect`s gave the recorded handles (the journal connects again on
         first use)."""
-        if self.journal is None:
-            return handle
-        return self.journal.live_handle(handle, self._connect_again)
-
-    def _connect_again(self, step: Step) -> str:
-        wire = _wire()
-        with wire.mcp_errors():
-            return self.world.mcp().connect(*step.arguments)
-
-    def _connection(self, handle: str) -> Variant:
-        connection_record = _wire().connection_record
-        if self.mocks is not None and handle in self.mocks.issued_handles:
-            suffix = handle.split(":", 1)[-1]
-            return connection_record(int(suffix) if suffix.isdigit() else 0)
-        manager = self.world.mcp_started
-
-        def open_id(live: str) -> int | None:
-            return None if manager is None else manager.connection(live)
-        if self.journal is not None:   # a resumed run's handles are the recorded ones
-            return connection_record(self.journal.connection(handle, open_id))
-        return connection_record(open_id(handle))
+        return self.facts.live_handle(handle)
 
     # ---------------------------------------------------------------- clock, stdin, environment, files, sleep
     def io(self, ctx: Any, name: str, args: tuple | list) -> Any:
@@ -255,7 +196,8 @@ class Effects:
         if name == "ask":
             return self.ask(ctx, args[0])
         builtin = EFFECT_BUILTINS[name]
-        data = self.perform(Step(IO, name, list(args), None, builtin.safety, ctx))
+        data = self.perform(IoStep(target=name, arguments=list(args), agent=ctx, safety_class=builtin.safety,
+                                   number=next_number(ctx)))
         if data is None:   # Unit, or an Option's None
             return NONE if builtin.optional else UNIT
         return some(data) if builtin.optional else data   # the others' values are their own JSON
@@ -266,7 +208,7 @@ class Effects:
         """The approvals and questions of this run (sagepy.effects.approvals.People), made on first use."""
         if self._people is None:
             from .approvals import People
-            self._people = People(self.settings.approvals, self.mocks, self.tracer, answerer=self.answerer)
+            self._people = People(self.settings.approvals, self.tracer, answerer=self.answerer)
         return self._people
 
     def answer_with(self, answerer: Any) -> None:
@@ -283,50 +225,42 @@ class Effects:
     def receive(self, ctx: Any) -> tuple:
         """The next (message, sender) of ctx's mailbox; raises MailboxClosed or AgentCancelled. The step's
         value also holds the sender's send number, which the journal records."""
-        return self.perform(Step(RECEIVE, "receive", [], None, "read_only", ctx))[:2]
+        return self.perform(ReceiveStep(target="receive", arguments=[], agent=ctx, number=next_number(ctx)))[:2]
 
     def await_result(self, ctx: Any, handle: Any, ms: int) -> bool:
         """`await h timeout(ms)`: whether h's result was fixed in time."""
-        return self.perform(Step(AWAIT, "await", [ms], None, "read_only", ctx, awaited=handle))
+        return self.perform(AwaitStep(target="await", arguments=[ms], agent=ctx, awaited=handle,
+                                      number=next_number(ctx)))
 
     def persistent(self, ctx: Any, agent: str, field: str, method: str, value: Any = None) -> Any:
         """`self.f.get()`, `self.f.set(v)`, `self.f.update(fn)` (value: the Sage function), `self.f.checkpoint()`
         of agent's persistent field f."""
         if method == "update":
-            return self.perform(Step(STATE, f"{field}.update", [], None, "idempotent", ctx,
-                                     field=(agent, field, value)))
+            return self.perform(StateStep(target=f"{field}.update", arguments=[], agent=ctx, safety_class="idempotent",
+                                          field=(agent, field, value), number=next_number(ctx)))
         if method == "set":
             from ..core.convert import to_json
-            return self.perform(Step(STATE, f"{field}.set", [to_json(value)], None, "idempotent", ctx,
-                                     field=(agent, field, value)))
+            return self.perform(StateStep(target=f"{field}.set", arguments=[to_json(value)], agent=ctx,
+                                          safety_class="idempotent", field=(agent, field, value),
+                                          number=next_number(ctx)))
         safety = "read_only" if method == "get" else "idempotent"
-        return self.perform(Step(STATE, f"{field}.{method}", [], None, safety, ctx, field=(agent, field, None)))
+        return self.perform(StateStep(target=f"{field}.{method}", arguments=[], agent=ctx, safety_class=safety,
+                                      field=(agent, field, None), number=next_number(ctx)))
 
     def checkpoint(self, ctx: Any) -> None:
         """The statement `checkpoint();`: save every persistent field of the running agent."""
         if ctx.agent is not None and ctx.agent.persistent:
-            self.perform(Step(STATE, "checkpoint", [], None, "idempotent", ctx, field=(ctx.agent.name, None, None)))
+            self.perform(StateStep(target="checkpoint", arguments=[], agent=ctx, safety_class="idempotent",
+                                   field=(ctx.agent.name, None, None), number=next_number(ctx)))
 
     # ---------------------------------------------------------------- MCP callbacks and lifetime
     def elicit(self, server: str, request: Any) -> Any:
-        """Answer a server's elicitation (SPEC §8.7; not a step: answers are never replayed): under
-        `sage test` the `mock elicit` queue (empty: decline; `fail("m")`: an error answer), otherwise the
-        terminal form or decline, as configured."""
-        if self.mocks is not None:
-            from .mocks import EMPTY, Failure
-            mock = self.mocks.take("elicit")
-            if mock is EMPTY:
-                return "decline"
-            if isinstance(mock, Failure):
-                from ..mcp.elicitation import ElicitationRefused
-                raise ElicitationRefused(mock.message)
-            return mock
-        from ..mcp.elicitation import TerminalElicitation
-        return TerminalElicitation()(server, request)
+        """Answer a server's elicitation (SPEC §8.7; not a step: answers are never replayed)."""
+        return self.facts.elicit(server, request)
 
     def prestart(self, tools: set[str]) -> None:
-        if self.cassette is None or self.cassette.mode != "replay":   # a replayed run starts no server
-            self.world.prestart(tools)
+        """Start the servers of the tool blocks some agent `use`s (a test's or a replayed run's start none)."""
+        self.facts.prestart(tools)
 
     def interrupt_form(self) -> bool:
         return self.world.interrupt_form()

@@ -12,6 +12,9 @@ misses its first or last line, or has a line cut short, or was written by anothe
 than replayed. Model turns, built-in and MCP tool calls and the dynamic `mcp_*` builtins are recorded; the
 clock, the environment, stdin and files are not (nor replayed), and no header is part of a step, so no key
 reaches a cassette.
+
+A replayed run connects to no server: `ReplayedFacts` answers the boundary's questions that would need one
+(sagepy.effects.facts).
 """
 from __future__ import annotations
 
@@ -21,12 +24,17 @@ import hashlib
 import json
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.errors import AgentCancelled, SageRaise
 from .chain import Perform
+from .facts import Facts
 from .outcomes import decode_error, encode_error
 from .step import LLM, MCP, TOOL, Step
+
+if TYPE_CHECKING:
+    from ..check.symbols import ToolRef
+    from .world import World
 
 FORMAT = 1
 RECORDED = (LLM, TOOL, MCP)
@@ -162,6 +170,10 @@ class Cassette:
             cassette._requests.append((record["kind"], record["target"], record.get("request")))
         return cassette
 
+    def facts(self, inner: Facts) -> Facts:
+        """What a run with this cassette answers besides steps: a replay's, else those of the world."""
+        return ReplayedFacts(inner) if self.mode == "replay" else inner
+
     def _parse(self, line: str, number: int) -> dict:
         try:
             record = json.loads(line)
@@ -197,18 +209,22 @@ class CassetteLayer:
     """Below the mocks (a mock still answers first), above everything else: records the outcome of each
     model turn and tool call that comes back up, or answers it from the cassette."""
 
-    def __init__(self, cassette: Cassette, effects: Any) -> None:
+    def __init__(self, cassette: Cassette, llm: Any, world: World, stop_all: Callable[[], None]) -> None:
+        """`llm`: the run's LlmConfig; `world`: the run's, whose model usage a replayed turn counts again;
+        `stop_all`: stops every agent of the run (a replay miss)."""
         self.cassette = cassette
-        self.effects = effects
+        self.llm = llm
+        self.world = world
+        self.stop_all = stop_all
 
     def perform(self, step: Step, next: Perform) -> Any:
         if step.kind not in RECORDED:
             return next(step)
-        request = step_request(step, self.effects.settings.llm)
+        request = step_request(step, self.llm)
         key = step_key(step.kind, step.target, request)
         if self.cassette.mode == "replay":
             return self._replay(step, key, request)
-        usage = self.effects.world.usage if step.kind == LLM else None
+        usage = self.world.usage if step.kind == LLM else None
         if usage is not None:
             usage.take_last_turn()   # a turn this thread made before, not this step's
         try:
@@ -224,7 +240,7 @@ class CassetteLayer:
         if record is None:
             self._miss(step, request)
         if isinstance(record.get("usage"), dict):
-            self.effects.world.usage.replayed(record["usage"])
+            self.world.usage.replayed(record["usage"])
         if record.get("failed"):
             raise decode_error(step, record["outcome"])
         return record["outcome"]
@@ -236,5 +252,19 @@ class CassetteLayer:
             if first:
                 cassette.missed = cassette.miss_report(step.kind, step.target, request)
         if first:
-            self.effects.runtime.stop_all()
+            self.stop_all()
         raise ReplayMiss()
+
+
+class ReplayedFacts(Facts):
+    """A replayed run connects to no server, not even for a remote tool's safety class: such a call counts as
+    destructive (the model's calls of one answer then run one after another), and no server starts early."""
+
+    def tool_safety(self, ref: ToolRef) -> str:
+        return "destructive"
+
+    def dynamic_safety(self, handle: str, tool: str) -> str:
+        return "destructive"
+
+    def prestart(self, tools: set[str]) -> None:
+        """Nothing to start: the cassette answers every call."""

@@ -39,7 +39,7 @@ from .chain import Perform
 from .grouping import OutcomeGroups, groupable
 from .outcomes import args_hash, decode_error, decode_value, encode_error, encode_value
 from .people import NoOneToAsk
-from .step import AWAIT, LLM, MCP, RECEIVE, STATE, Step
+from .step import AWAIT, LLM, MCP, RECEIVE, STATE, McpStep, Step
 
 
 class JournalStopped(AgentCancelled):
@@ -232,7 +232,7 @@ class Journal:
             return handle
         if isinstance(entry, str):
             return entry
-        live = connect(Step(MCP, "mcp_connect", entry, None, "read_only", None))
+        live = connect(McpStep(target="mcp_connect", arguments=entry, agent=None))
         with self.lock:
             self.handles[handle] = live
         return live
@@ -321,7 +321,7 @@ class JournalLayer:
                 live = journal.handles.pop(step.arguments[0], None)
             if isinstance(live, str):   # connected again meanwhile: close it as the recorded run did
                 try:
-                    next(Step(MCP, "mcp_disconnect", [live], None, "idempotent", None))
+                    next(McpStep(target="mcp_disconnect", arguments=[live], agent=None, safety_class="idempotent"))
                 except SageRaise:
                     pass
             return None

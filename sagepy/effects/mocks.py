@@ -4,27 +4,36 @@ raises without touching anything below; an empty queue lets the step go on (exce
 
 Queue keys: "llm" (divine and infer share one queue), "T.f" for tool functions (Sage names), "mcp.connect",
 "mcp.list_tools", "mcp.server_info", "mcp.call", "mcp.disconnect", the keys of the resource and prompt builtins
-("mcp.resources", "mcp.resource_templates", "mcp.read_resource", "mcp.prompts", "mcp.get_prompt"), and
-"elicit". A mock is either a value or a
-failure (`-> fail("m")`); the LLM queue also holds scripted model turns that call tools (`ScriptedCalls`).
-Values are converted to the mocked call's return type when they are taken, once, through their JSON form
-(§9.3), into what the call's consumer takes: the Sage value, or the fitted JSON for a call a model asked for.
-That is the step's `read` (the boundary takes it as it is) and its outcome.
+("mcp.resources", "mcp.resource_templates", "mcp.read_resource", "mcp.prompts", "mcp.get_prompt"),
+"approve", "ask" and "elicit". A mock is either a value or a failure (`-> fail("m")`); the LLM queue also
+holds scripted model turns that call tools (`ScriptedCalls`), the approve queue denials (`Denial`). Values are
+converted to the mocked call's return type when they are taken, once, through their JSON form (§9.3), into
+what the call's consumer takes: the Sage value, or the fitted JSON for a call a model asked for. That is the
+step's `read` (the boundary takes it as it is) and its outcome.
+
+Test mode is this module: the layer, and `MockedFacts`, what a test answers of the boundary's questions
+besides steps (sagepy.effects.facts): a handle its mocked `mcp_connect` issued has no server behind it.
 """
 from __future__ import annotations
 
 import collections
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import types as T
 from ..core.errors import SageRaise, TestAbort
 from ..core.values import UNIT, ErrorValue, display
 from ..effect_builtins import EFFECT_BUILTINS
+from ..decisions import Decision
 from ..llm.tool_loop import final_answer, scripted_answer
 from .chain import Perform
-from .step import LLM, MCP, TOOL, Step
+from .facts import Facts
+from .step import APPROVAL, IO, LLM, MCP, TOOL, Step
 from . import wire
+
+if TYPE_CHECKING:
+    from ..check.symbols import ToolRef
+    from ..settings import Settings
 
 
 class Failure:
@@ -34,6 +43,15 @@ class Failure:
 
     def __init__(self, message: str) -> None:
         self.message = message
+
+
+class Denial:
+    """`mock approve -> deny("reason");`."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
 class ScriptedCalls:
@@ -50,10 +68,17 @@ EMPTY = object()   # what `take` returns for an empty queue
 
 
 class MockQueues:
+    """The queues of one test, the handles its mocked `mcp_connect`s issued, and whether it has ended (a call
+    made after its end, by an agent still running, fails)."""
+
     def __init__(self) -> None:
         self.queues: dict[str, collections.deque] = {}
         self.lock = threading.Lock()
         self.issued_handles: set[str] = set()
+        self.ended = False
+
+    def end(self) -> None:
+        self.ended = True
 
     def push(self, key: str, value: Any) -> None:
         with self.lock:
@@ -96,12 +121,20 @@ def mock_forms(label: str, value: Any, target: T.Type, model: bool = False) -> t
 
 
 class MockLayer:
-    def __init__(self, effects: Any) -> None:
-        self.effects = effects          # its `mocks` queues, `real_llm` and `ended` (set when the test ends)
-        self.queues = effects.mocks
+    """First in a test's chain after the approvals layer: answers from the test's queues. `model_falls_through`:
+    a model turn with no mock left goes on down the chain (`sage test --real-llm`, or a cassette that answers
+    it, SPEC §22.2) instead of failing with E054."""
+
+    def __init__(self, queues: MockQueues, model_falls_through: bool = False) -> None:
+        self.queues = queues
+        self.model_falls_through = model_falls_through
 
     def perform(self, step: Step, next: Perform) -> Any:
         kind = step.kind
+        if kind == APPROVAL:
+            return self._approval(step)
+        if kind == IO and step.target == "ask":
+            return self._ask(step)
         if kind == LLM:
             self._check_live()
             return self._llm(step, next)
@@ -114,14 +147,14 @@ class MockLayer:
         return next(step)
 
     def _check_live(self) -> None:
-        if self.effects.ended:
+        if self.queues.ended:
             raise SageRaise(ErrorValue("Agent", "test ended"))
 
     def _llm(self, step: Step, next: Perform) -> Any:
         name = "infer" if step.target == "infer" else "divine"
         mock = self.queues.take("llm")
         if mock is EMPTY:
-            if self.effects.real_llm or self.effects.cassette is not None:   # the cassette answers (§22.2)
+            if self.model_falls_through:
                 return next(step)
             raise SageRaise(ErrorValue("Llm", f"no mock left for {name} (E054)", "E054"))
         if isinstance(mock, Failure):
@@ -183,3 +216,80 @@ class MockLayer:
                 shown = f"List<{builtin.record}>" if builtin.listed else builtin.record
                 raise TestAbort(f"mock for {key}: cannot convert '{text}' to {shown}: {exc}")
         return convert_mock(key, mock, T.STRING)
+
+    def _approval(self, step: Step) -> dict:
+        """The decision of `mock approve` (SPEC §17.1): taken in the order calls ask for it."""
+        mock = self.queues.take("approve")
+        if mock is EMPTY:
+            raise TestAbort(f"approval requested for {step.person.label} but no mock approve left")
+        if isinstance(mock, (Denial, Failure)):
+            return Decision(False, "mock", reason=mock.reason if isinstance(mock, Denial) else mock.message).outcome()
+        return Decision(mock is True, "mock").outcome()
+
+    def _ask(self, step: Step) -> str:
+        """The answer of `mock ask` (SPEC §17.2)."""
+        mock = self.queues.take("ask")
+        if mock is EMPTY:
+            raise TestAbort(f"question asked but no mock ask left: {step.arguments[0]}")
+        if isinstance(mock, Failure):
+            raise SageRaise(ErrorValue("Agent", mock.message))
+        answer = convert_mock("ask", mock, T.STRING)
+        step.person.by = "mock"
+        return answer
+
+
+class MockedFacts(Facts):
+    """What a test answers besides steps: a handle its mocked `mcp_connect` issued is known as open, named
+    `mcp<n>` and lists no tools, without a server; a remote call's approval is decided by the
+    `[tools.X.safety]` override, else as destructive, with no listing made (SPEC §17.1); elicitations are
+    answered from the `mock elicit` queue (empty: decline); no server starts early; and the calls a model
+    asks for in one answer take their mocks in the model's order, one after another."""
+
+    def __init__(self, queues: MockQueues, settings: Settings, inner: Facts) -> None:
+        super().__init__(inner)
+        self.queues = queues
+        self.settings = settings
+
+    @property
+    def concurrent_calls(self) -> bool:
+        return False
+
+    def _issued(self, handle: str) -> bool:
+        return handle in self.queues.issued_handles
+
+    def approval_safety(self, ref: ToolRef) -> str:
+        if ref.builtin:
+            return self.inner.approval_safety(ref)
+        server = self.settings.tools.servers.get(ref.server)
+        return server.safety.get(ref.remote, "destructive") if server is not None else "destructive"
+
+    def dynamic_approval_safety(self, handle: str, tool: str) -> str:
+        return "destructive"
+
+    def server_name(self, handle: str) -> str:
+        if self._issued(handle):
+            return "mcp" + handle.rpartition(":")[2]
+        return self.inner.server_name(handle)
+
+    def connection(self, handle: str) -> Any:
+        if self._issued(handle):
+            suffix = handle.split(":", 1)[-1]
+            return wire.connection_record(int(suffix) if suffix.isdigit() else 0)
+        return self.inner.connection(handle)
+
+    def listing(self, handle: str) -> list:
+        if self._issued(handle):
+            return []
+        return self.inner.listing(handle)
+
+    def elicit(self, server: str, request: Any) -> Any:
+        mock = self.queues.take("elicit")
+        if mock is EMPTY:
+            return "decline"
+        if isinstance(mock, Failure):
+            from ..mcp.elicitation import ElicitationRefused
+            raise ElicitationRefused(mock.message)
+        return mock
+
+    def prestart(self, tools: set[str]) -> None:
+        """A test starts no server before its calls (a mocked call connects to nothing)."""

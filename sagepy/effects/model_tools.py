@@ -23,7 +23,7 @@ from ..llm.client import opening_messages
 from ..llm.offer import Offer, OfferedFunction
 from ..llm.providers import provider_for
 from ..llm.tool_loop import Callbacks, LoopSettings, ModelTurn, run_tool_loop
-from .step import LLM, UNREAD, Step, set_current_context
+from .step import UNREAD, CallStep, ModelStep, next_number, set_current_context
 
 
 def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None,
@@ -38,17 +38,18 @@ def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer
 
     def remote_description(tool: str, remote: str) -> str | None:
         return effects.world.remote_description(servers[tool], remote)
-    offer = Offer(static, handles, lambda handle: _list_handle(effects, handle), remote_description,
+    # a handle from a mocked `mcp_connect` has no server behind it: its facts list nothing
+    offer = Offer(static, handles, effects.facts.listing, remote_description,
                   provider_for(config).dialect)
     settings = LoopSettings(max_steps if max_steps is not None else config.max_tool_steps,
                             config.max_tool_result_chars, config.infer_retries)
     target_name = "infer" if infer else "divine"
 
-    asked: list[Step] = []   # the last model turn's step
+    asked: list[ModelStep] = []   # the last model turn's step
 
     def ask(messages: list[dict], turn: int) -> dict:
-        step = Step(LLM, target_name, {"messages": messages, "tools": offer.names}, None, "read_only", ctx,
-                    turn=ModelTurn(offer, target, overrides, turn))
+        step = ModelStep(target=target_name, arguments={"messages": messages, "tools": offer.names}, agent=ctx,
+                         turn=ModelTurn(offer, target, overrides, turn), number=next_number(ctx))
         asked[:] = [step]
         return effects.perform(step)
 
@@ -58,7 +59,7 @@ def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer
             return asked[0].read
         return from_json(extract_json(text), target)
 
-    def call_step(function: OfferedFunction, arguments: Any) -> Step:
+    def call_step(function: OfferedFunction, arguments: Any) -> CallStep:
         # the calls of one answer are built, and their approvals decided, in the model's order before any of
         # them is made: each approval, and each approved call, takes the next step number (SPEC §17.1)
         if function.info is not None:
@@ -70,26 +71,8 @@ def divine_with_tools(effects: Any, ctx: Any, prompt: str, target: T.Type, infer
         return step
 
     callbacks = Callbacks(ask, call_step, effects.value, lambda step: step.safety, ctx.check,
-                          # under `sage test` the calls of one answer take their mocks in the model's order
-                          concurrent=effects.mocks is None, run_in_thread=_thread_of(ctx), value=value)
+                          concurrent=effects.facts.concurrent_calls, run_in_thread=_thread_of(ctx), value=value)
     return run_tool_loop(opening_messages(prompt, target), offer, target, settings, callbacks)
-
-
-def _list_handle(effects: Any, handle: str) -> list[OfferedFunction]:
-    """The tools of a dynamic connection, every page (SPEC §8.5). A handle from a mocked `mcp_connect` has
-    no server behind it: it offers nothing."""
-    if effects.mocks is not None and handle in effects.mocks.issued_handles:
-        return []
-    from .wire import mcp_errors
-    manager = effects.world.mcp()
-    live = effects.live_handle(handle)   # in a resumed durable run, the connection behind a recorded handle
-    with mcp_errors():
-        listing = manager.listing(live)
-        label = manager.handle_label(live)
-    if label == live:   # unnamed: named after the program's handle, so that a resumed run offers the same names
-        label = handle
-    server = "mcp" + label[len("mcp:"):] if label.startswith("mcp:") else label
-    return [OfferedFunction.dynamic(handle, server, item) for item in listing]
 
 
 def _thread_of(ctx: Any) -> Callable[[Callable[[], None]], threading.Thread]:

@@ -68,10 +68,15 @@ def observe_answer(data: Any, provider: str, url: str, model: str, counts: Any) 
 
 
 class OtelLayer:
-    def __init__(self, export: SpanExport, effects: Any) -> None:
+    def __init__(self, export: SpanExport, llm: Any, journal: Any, world: Any, live_handle: Any) -> None:
+        """`llm`: the run's LlmConfig; `journal`: a durable run's (a step it replays is marked so); `world`:
+        the run's, whose MCP pool tells the wire facts of a call; `live_handle`: the pool's handle for the
+        program's (Effects.live_handle)."""
         self.export = export
-        self.effects = effects
-        llm = effects.settings.llm
+        self.llm = llm
+        self.journal = journal
+        self.world = world
+        self.live_handle = live_handle
         self._server = _address(llm.url)
         self._provider = getattr(llm, "provider", None) or "openai"
 
@@ -84,7 +89,7 @@ class OtelLayer:
         return next(step)
 
     def _replaying(self, step: Step) -> bool:
-        journal = self.effects.journal
+        journal = self.journal
         return journal is not None and journal.replaying(step)
 
     # ---------------------------------------------------------------- model turns
@@ -110,11 +115,11 @@ class OtelLayer:
     def _model(self, step: Step) -> str:
         from ..llm.client import split_model
         overrides = step.turn.overrides if step.turn is not None else step.overrides
-        return split_model((overrides or {}).get("model") or self.effects.settings.llm.model)[1] or ""
+        return split_model((overrides or {}).get("model") or self.llm.model)[1] or ""
 
     def _offline(self, model: str) -> bool:
         """The `echo` model and the `mock` key answer without a request: no server to name."""
-        return model == "echo" or bool(getattr(self.effects.settings.llm, "mock", False))
+        return model == "echo" or bool(getattr(self.llm, "mock", False))
 
     def _chat_span(self, step: Step, model: str, started: int, turn: _Turn, replayed: bool, value: Any,
                    error: SageRaise | None) -> None:
@@ -191,23 +196,23 @@ class OtelLayer:
             span.end()
 
     def _dynamic_label(self, handle: str, tool: str) -> str:
-        manager = self.effects.world.mcp_started
+        manager = self.world.mcp_started
         label = handle
         if manager is not None:
             try:
-                label = manager.handle_label(self.effects.live_handle(handle))
+                label = manager.handle_label(self.live_handle(handle))
             except (McpFailure, SageRaise):
                 label = handle
         server = "mcp" + label[len("mcp:"):] if label.startswith("mcp:") else label
         return f"{server}.{tool}"
 
     def _mcp_attributes(self, span: Any, step: Step, dynamic: bool) -> None:
-        manager = self.effects.world.mcp_started
+        manager = self.world.mcp_started
         span.set_attribute("mcp.method.name", "tools/call")
         if manager is None:
             return
         if dynamic:
-            protocol, transport = manager.wire_facts(handle=self.effects.live_handle(step.arguments[0]))
+            protocol, transport = manager.wire_facts(handle=self.live_handle(step.arguments[0]))
         else:
             protocol, transport = manager.wire_facts(server=step.tool.server)
         if protocol:

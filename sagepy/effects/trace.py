@@ -80,12 +80,15 @@ class TraceLayer:
     `"replayed": true`; a replayed model turn, which never reaches the LLM client, gets its
     `llm.request`/`llm.response` pair here."""
 
-    def __init__(self, tracer: Tracer, effects: Any = None) -> None:
+    def __init__(self, tracer: Tracer, journal: Any = None, model: str | None = None) -> None:
+        """`journal`: a durable run's, whose replayed steps are marked so; `model`: `[llm] model`, the model
+        a replayed turn names when its request named none."""
         self.tracer = tracer
-        self.effects = effects
+        self.journal = journal
+        self.model = model
 
     def _replaying(self, step: Step) -> bool:
-        journal = self.effects.journal if self.effects is not None else None
+        journal = self.journal
         return journal is not None and journal.replaying(step)
 
     def perform(self, step: Step, next: Perform) -> Any:
@@ -116,7 +119,7 @@ class TraceLayer:
 
     def _replayed_turn(self, step: Step, next: Perform) -> Any:
         overrides = step.turn.overrides if step.turn is not None else step.overrides
-        model = (overrides or {}).get("model") or (self.effects.settings.llm.model if self.effects else None)
+        model = (overrides or {}).get("model") or self.model
         numbered = {} if step.turn is None else {"step": step.turn.turn}
         arguments = step.arguments
         prompt = arguments[0] if isinstance(arguments, list) else ""

@@ -113,8 +113,7 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
             store.close()
         host.err(str(exc))
         return RunOutcome(FAILED, 1)
-    if host.mocks is None:
-        runtime.effects.prestart(set(program.uses))
+    runtime.effects.prestart(set(program.uses))   # a test's or a replayed run's facts start no server
     try:
         if not durable:
             return _run(program, host, runtime, target, fields, None)

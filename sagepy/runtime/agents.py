@@ -99,6 +99,7 @@ class Runtime:
         self.shutting_down = False
         self.effects: Any = None
         self.test_failure: Any = None   # the first assertion or mock-conversion failure of a test
+        self.mocks: Any = None          # a test's mock queues, which its `mock` statements fill (effects.mocks)
         if store is None:
             from .persistence import StateStore
             store = StateStore()
@@ -176,7 +177,7 @@ class AgentInstance:
         self.display_name = f"{self.name}#{number}"
         # SPEC §14: the same on every execution of the program (the entry agent or a test: its name alone)
         self.path = path if path is not None else self.name
-        self.steps = 0                # nondeterministic steps performed so far (sagepy.effects.Step numbers)
+        self.steps = 0                # nondeterministic steps performed so far: the last step's number (SPEC §14)
         self.summons = 0              # agents summoned so far: k of the next child's path
         self.sends = 0                # messages sent so far (send, reply): what a receiver's journal names
         # a resumed run replays this agent up to this step: its output is suppressed until then (SPEC §14)
@@ -205,6 +206,12 @@ class AgentInstance:
     def next_send(self) -> int:
         self.sends += 1
         return self.sends
+
+    def next_step(self) -> int:
+        """The number of this agent's next step (sagepy.effects.step): asked by the code that decides that an
+        operation is one."""
+        self.steps += 1
+        return self.steps
 
     def child_path(self, agent_name: str) -> str:
         """The path of the next agent this one summons: `<path>/<Agent>#<k>`, k counting its summons."""

@@ -138,8 +138,9 @@ def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False, replay: st
 
     from ..engine.execute import runtime_for
     from ..engine.host import Host
-    # a test's host: its output captured, the mocks layer first in its chain
-    runtime = runtime_for(case.session, Host(out=capture, err=capture, mocks=MockQueues(), real_llm=real_llm,
+    # a test's host: its output captured, its mock queues, whose layer goes first in its chain
+    mocks = MockQueues()
+    runtime = runtime_for(case.session, Host(out=capture, err=capture, mocks=mocks, real_llm=real_llm,
                                              telemetry=False, cassette=cassette))
     effects = runtime.effects
     ctx = AgentInstance(runtime, None, 0, None)
@@ -167,7 +168,7 @@ def run_case(case: TestCase, timeout_ms: int, real_llm: bool = False, replay: st
     start_thread(body, f"test {case.name}")
     finished = done.wait(timeout_ms / 1000)
     duration = time.monotonic() - started
-    effects.ended = True
+    mocks.end()
     ctx.request_stop()
     runtime.stop_all()
     if not finished:

@@ -108,8 +108,8 @@ def insert_spy(monkeypatch) -> Spy:
     spy = Spy()
     layers = factory.layers
 
-    def with_spy(effects, io_builtins):
-        chain = layers(effects, io_builtins)
+    def with_spy(effects, io_builtins, *test):
+        chain = layers(effects, io_builtins, *test)
         return chain[:-1] + [spy, chain[-1]]
 
     monkeypatch.setattr(factory, "layers", with_spy)

@@ -33,7 +33,7 @@ class TestCode:
             reason = self.expr(value_node.args[0])
 
             def value(frame: list) -> Any:
-                from ...effects.approvals import Denial
+                from ...effects.mocks import Denial
                 return Denial(reason(frame))
         else:
             value = self.expr(value_node)
@@ -41,7 +41,7 @@ class TestCode:
         def run(frame: list) -> Any:
             from ...effects.mocks import Failure
             v = value(frame)
-            mocks = frame[0].runtime.effects.mocks
+            mocks = frame[0].runtime.mocks
             mocks.push(key, Failure(v if type(v) is str else display(v)) if failure else v)
             return None
         return run
@@ -74,7 +74,7 @@ class TestCode:
                 values = [a(frame) for a in args]
                 scripted.append((tool, fn, {name: to_json(v) for name, v in zip(params, values)
                                             if not (type(v) is Variant and v.enum == "Option" and v.name == "None")}))
-            frame[0].runtime.effects.mocks.push("llm", ScriptedCalls(scripted))
+            frame[0].runtime.mocks.push("llm", ScriptedCalls(scripted))
             return None
         return run
 
