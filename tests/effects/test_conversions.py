@@ -152,3 +152,30 @@ def test_each_mock_converts_once(tmp_path, monkeypatch, capsys) -> None:
     ]
     # every call was mocked: the server was never started
     assert not (tmp_path / ".sage" / "logs" / "Suite.log").exists()
+
+
+def test_a_journaled_answer_is_written_once_for_the_journal(tmp_path, monkeypatch, capsys) -> None:
+    """A durable run keeps outcomes: the typed answer's JSON is written from its value for the journal, one
+    to_json more (a resumed run converts the record once, as any replayed outcome)."""
+    project(tmp_path, """\
+        agent Main {
+            on start {
+                print(try divine("Where?" -> Point));
+                yield(0);
+            }
+        }
+        run Main;
+        """)
+    with (tmp_path / "grove.toml").open("a", encoding="utf-8") as toml:
+        toml.write('[persistence]\npath = "state.db"\n')
+    walks = Walks(monkeypatch)
+    with StrictChatServer(['{"y": 2, "x": 1}']) as srv:
+        for name in ("SAGE_TRACE", "SAGE_TRACE_FILE", "SAGE_MODEL"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("SAGE_LLM_URL", srv.url)
+        monkeypatch.setenv("SAGE_API_KEY", "sk-test")
+        monkeypatch.chdir(tmp_path)
+        assert main(["run", "."]) == 0, capsys.readouterr()
+    assert capsys.readouterr().out == "Point { x: 1, y: 2 }\n"
+    assert (tmp_path / "state.db").exists()
+    assert walks.counts() == [("divine", {"from_json": 1, "to_json": 1})]
