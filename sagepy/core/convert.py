@@ -180,16 +180,22 @@ def from_json(data: Any, t: Type) -> Any:
     return _from(data, t, None)
 
 
-def fitted_json(data: Any, t: Type) -> Any:
+def fitted_json(data: Any, t: Type, finite: bool = True) -> Any:
     """JSON data checked against type t and written as the value it reads as would be (`to_json` of
     `from_json`, in one walk that builds no Sage value): an absent Option field left out, an integral Float
-    written as a Float, a record's fields in their declared order. Raises ConversionError as `from_json` does
-    (and as `to_json` does for a Float that is not finite, which a Python extern may hand over)."""
-    return _from(data, t, None, True)
+    written as a Float, a record's fields in their declared order. Raises ConversionError as `from_json` does,
+    and as `to_json` does for a Float that is not finite (which Python's own JSON parser lets through), unless
+    `finite` is false: then such a Float is kept, as `from_json` keeps it."""
+    return _from(data, t, None, _FIT if finite else _FIT_ANY_FLOAT)
 
 
-def _from(data: Any, t: Type, path: Path, fit: bool = False) -> Any:
-    """The walk of both `from_json` (fit false: the Sage value) and `fitted_json` (fit true: its JSON)."""
+# What the walk makes: the Sage value (`from_json`), or its JSON (`fitted_json`), with or without the check that
+# each Float is finite. Every JSON mode is true.
+_SAGE, _FIT, _FIT_ANY_FLOAT = 0, 1, 2
+
+
+def _from(data: Any, t: Type, path: Path, fit: int = _SAGE) -> Any:
+    """The walk of both `from_json` and `fitted_json` (`fit`, a mode above)."""
     convert = _FROM.get(type(t))
     if convert is None:
         raise _unconvertible(t, path)
@@ -200,7 +206,7 @@ def _is_int(data: Any) -> bool:
     return isinstance(data, int) and not isinstance(data, bool)
 
 
-def _from_prim(data: Any, t: Prim, path: Path, fit: bool) -> Any:
+def _from_prim(data: Any, t: Prim, path: Path, fit: int) -> Any:
     name = t.name
     if name == "String":
         if isinstance(data, str):
@@ -209,7 +215,7 @@ def _from_prim(data: Any, t: Prim, path: Path, fit: bool) -> Any:
         return _from_int(data, t, path)
     elif name == "Float":
         if isinstance(data, float):
-            if fit and not math.isfinite(data):
+            if fit == _FIT and not math.isfinite(data):
                 raise ConversionError(_format_path(path), "a finite Float", display(data),
                                       "NaN and infinities have no JSON form")
             return float(data)
@@ -254,14 +260,14 @@ def _from_error(data: Any, t: Prim, path: Path) -> ErrorValue:
     raise _mismatch(path, t, data, 'needs string fields "kind" and "message"')
 
 
-def _from_list(data: Any, t: ListT, path: Path, fit: bool) -> list:
+def _from_list(data: Any, t: ListT, path: Path, fit: int) -> list:
     if not isinstance(data, (list, tuple)):
         raise _mismatch(path, t, data)
     elem = t.elem
     return [_from(x, elem, (path, i), fit) for i, x in enumerate(data)]
 
 
-def _from_tuple(data: Any, t: TupleT, path: Path, fit: bool) -> tuple | list:
+def _from_tuple(data: Any, t: TupleT, path: Path, fit: int) -> tuple | list:
     n = len(t.items)
     if not isinstance(data, (list, tuple)):
         raise _mismatch(path, t, data)
@@ -271,7 +277,7 @@ def _from_tuple(data: Any, t: TupleT, path: Path, fit: bool) -> tuple | list:
     return items if fit else tuple(items)
 
 
-def _from_map(data: Any, t: MapT, path: Path, fit: bool) -> dict:
+def _from_map(data: Any, t: MapT, path: Path, fit: int) -> dict:
     if not isinstance(data, dict):
         raise _mismatch(path, t, data)
     key_type = t.key
@@ -310,7 +316,7 @@ def _key_from_json(k: Any, key_type: Type, path: Path) -> Any:
     raise _mismatch((path, segment), name, k, f"map key does not parse as {name}")
 
 
-def _from_option(data: Any, t: OptionT, path: Path, fit: bool) -> Any:
+def _from_option(data: Any, t: OptionT, path: Path, fit: int) -> Any:
     if data is None:
         return None if fit else NONE
     value = _from(data, t.inner, path, fit)
@@ -323,7 +329,7 @@ def _single_key(data: Any) -> tuple[Any, Any] | None:
     return None
 
 
-def _from_result(data: Any, t: ResultT, path: Path, fit: bool) -> Any:
+def _from_result(data: Any, t: ResultT, path: Path, fit: int) -> Any:
     entry = _single_key(data)
     if entry is not None:
         key, payload = entry
@@ -333,7 +339,7 @@ def _from_result(data: Any, t: ResultT, path: Path, fit: bool) -> Any:
     raise _mismatch(path, t, data, 'needs an object with the single key "Ok" or "Err"')
 
 
-def _from_record(data: Any, t: RecordT, path: Path, fit: bool) -> Any:
+def _from_record(data: Any, t: RecordT, path: Path, fit: int) -> Any:
     if not isinstance(data, dict):
         raise _mismatch(path, t, data)
     fields = {}
@@ -356,7 +362,7 @@ def _variant_forms(variants: list[tuple[str, Type | None]]) -> str:
     return ", ".join(f'"{n}"' if p is None else f'{{"{n}": …}}' for n, p in variants)
 
 
-def _from_enum(data: Any, t: EnumT, path: Path, fit: bool) -> Any:
+def _from_enum(data: Any, t: EnumT, path: Path, fit: int) -> Any:
     variants = t.variants()
     enum = t.info.name
     if isinstance(data, str):

@@ -294,7 +294,7 @@ def sage_value(data: Any, t: T.Type, model: bool = False) -> Any:
     if t is T.UNIT or t == T.UNIT:
         return None if model else UNIT
     from ..core.convert import fitted_json, from_json
-    return fitted_json(data, t) if model else from_json(data, t)
+    return fitted_json(data, t, finite=False) if model else from_json(data, t)
 
 
 def _unassembled(step: Step) -> Any:

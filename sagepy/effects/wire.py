@@ -67,10 +67,11 @@ def _unconvertible(label: str, remote: str, return_type: Type, value: Any, reaso
 def read(data: Any, return_type: Type, model: bool) -> Any:
     """Wire data of type `return_type` in the form its consumer takes: the Sage value for the program, the
     fitted JSON (checked and written as the value's, in one walk) for a call a model asked for, whose result
-    goes back to the model as JSON text (SPEC §4.12). Raises ConversionError."""
+    goes back to the model as JSON text (SPEC §4.12; a Float that is not finite is kept, as in a Sage value:
+    the text it has none of says so). Raises ConversionError."""
     if return_type == UNIT_TYPE:
         return None if model else UNIT
-    return fitted_json(data, return_type) if model else from_json(data, return_type)
+    return fitted_json(data, return_type, finite=False) if model else from_json(data, return_type)
 
 
 def typed_result(result: dict, return_type: Type, label: str, remote: str, model: bool = False) -> tuple[Any, Any]:

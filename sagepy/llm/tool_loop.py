@@ -241,8 +241,7 @@ def _run(prepared: _Prepared, callbacks: Callbacks) -> None:
         prepared.text = f"error: {exc.error.display()}"
         prepared.failed = True
         return
-    prepared.text = result_text(prepared.function, value)
-    prepared.failed = prepared.text.startswith("error: ") and type(value) is not str
+    prepared.text, prepared.failed = result_text(prepared.function, value)
 
 
 def _run_caught(prepared: _Prepared, callbacks: Callbacks) -> None:
@@ -252,10 +251,20 @@ def _run_caught(prepared: _Prepared, callbacks: Callbacks) -> None:
         prepared.escaped = exc
 
 
-def result_text(function: OfferedFunction, value: Any) -> str:
-    """What the model reads back: a String result as it is, anything else (fitted JSON) as compact JSON
-    (SPEC §5)."""
-    return value if type(value) is str else compact_json(value)
+def result_text(function: OfferedFunction, value: Any) -> tuple[str, bool]:
+    """What the model reads back, and whether it is an error: a String result (a dynamic tool's, or of a
+    function that returns String) as it is, anything else (its fitted JSON) as compact JSON (SPEC §5)."""
+    info = function.info
+    if info is None or info.ret == T.STRING:
+        return value, False
+    try:
+        return compact_json(value, finite=True), False
+    except ValueError:   # NaN or an infinity: worded as the conversion to JSON words it, with its path
+        try:
+            fitted_json(value, info.ret)
+        except ConversionError as exc:
+            return f"error: the result of {function.label} has no JSON form: {exc}", True
+        raise
 
 
 def _limited(text: str, failed: bool, limit: int) -> tuple[str, bool]:

@@ -702,3 +702,8 @@ def test_unresolved_map_key_type():
     with pytest.raises(ConversionError) as info:
         from_json({"a": 1}, MapT(TypeVar("K"), INT))
     assert info.value.reason == "type parameter K is not resolved"
+
+
+def test_fitted_json_keeps_a_non_finite_float_when_asked_as_from_json_does():
+    data = fitted_json({"a": [1, float("inf")]}, MapT(STRING, ListT(FLOAT)), finite=False)
+    assert data == {"a": [1.0, math.inf]} and type(data["a"][0]) is float

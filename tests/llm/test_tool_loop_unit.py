@@ -12,7 +12,7 @@ from sagepy.core.convert import from_json
 from sagepy.check.symbols import ToolRef
 from sagepy.llm.offer import Offer, OfferedFunction
 from sagepy.llm.parse import extract_json
-from sagepy.llm.tool_loop import Callbacks, LoopSettings, run_tool_loop
+from sagepy.llm.tool_loop import Callbacks, LoopSettings, result_text, run_tool_loop
 
 
 class Cancelled(Exception):
@@ -92,3 +92,14 @@ def test_what_a_concurrent_call_raises_beyond_sage_errors_reaches_the_loop() -> 
     with pytest.raises(Cancelled):
         run_tool_loop([{"role": "user", "content": "go"}], offer(), T.STRING, LoopSettings(10, 1000, 1),
                       callbacks([calls("a", "b"), {"role": "assistant", "content": "done"}], perform))
+
+
+def test_a_result_goes_back_as_compact_json_and_one_with_no_json_form_as_an_error() -> None:
+    info = ToolRef("Calc", "ratios", "ratios", [], [], T.ListT(T.FLOAT), False)
+    function = OfferedFunction.typed(info, [], None)
+    assert result_text(function, [1.0, 0.5]) == ("[1.0,0.5]", False)
+    assert result_text(function, [1.0, float("nan")]) == (
+        "error: the result of Calc.ratios has no JSON form: expected a finite Float at $[1], got NaN: "
+        "NaN and infinities have no JSON form", True)
+    text = ToolRef("Calc", "name", "name", [], [], T.STRING, False)
+    assert result_text(OfferedFunction.typed(text, [], None), "error: as text") == ("error: as text", False)
