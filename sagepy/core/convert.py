@@ -180,25 +180,33 @@ def from_json(data: Any, t: Type) -> Any:
     return _from(data, t, None)
 
 
-def fitted_json(data: Any, t: Type) -> Any:
+def fitted_json(data: Any, t: Type, finite: bool = True) -> Any:
     """JSON data checked against type t and written as the value it reads as would be (`to_json` of
-    `from_json`): an absent Option field left out, an integral Float written as a Float, a record's fields in
-    their declared order. Raises ConversionError as `from_json` does."""
-    return _to(_from(data, t, None), None)
+    `from_json`, in one walk that builds no Sage value): an absent Option field left out, an integral Float
+    written as a Float, a record's fields in their declared order. Raises ConversionError as `from_json` does,
+    and as `to_json` does for a Float that is not finite (which Python's own JSON parser lets through), unless
+    `finite` is false: then such a Float is kept, as `from_json` keeps it."""
+    return _from(data, t, None, _FIT if finite else _FIT_ANY_FLOAT)
 
 
-def _from(data: Any, t: Type, path: Path) -> Any:
+# What the walk makes: the Sage value (`from_json`), or its JSON (`fitted_json`), with or without the check that
+# each Float is finite. Every JSON mode is true.
+_SAGE, _FIT, _FIT_ANY_FLOAT = 0, 1, 2
+
+
+def _from(data: Any, t: Type, path: Path, fit: int = _SAGE) -> Any:
+    """The walk of both `from_json` and `fitted_json` (`fit`, a mode above)."""
     convert = _FROM.get(type(t))
     if convert is None:
         raise _unconvertible(t, path)
-    return convert(data, t, path)
+    return convert(data, t, path, fit)
 
 
 def _is_int(data: Any) -> bool:
     return isinstance(data, int) and not isinstance(data, bool)
 
 
-def _from_prim(data: Any, t: Prim, path: Path) -> Any:
+def _from_prim(data: Any, t: Prim, path: Path, fit: int) -> Any:
     name = t.name
     if name == "String":
         if isinstance(data, str):
@@ -207,6 +215,9 @@ def _from_prim(data: Any, t: Prim, path: Path) -> Any:
         return _from_int(data, t, path)
     elif name == "Float":
         if isinstance(data, float):
+            if fit == _FIT and not math.isfinite(data):
+                raise ConversionError(_format_path(path), "a finite Float", display(data),
+                                      "NaN and infinities have no JSON form")
             return float(data)
         if _is_int(data):
             try:
@@ -217,9 +228,10 @@ def _from_prim(data: Any, t: Prim, path: Path) -> Any:
         if isinstance(data, bool):
             return bool(data)
     elif name == "Unit":
-        return UNIT
+        return None if fit else UNIT
     elif name == "Error":
-        return _from_error(data, t, path)
+        error = _from_error(data, t, path)
+        return {"kind": error.kind, "message": error.message} if fit else error
     else:
         raise _unconvertible(t, path)
     raise _mismatch(path, t, data)
@@ -248,30 +260,34 @@ def _from_error(data: Any, t: Prim, path: Path) -> ErrorValue:
     raise _mismatch(path, t, data, 'needs string fields "kind" and "message"')
 
 
-def _from_list(data: Any, t: ListT, path: Path) -> list:
+def _from_list(data: Any, t: ListT, path: Path, fit: int) -> list:
     if not isinstance(data, (list, tuple)):
         raise _mismatch(path, t, data)
     elem = t.elem
-    return [_from(x, elem, (path, i)) for i, x in enumerate(data)]
+    return [_from(x, elem, (path, i), fit) for i, x in enumerate(data)]
 
 
-def _from_tuple(data: Any, t: TupleT, path: Path) -> tuple:
+def _from_tuple(data: Any, t: TupleT, path: Path, fit: int) -> tuple | list:
     n = len(t.items)
     if not isinstance(data, (list, tuple)):
         raise _mismatch(path, t, data)
     if len(data) != n:
         raise _mismatch(path, t, data, f"needs exactly {n} elements")
-    return tuple(_from(x, item, (path, i)) for i, (x, item) in enumerate(zip(data, t.items)))
+    items = [_from(x, item, (path, i), fit) for i, (x, item) in enumerate(zip(data, t.items))]
+    return items if fit else tuple(items)
 
 
-def _from_map(data: Any, t: MapT, path: Path) -> dict:
+def _from_map(data: Any, t: MapT, path: Path, fit: int) -> dict:
     if not isinstance(data, dict):
         raise _mismatch(path, t, data)
     key_type = t.key
     value_type = t.value
     out = {}
     for k, x in data.items():
-        out[_key_from_json(k, key_type, path)] = _from(x, value_type, (path, str(k)))
+        key = _key_from_json(k, key_type, path)
+        if fit:
+            key = _key_to_json(key, path)
+        out[key] = _from(x, value_type, (path, str(k)), fit)
     return out
 
 
@@ -300,10 +316,11 @@ def _key_from_json(k: Any, key_type: Type, path: Path) -> Any:
     raise _mismatch((path, segment), name, k, f"map key does not parse as {name}")
 
 
-def _from_option(data: Any, t: OptionT, path: Path) -> Variant:
+def _from_option(data: Any, t: OptionT, path: Path, fit: int) -> Any:
     if data is None:
-        return NONE
-    return some(_from(data, t.inner, path))
+        return None if fit else NONE
+    value = _from(data, t.inner, path, fit)
+    return value if fit else some(value)
 
 
 def _single_key(data: Any) -> tuple[Any, Any] | None:
@@ -312,44 +329,47 @@ def _single_key(data: Any) -> tuple[Any, Any] | None:
     return None
 
 
-def _from_result(data: Any, t: ResultT, path: Path) -> Variant:
+def _from_result(data: Any, t: ResultT, path: Path, fit: int) -> Any:
     entry = _single_key(data)
     if entry is not None:
         key, payload = entry
-        if key == "Ok":
-            return Variant("Result", "Ok", _from(payload, t.ok, (path, "Ok")))
-        if key == "Err":
-            return Variant("Result", "Err", _from(payload, t.err, (path, "Err")))
+        if key == "Ok" or key == "Err":
+            value = _from(payload, t.ok if key == "Ok" else t.err, (path, key), fit)
+            return {key: value} if fit else Variant("Result", key, value)
     raise _mismatch(path, t, data, 'needs an object with the single key "Ok" or "Err"')
 
 
-def _from_record(data: Any, t: RecordT, path: Path) -> Record:
+def _from_record(data: Any, t: RecordT, path: Path, fit: int) -> Any:
     if not isinstance(data, dict):
         raise _mismatch(path, t, data)
     fields = {}
     for name, field_type in t.fields():
         if name in data:
-            fields[name] = _from(data[name], field_type, (path, name))
+            x = data[name]
+            if fit and x is None and type(field_type) is OptionT:
+                continue   # None: a field left out (to_json's rule)
+            fields[name] = _from(x, field_type, (path, name), fit)
         elif type(field_type) is OptionT:
-            fields[name] = NONE
+            if not fit:
+                fields[name] = NONE
         else:
             raise ConversionError(_format_path((path, name)), type_name(field_type), None,
                                   f"field missing from {type_name(t)}")
-    return Record(t.info.name, fields)
+    return fields if fit else Record(t.info.name, fields)
 
 
 def _variant_forms(variants: list[tuple[str, Type | None]]) -> str:
     return ", ".join(f'"{n}"' if p is None else f'{{"{n}": …}}' for n, p in variants)
 
 
-def _from_enum(data: Any, t: EnumT, path: Path) -> Variant:
+def _from_enum(data: Any, t: EnumT, path: Path, fit: int) -> Any:
     variants = t.variants()
     enum = t.info.name
     if isinstance(data, str):
         for name, payload_type in variants:
             if name == data:
                 if payload_type is None:
-                    return Variant(enum, name)
+                    return name if fit else Variant(enum, name)
                 raise _mismatch(path, t, data, f'variant {name} carries a payload: write {{"{name}": …}}')
         raise _mismatch(path, t, data, f"unknown variant; one of {_variant_forms(variants)}")
     entry = _single_key(data)
@@ -359,7 +379,8 @@ def _from_enum(data: Any, t: EnumT, path: Path) -> Variant:
             if name == key:
                 if payload_type is None:
                     raise _mismatch(path, t, data, f'variant {name} has no payload: write "{name}"')
-                return Variant(enum, name, _from(payload, payload_type, (path, name)))
+                value = _from(payload, payload_type, (path, name), fit)
+                return {name: value} if fit else Variant(enum, name, value)
         raise _mismatch(path, t, data, f"unknown variant; one of {_variant_forms(variants)}")
     raise _mismatch(path, t, data, f"one of {_variant_forms(variants)}")
 

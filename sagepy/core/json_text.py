@@ -14,12 +14,14 @@ from .text import escape_surrogates
 # one encoder for every call: json.dumps builds a new one each time it is given options (the journal writes
 # one text per step)
 _compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_compact_finite = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
-def compact_json(data: Any) -> str:
+def compact_json(data: Any, finite: bool = False) -> str:
     """The compact JSON text of JSON data: no blanks, non-ASCII characters kept as they are, except lone
-    surrogates (`sagepy.core.text.escape_surrogates`)."""
-    return escape_surrogates(_compact(data))
+    surrogates (`sagepy.core.text.escape_surrogates`). `finite`: a NaN or an infinity raises ValueError
+    instead of being written as Python writes it."""
+    return escape_surrogates((_compact_finite if finite else _compact)(data))
 
 
 def _reject_constant(name: str) -> Any:

@@ -4,9 +4,12 @@ The interpreter calls one `Effects` object per run (per test under `sage test`).
 nondeterministic operation into a `Step` and passes it through the run's chain of layers (mocks under
 `sage test`, trace, journal, real; see `factory.build_effects`). Sage values become wire data (JSON, §5)
 here, when the step is built, and the step's outcome, wire data too, becomes the Sage value here when it
-comes back (by the step's declared type: `step.ret`, or the builtin's for `io` and `mcp` steps), and nowhere
-else: the layers, the journal and the MCP package see JSON only. `state`, `receive` and `await` steps are the
-exception: their values (a field's value, a message, a Bool) never leave the process.
+comes back (by the step's declared type: `step.ret`, or the builtin's for `io` and `mcp` steps): the layers,
+the journal and the MCP package see JSON only. Each conversion is made once: when the layer that answered
+had to convert its answer to check it (a mock, a typed `divine`'s answer, a typed MCP result with a
+fallback), the step's `read` holds the value and is taken as it is. A call a model asked for stays JSON
+(`wire_tool_step`, and its result read as fitted JSON for the model). `state`, `receive` and `await` steps
+are the exception: their values (a field's value, a message, a Bool) never leave the process.
 """
 from __future__ import annotations
 
@@ -17,8 +20,8 @@ from ..core.values import NONE, UNIT, some
 from ..effect_builtins import EFFECT_BUILTINS
 from .chain import Perform
 from .facts import Facts, LiveFacts
-from .step import (ApprovalStep, AwaitStep, CallStep, IoStep, McpStep, ModelStep, ReceiveStep, StateStep, Step, ToolStep,
-                   next_number)
+from .step import (UNREAD, ApprovalStep, AwaitStep, CallStep, IoStep, McpStep, ModelStep, ReceiveStep, StateStep,
+                   Step, ToolStep, next_number)
 from .trace import Tracer
 from .world import World
 
@@ -59,9 +62,10 @@ class Effects:
         return self.world.usage.summary()
 
     def divine(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None = None) -> Any:
-        data = self.perform(ModelStep(target="infer" if infer else "divine", arguments=[prompt], agent=ctx,
-                                      ret=target, overrides=overrides, number=next_number(ctx)))
-        return sage_value(data, target)
+        step = ModelStep(target="infer" if infer else "divine", arguments=[prompt], agent=ctx, ret=target,
+                         overrides=overrides, number=next_number(ctx))
+        data = self.perform(step)
+        return step.read if step.read is not UNREAD else sage_value(data, target)
 
     def divine_with_tools(self, ctx: Any, prompt: str, target: T.Type, infer: bool, overrides: dict | None,
                           offered: list, max_steps: int | None) -> Any:
@@ -82,24 +86,33 @@ class Effects:
 
     def value(self, step: CallStep) -> Any:
         """Perform a `tool` step or a dynamic `mcp_call` step (the program's, or one a model asked for) and
-        return its outcome as a Sage value."""
+        return its outcome: a Sage value, or for a call a model asked for, the JSON it reads back."""
         data = self.perform(step)
         if isinstance(step, McpStep):   # mcp_call: a String
             return data
+        if step.read is not UNREAD:
+            return step.read
         ref = step.tool
+        model = step.source == "model"
         if ref.builtin:
-            return sage_value(data, ref.ret)
+            return sage_value(data, ref.ret, model)
         wire = _wire()
         with wire.mcp_errors():
-            return wire.typed_value(data, ref.ret, ref.label, ref.remote)
+            return wire.typed_value(data, ref.ret, ref.label, ref.remote, model)
 
-    def tool_step(self, ctx: Any, ref: ToolRef, args: list, source: str | None = None) -> ToolStep:
-        """The step of a call of `ref` with Sage values `args` (performed by `tool_call`, or by the model's
-        tool loop with `source` "model"), with the approval step it needs, numbered before it (SPEC §17.1)."""
-        if ref.builtin:   # every parameter of a built-in tool is a String: already wire data
-            arguments, known = args, self.world.tool_safety(ref)
+    def tool_step(self, ctx: Any, ref: ToolRef, args: list) -> ToolStep:
+        """The step of the program's call of `ref` with Sage values `args`, performed by `tool_call`."""
+        # every parameter of a built-in tool is a String: already wire data
+        return self.wire_tool_step(ctx, ref, args if ref.builtin else _wire().tool_arguments(ref, args))
+
+    def wire_tool_step(self, ctx: Any, ref: ToolRef, arguments: Any, source: str | None = None) -> ToolStep:
+        """The step of a call of `ref` with wire arguments (a built-in tool's positional Strings, a typed
+        call's arguments object): one a model asked for (`source` "model"; its arguments come checked and
+        fitted from the model's JSON, sagepy.llm.tool_loop), or the program's; with the approval step it
+        needs, numbered before it (SPEC §17.1)."""
+        if ref.builtin:
+            known = self.world.tool_safety(ref)
         else:
-            arguments = _wire().tool_arguments(ref, args)
             # the class is the step's from the start once the server's listing gave it (World.known_safety);
             # before, it is looked up when first read, so that a mocked or replayed call connects to nothing
             known = self.world.known_safety(ref.label)
@@ -136,10 +149,13 @@ class Effects:
             return self.facts.connection(args[0])
         if name == "mcp_call":   # a tool's call: its class is the tool's, and it may need approval
             return self.perform(self.mcp_call_step(ctx, args))
-        data = self.perform(McpStep(target=name, arguments=args, agent=ctx, ret=ret, safety_class=builtin.safety,
-                                    number=next_number(ctx)))
+        step = McpStep(target=name, arguments=args, agent=ctx, ret=ret, safety_class=builtin.safety,
+                       number=next_number(ctx))
+        data = self.perform(step)
         if builtin.unit:
             return UNIT
+        if step.read is not UNREAD:   # a mock of a builtin that declares its type, converted to it
+            return step.read
         return _wire().builtin_value(name, data)
 
     def mcp_call_step(self, ctx: Any, args: list, caller: ToolRef | None = None) -> McpStep:
@@ -269,15 +285,16 @@ def _wire() -> Any:
     return wire
 
 
-def sage_value(data: Any, t: T.Type) -> Any:
-    """The Sage value of type `t` of a step's outcome (wire data, §5)."""
+def sage_value(data: Any, t: T.Type, model: bool = False) -> Any:
+    """The Sage value of type `t` of a step's outcome (wire data, §5); `model`: its fitted JSON instead, for
+    a call a model asked for."""
     kind = type(data)
     if (kind is str and t == T.STRING) or (kind is bool and t == T.BOOL):   # the common cases, at no cost
         return data
     if t is T.UNIT or t == T.UNIT:
-        return UNIT
-    from ..core.convert import from_json
-    return from_json(data, t)
+        return None if model else UNIT
+    from ..core.convert import fitted_json, from_json
+    return fitted_json(data, t, finite=False) if model else from_json(data, t)
 
 
 def _unassembled(step: Step) -> Any:

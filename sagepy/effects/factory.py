@@ -95,5 +95,6 @@ def layers(effects: Effects, io_builtins: dict[str, Callable[..., Any]], mocks: 
     if effects.journal is not None:
         from .journal import JournalLayer
         chain.append(JournalLayer(effects.journal))
-    chain.append(RealLayer(effects.world, io_builtins))
+    keeps = effects.journal is not None or effects.cassette is not None or effects.otel is not None
+    chain.append(RealLayer(effects.world, io_builtins, keeps_outcomes=keeps))
     return chain

@@ -7,8 +7,9 @@ Queue keys: "llm" (divine and infer share one queue), "T.f" for tool functions (
 ("mcp.resources", "mcp.resource_templates", "mcp.read_resource", "mcp.prompts", "mcp.get_prompt"),
 "approve", "ask" and "elicit". A mock is either a value or a failure (`-> fail("m")`); the LLM queue also
 holds scripted model turns that call tools (`ScriptedCalls`), the approve queue denials (`Denial`). Values are
-converted to the mocked call's return type when they are taken, and answer as the layers below would: as
-wire data (the JSON of the value, which the boundary turns into the Sage value).
+converted to the mocked call's return type when they are taken, once, through their JSON form (§9.3), into
+what the call's consumer takes: the Sage value, or the fitted JSON for a call a model asked for. That is the
+step's `read` (the boundary takes it as it is) and its outcome.
 
 Test mode is this module: the layer, and `MockedFacts`, what a test answers of the boundary's questions
 besides steps (sagepy.effects.facts): a handle its mocked `mcp_connect` issued has no server behind it.
@@ -92,33 +93,31 @@ class MockQueues:
             return queue.popleft()
 
 
-def convert_mock(label: str, value: Any, target: T.Type) -> Any:
-    """Convert a mock value to the return type of the call it answers (SPEC §9.3); failure aborts the test."""
-    from ..core.convert import ConversionError, from_json, to_json
+def convert_mock(label: str, value: Any, target: T.Type, model: bool = False) -> Any:
+    """A mock value converted to the return type of the call it answers (SPEC §9.3); failure aborts the test.
+    `model`: for a call a model asked for, the fitted JSON it reads back instead of the Sage value."""
+    return mock_forms(label, value, target, model)[1]
+
+
+def mock_forms(label: str, value: Any, target: T.Type, model: bool = False) -> tuple[Any, Any]:
+    """(the mock's JSON form, or its text for a String; the value it converts to, as `convert_mock`)."""
+    from ..core.convert import ConversionError, fitted_json, from_json, to_json
     from ..core.json_text import compact_json, parse_json
     if target == T.STRING:
         if type(value) is str:
-            return value
+            return value, value
         try:
-            return compact_json(to_json(value))
+            text = compact_json(to_json(value))
         except ConversionError as exc:
             raise TestAbort(f"mock for {label}: cannot convert '{display(value)}' to String: {exc}")
+        return text, text
     if target == T.UNIT:
-        return UNIT
+        return None, None if model else UNIT
     try:
         data = parse_json(value) if type(value) is str else to_json(value)
-        return from_json(data, target)
+        return data, fitted_json(data, target) if model else from_json(data, target)
     except (ConversionError, ValueError) as exc:
         raise TestAbort(f"mock for {label}: cannot convert '{display(value)}' to {T.type_name(target)}: {exc}")
-
-
-def wire_mock(label: str, value: Any, target: T.Type) -> Any:
-    """A mock value as the wire data of a call that returns `target` (checked by `convert_mock`)."""
-    converted = convert_mock(label, value, target)
-    if type(converted) is str:
-        return converted
-    from ..core.convert import to_json
-    return to_json(converted)
 
 
 class MockLayer:
@@ -166,8 +165,10 @@ class MockLayer:
                 raise TestAbort(f"mock for {name}: tool calls mocked for a {name} that offers no tools")
             return scripted_answer(mock.calls, turn.offer, turn.turn)
         if turn is None:
-            return wire_mock(name, mock, step.ret)
-        return final_answer(wire_mock(name, mock, turn.target), turn.target)
+            step.read = convert_mock(name, mock, step.ret)
+            return step.read
+        data, step.read = mock_forms(name, mock, turn.target)   # the loop takes the value as it is
+        return final_answer(data, turn.target)
 
     def _tool(self, step: Step, next: Perform) -> Any:
         info = step.tool
@@ -178,7 +179,8 @@ class MockLayer:
             if info.builtin:
                 raise SageRaise(ErrorValue("Tool", mock.message))
             raise SageRaise(ErrorValue("Mcp", mock.message, display_text=f"MCP tool error: {mock.message}"))
-        return wire_mock(info.label, mock, info.ret)
+        step.read = convert_mock(info.label, mock, info.ret, step.source == "model")
+        return step.read
 
     def _mcp(self, step: Step, next: Perform) -> Any:
         """Consumed before any argument is looked at: a mocked call works with any config and any handle. How
@@ -203,7 +205,8 @@ class MockLayer:
         if builtin.unit:
             return None
         if builtin.declared_type:
-            return wire_mock(key, mock, step.ret)
+            step.read = convert_mock(key, mock, step.ret)
+            return step.read
         if builtin.shape is not None:   # the text a text builtin sharing the key gives, shaped as the real one
             from ..core.json_text import parse_json
             text = convert_mock(key, mock, T.STRING)

@@ -3,11 +3,15 @@ stdin, environment, files, sleep, mailbox, `@persistent` store). It is the last 
 
 Its outcomes are wire data (the JSON of the value, §5; the boundary turns it into the Sage value), except
 those of the steps whose values never leave the process: `receive` (the message), `state` (the field's
-value, which runtime.persistence converts with the field's type) and `await` (a Bool)."""
+value, which runtime.persistence converts with the field's type) and `await` (a Bool). An answer it converts
+while checking it (a typed `divine`'s, a typed MCP result that had a fallback) goes up as the step's `read`
+as well; a typed `divine`'s JSON is written from that value only for a chain that keeps outcomes (the
+journal, a cassette, the span export), and is None otherwise."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..core.types import STRING
 from ..core.values import UNIT, Variant
 from ..effect_builtins import EFFECT_BUILTINS
 from .chain import Perform
@@ -19,8 +23,9 @@ class RealLayer:
     """`io_builtins`: the native functions of the `io` steps (sagepy.builtins.load_io_builtins), by name, with
     the run's own clock, stdin or environment functions when its host supplies them."""
 
-    def __init__(self, world: World, io_builtins: dict[str, Callable[..., Any]]) -> None:
+    def __init__(self, world: World, io_builtins: dict[str, Callable[..., Any]], keeps_outcomes: bool = True) -> None:
         self.world = world
+        self.keeps_outcomes = keeps_outcomes   # a layer above records outcomes: answers need their JSON
         # `io` steps by target: the plain functions (their arguments are the step's arguments)
         self.io_functions: dict[str, Callable[..., Any]] = io_builtins
         self._kinds: dict[str, Callable[[Step], Any]] = {
@@ -45,7 +50,14 @@ class RealLayer:
         if turn is not None:   # a turn of `divine(p, tools: [...])`
             return client.turn(step.arguments["messages"], turn.offer.definitions, turn.target, step=turn.turn,
                                **(turn.overrides or {}))
-        return client.divine(step.arguments[0], step.ret, infer=step.target == "infer", **(step.overrides or {}))
+        value = client.divine(step.arguments[0], step.ret, infer=step.target == "infer", **(step.overrides or {}))
+        if step.ret == STRING:   # a String is its own JSON
+            return value
+        step.read = value   # the typed answer, converted once while the client checked it
+        if not self.keeps_outcomes:
+            return None
+        from ..core.convert import to_json
+        return to_json(value)
 
     def _tool(self, step: Step) -> Any:
         info = step.tool
@@ -59,7 +71,8 @@ class RealLayer:
         wire = self._wire or self._load_wire()
         with wire.mcp_errors():
             result = world.mcp().call_typed(info.server, info.label, info.remote, step.arguments)
-            return wire.typed_json(result, info.ret, info.label, info.remote)
+            data, step.read = wire.typed_result(result, info.ret, info.label, info.remote, step.source == "model")
+            return data
 
     def _mcp(self, step: Step) -> Any:
         wire = self._wire or self._load_wire()

@@ -25,6 +25,8 @@ AWAIT = "await"      # `await h timeout(ms)`
 APPROVAL = "approval"   # a person's decision on a call that needs approval (SPEC §17.1)
 KINDS = (LLM, TOOL, MCP, IO, RECEIVE, STATE, AWAIT, APPROVAL)
 
+UNREAD = object()   # `Step.read` until a layer reads the step's outcome
+
 _current = threading.local()
 
 
@@ -44,12 +46,15 @@ class Step:
     and its number there. `agent` is None for a step of no agent in particular (a server's sampling request,
     the journal's reconnection), which has no number either. `safety_class`: the step's safety class, None
     while it is unknown (a remote tool's, whose annotations cost a round trip: `safety` looks it up on first
-    read). Neither the agent nor the fields of a kind are part of the step's identity (kind, target,
-    arguments, path, number). (Plain classes with slots, not dataclasses: a plain run does not import
-    `dataclasses`, tests/test_startup_imports.py.)"""
+    read). `read`: the outcome in the form its consumer takes (the Sage value; the fitted JSON for a call a
+    model asked for), when the layer that answered made it while checking its answer (the real layer for a
+    typed MCP result or a typed `divine` answer, the mocks layer for every mock): the boundary takes it
+    instead of converting the wire data again; `UNREAD` otherwise. Neither the agent nor the fields of a kind
+    nor `read` are part of the step's identity (kind, target, arguments, path, number). (Plain classes with
+    slots, not dataclasses: a plain run does not import `dataclasses`, tests/test_startup_imports.py.)"""
 
     kind: ClassVar[str] = ""
-    __slots__ = ("target", "arguments", "agent", "ret", "number", "safety_class")
+    __slots__ = ("target", "arguments", "agent", "ret", "number", "safety_class", "read")
 
     def __init__(self, *, target: str, arguments: Any, agent: Any, ret: T.Type | None = None,
                  number: int | None = None, safety_class: str | None = "read_only") -> None:
@@ -59,6 +64,7 @@ class Step:
         self.ret = ret
         self.number = number
         self.safety_class = safety_class
+        self.read: Any = UNREAD
 
     @property
     def path(self) -> str | None:

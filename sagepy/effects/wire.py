@@ -1,15 +1,16 @@
 """Sage values and MCP wire data, the one place where they meet on the effects path (DESIGN.md "The
 effects boundary"): the arguments of typed tool calls (SPEC §8.4), typed results (§8.4 rules 1-4), the
 prelude records of dynamic MCP (§8.5), and MCP failures as Sage errors. The real layer calls the
-`*_objects` and `typed_json` functions, which handle JSON only; the boundary (effects/boundary.py) calls the
-others on the way up. Below the boundary, the layers and the MCP package see JSON and `McpFailure` only.
+`*_objects` and `typed_result` functions: the layers and the MCP package see JSON and `McpFailure` only, and
+a typed result the real layer had to convert to choose it travels up as the step's `read`, so that the
+boundary (effects/boundary.py), which calls the others on the way up, converts only what no one has.
 The effects layers load this module on first use: a program that never calls an MCP tool never imports it.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.convert import VALUE_LIMIT, ConversionError, from_json, to_json
+from ..core.convert import VALUE_LIMIT, ConversionError, fitted_json, from_json, to_json
 from ..core.errors import SageRaise
 from ..core.json_text import compact_json, parse_json
 from ..core.values import NONE, UNIT, ErrorValue, Record, Variant, some
@@ -17,6 +18,7 @@ from ..core.types import STRING, UNIT as UNIT_TYPE, MapT, RecordT, Type, type_na
 from ..effect_builtins import EFFECT_BUILTINS
 from ..mcp.failures import McpFailure
 from ..mcp.results import text_items, text_of
+from .step import UNREAD
 
 if TYPE_CHECKING:
     from ..check.symbols import ToolRef
@@ -62,13 +64,24 @@ def _unconvertible(label: str, remote: str, return_type: Type, value: Any, reaso
                                                f"{type_name(return_type)}: {reason}")
 
 
-def typed_json(result: dict, return_type: Type, label: str, remote: str) -> Any:
-    """The JSON of a successful typed call's value (§8.4 rules 1-4), from the MCP result: structuredContent
-    when it converts to the return type, else the text (a String) or the one text item's JSON. A candidate
-    is tried against the type only when another one could follow it; the last one is converted by the
-    boundary (`typed_value`), which words its failure the same way. Raises McpFailure."""
+def read(data: Any, return_type: Type, model: bool) -> Any:
+    """Wire data of type `return_type` in the form its consumer takes: the Sage value for the program, the
+    fitted JSON (checked and written as the value's, in one walk) for a call a model asked for, whose result
+    goes back to the model as JSON text (SPEC §4.12; a Float that is not finite is kept, as in a Sage value:
+    the text it has none of says so). Raises ConversionError."""
     if return_type == UNIT_TYPE:
-        return None
+        return None if model else UNIT
+    return fitted_json(data, return_type, finite=False) if model else from_json(data, return_type)
+
+
+def typed_result(result: dict, return_type: Type, label: str, remote: str, model: bool = False) -> tuple[Any, Any]:
+    """(the JSON of a successful typed call's value, its `read` form or UNREAD), from the MCP result
+    (§8.4 rules 1-4): structuredContent when it converts to the return type, else the text (a String) or the
+    one text item's JSON. A candidate that another one could follow is read to decide, and that reading is
+    the one the caller keeps; the last candidate is left to `typed_value`, which words its failure the same
+    way. Raises McpFailure."""
+    if return_type == UNIT_TYPE:
+        return None, UNREAD
     failure: tuple[Any, ConversionError | str] | None = None
     texts = None
     if "structuredContent" in result:
@@ -79,18 +92,17 @@ def typed_json(result: dict, return_type: Type, label: str, remote: str) -> Any:
         if return_type != STRING:
             texts = text_items(result)
             if len(texts) != 1:   # no fallback: the boundary's conversion decides
-                return candidate
+                return candidate, UNREAD
         try:
-            from_json(candidate, return_type)
-            return candidate
+            return candidate, read(candidate, return_type, model)
         except ConversionError as exc:
             failure = (candidate, exc)
     if return_type == STRING:
-        return text_of(result, "")
+        return text_of(result, ""), UNREAD
     texts = text_items(result) if texts is None else texts
     if len(texts) == 1:
         try:
-            return parse_json(texts[0])
+            return parse_json(texts[0]), UNREAD
         except ValueError as exc:
             failure = (texts[0], f"the text is not JSON: {exc}")
     if failure is None:
@@ -99,13 +111,11 @@ def typed_json(result: dict, return_type: Type, label: str, remote: str) -> Any:
     raise _unconvertible(label, remote, return_type, *failure)
 
 
-def typed_value(data: Any, return_type: Type, label: str, remote: str) -> Any:
-    """The Sage value of a typed call's outcome (`typed_json`'s, or its journal record). Raises McpFailure
-    (a deserialisation error)."""
-    if return_type == UNIT_TYPE:
-        return UNIT
+def typed_value(data: Any, return_type: Type, label: str, remote: str, model: bool = False) -> Any:
+    """The `read` form of a typed call's outcome (`typed_result`'s JSON, its journal or cassette record).
+    Raises McpFailure (a deserialisation error)."""
     try:
-        return from_json(data, return_type)
+        return read(data, return_type, model)
     except ConversionError as exc:
         raise _unconvertible(label, remote, return_type, data, exc) from None
 

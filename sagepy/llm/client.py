@@ -9,8 +9,9 @@ is checked against the run's budgets and counted in its usage (sagepy.llm.usage)
 limits (sagepy.llm.limits), and, when it fails after its retries with a transient error, goes to each
 `[llm] fallback` in turn. Typed calls ask for
 JSON matching the target type's schema, read the reply leniently, check it against the type (§5) and, on a
-failure, ask again quoting the error. A typed answer leaves as wire data (its JSON, written as the value's
-would be); the effects boundary makes the Sage value of it.
+failure, ask again quoting the error. Checking a typed answer is converting it: it leaves as the Sage
+value, which the effects boundary takes as it is (the real layer writes its JSON for the layers that keep
+outcomes).
 
 Every call is traced as `llm.request` followed by `llm.response` or `llm.error`. The key appears in no
 trace event and no error message: the transport redacts it from everything a server sends back.
@@ -23,7 +24,7 @@ import time
 from typing import Any, Callable
 
 from ..core import types as T
-from ..core.convert import ConversionError, compact_json, fitted_json, json_schema
+from ..core.convert import ConversionError, compact_json, from_json, json_schema, to_json
 from ..core.errors import SageRaise
 from ..core.values import ErrorValue
 from ..progress import note
@@ -178,7 +179,7 @@ class LlmClient:
     # ---------------------------------------------------------------- public API
     def divine(self, prompt: str, target: T.Type, *, infer: bool = False, model: str | None = None,
                temperature: float | None = None, max_tokens: int | None = None) -> Any:
-        """Answer `divine(prompt)` (a `str`) or `divine(prompt -> target)` (the JSON of a value of `target`).
+        """Answer `divine(prompt)` (a `str`) or `divine(prompt -> target)` (a Sage value of `target`).
 
         `infer` names the call form only (`infer` is an alias of `divine`); model, temperature and max_tokens
         are an effect handler's overrides.
@@ -215,7 +216,7 @@ class LlmClient:
             offline = self._offline(route, model)
             if offline is not None:
                 value = offline(_first_user_text(messages), target)
-                text = compact_json(value) if typed else value
+                text = compact_json(to_json(value)) if typed else value
                 return {"role": "assistant", "content": text}, len(text), True
             self._check_ready(route, model)
             response_format = _response_format(target)[1] if typed else None
@@ -316,7 +317,7 @@ class LlmClient:
 
     def _typed(self, route: Route, model: str, messages: list[dict], temperature: float | None,
                max_tokens: int | None, target: T.Type, tally: _Tally) -> tuple[Any, str]:
-        """(the answer's JSON, last raw reply) for a typed call, asking again after each unusable reply."""
+        """(the answer's Sage value, last raw reply) for a typed call, asking again after each unusable reply."""
         schema, response_format = _response_format(target)
         messages = [{"role": "system", "content": _typed_instructions(schema)}] + messages
         attempts = max(1, self.config.infer_retries)
@@ -326,7 +327,7 @@ class LlmClient:
             reply = self._complete(route, model, self._builder(messages, temperature, max_tokens),
                                    response_format, tally)
             try:
-                return fitted_json(extract_json(reply), target), reply
+                return from_json(extract_json(reply), target), reply
             except (ValueError, ConversionError) as exc:
                 error = str(exc)
             messages = messages + [{"role": "assistant", "content": reply},

@@ -1,7 +1,7 @@
 """The answers that need no server (SPEC §4.10): the `echo` model and the `mock` key.
 
 `echo` is a deterministic stand-in that lets examples and CI run with no key and no network: it echoes the
-prompt, or gives the default value of the requested type (as JSON), which always fits the type's schema. The `mock`
+prompt, or gives the default value of the requested type, which always fits the type's schema. The `mock`
 key predates `echo` and only answers plain calls.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import types as T
-from ..core.convert import ConversionError, default_value, to_json
+from ..core.convert import ConversionError, default_value
 
 ECHO_LIMIT = 200
 MOCK_TYPED_ERROR = "mock client cannot produce structured output"
@@ -23,7 +23,7 @@ def echo_answer(prompt: str, target: T.Type) -> Any:
     if target == T.STRING:
         return "echo: " + prompt[:ECHO_LIMIT]
     try:
-        return to_json(default_value(target))
+        return default_value(target)
     except ConversionError as exc:
         raise OfflineError(f"echo model cannot produce a value of type {T.type_name(target)}: {exc}") from None
 

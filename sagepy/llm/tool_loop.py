@@ -5,7 +5,9 @@ is one step built exactly as the program's own call would be (`call_step`), so m
 timeouts, safety classes and the built-in tools' sandbox apply to both alike. The loop itself only keeps the
 conversation: it appends the model's answer and one tool message per call, sends every failure of a call back
 to the model as `error: <display>`, and ends with the first answer that calls no tool (parsed and converted to
-the target type by the boundary for a typed `divine`, with the retries of §4.10).
+the target type by the boundary for a typed `divine`, with the retries of §4.10). A call's arguments and its
+result stay JSON: they are checked and fitted to the function's types (`fitted_json`), never made Sage
+values.
 
 Calls of one answer run concurrently when every one of them is `read_only` (and `concurrent` allows it);
 their tool messages keep the order of the model's calls either way.
@@ -15,14 +17,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..core import types as T
-from ..core.convert import ConversionError, compact_json, from_json, to_json
+from ..core.convert import ConversionError, compact_json, fitted_json
 from ..core.json_text import parse_json
 from ..core.errors import SageRaise
-from ..core.values import NONE, ErrorValue
+from ..core.values import ErrorValue
 from .client import retry_instructions
 from .dialect import undo_nulls
 from .offer import Offer, OfferedFunction
-from .parse import extract_json
 
 REPLY_LIMIT = 200
 
@@ -43,14 +44,16 @@ class Callbacks:
     """What the loop needs from the effects boundary.
 
     - ask(messages, turn) -> the model's answer (`choices[0].message`) for the conversation so far;
-    - call_step(function, arguments) -> a step ready to perform (arguments: Sage values for a typed function,
-      the JSON object for a dynamic one);
-    - perform(step) -> its outcome; safety(step) -> its class;
+    - call_step(function, arguments) -> a step ready to perform (arguments: the wire arguments, checked and
+      fitted: an object for a typed function, the positional Strings of a built-in one, the JSON object for a
+      dynamic one);
+    - perform(step) -> its outcome as the model reads it: a String, or the fitted JSON of the result;
+      safety(step) -> its class;
     - checkpoint() raises when the agent has been cancelled;
     - concurrent: whether calls of one answer may run at once; run_in_thread(fn) -> a started thread running
       fn for the calling agent;
-    - value(data, target) -> the Sage value of a typed final answer's JSON, raising ConversionError when it
-      does not fit.
+    - value(text, target) -> the Sage value of a typed final answer's text, raising ValueError when it is not
+      JSON and ConversionError when it does not fit.
     """
 
     __slots__ = ("ask", "call_step", "perform", "safety", "checkpoint", "concurrent", "run_in_thread", "value")
@@ -103,7 +106,7 @@ def run_tool_loop(messages: list[dict], offer: Offer, target: T.Type, settings: 
         if target == T.STRING:
             return text
         try:
-            return callbacks.value(extract_json(text), target)
+            return callbacks.value(text, target)
         except (ValueError, ConversionError) as exc:
             error = str(exc)
         failed_parses += 1
@@ -195,7 +198,7 @@ def _prepare(call: Any, offer: Offer, callbacks: Callbacks) -> _Prepared:
         if not isinstance(data, dict):
             raise ValueError("expected a JSON object")
         if function.info is not None:
-            arguments: Any = _sage_arguments(function, data)
+            arguments: Any = _wire_arguments(function, data)
         else:   # a `null` for a property the server does not require means: leave the argument out
             arguments = undo_nulls(data, offer.dialected(function))
         step = callbacks.call_step(function, arguments)
@@ -207,24 +210,28 @@ def _prepare(call: Any, offer: Offer, callbacks: Callbacks) -> _Prepared:
         return _Prepared(function, text=f"error: {exc.error.display()}")
 
 
-def _sage_arguments(function: OfferedFunction, data: dict) -> list:
-    """The Sage values of a typed call's arguments (SPEC §5); the model's `null` for an `Option` is None."""
+def _wire_arguments(function: OfferedFunction, data: dict) -> Any:
+    """The wire arguments of a typed or built-in call, checked against the parameter types and written as the
+    program's own call would send them (SPEC §5): the arguments object, keyed by parameter name, with the
+    model's `null` for an `Option` (None) left out; a built-in tool's positional Strings."""
     info = function.info
     unknown = [key for key in data if key not in info.params]
     if unknown:
         raise ValueError(f"unknown argument '{unknown[0]}' (the parameters are: {', '.join(info.params)})")
-    values = []
+    arguments = {}
     for pname, ptype in zip(info.params, function.param_types):
+        optional = isinstance(ptype, T.OptionT)
         if pname in data:
+            given = data[pname]
+            if given is None and optional:
+                continue
             try:
-                values.append(from_json(data[pname], ptype))
+                arguments[pname] = fitted_json(given, ptype)
             except ConversionError as exc:
                 raise ValueError(f"argument '{pname}': {exc}") from None
-        elif isinstance(ptype, T.OptionT):
-            values.append(NONE)
-        else:
+        elif not optional:
             raise ValueError(f"missing argument '{pname}'")
-    return values
+    return list(arguments.values()) if info.builtin else arguments
 
 
 def _run(prepared: _Prepared, callbacks: Callbacks) -> None:
@@ -234,8 +241,7 @@ def _run(prepared: _Prepared, callbacks: Callbacks) -> None:
         prepared.text = f"error: {exc.error.display()}"
         prepared.failed = True
         return
-    prepared.text = result_text(prepared.function, value)
-    prepared.failed = prepared.text.startswith("error: ") and type(value) is not str
+    prepared.text, prepared.failed = result_text(prepared.function, value)
 
 
 def _run_caught(prepared: _Prepared, callbacks: Callbacks) -> None:
@@ -245,14 +251,20 @@ def _run_caught(prepared: _Prepared, callbacks: Callbacks) -> None:
         prepared.escaped = exc
 
 
-def result_text(function: OfferedFunction, value: Any) -> str:
-    """What the model reads back: a String result as it is, anything else as compact JSON (SPEC §5)."""
-    if type(value) is str:
-        return value
+def result_text(function: OfferedFunction, value: Any) -> tuple[str, bool]:
+    """What the model reads back, and whether it is an error: a String result (a dynamic tool's, or of a
+    function that returns String) as it is, anything else (its fitted JSON) as compact JSON (SPEC §5)."""
+    info = function.info
+    if info is None or info.ret == T.STRING:
+        return value, False
     try:
-        return compact_json(to_json(value))
-    except ConversionError as exc:
-        return f"error: the result of {function.label} has no JSON form: {exc}"
+        return compact_json(value, finite=True), False
+    except ValueError:   # NaN or an infinity: worded as the conversion to JSON words it, with its path
+        try:
+            fitted_json(value, info.ret)
+        except ConversionError as exc:
+            return f"error: the result of {function.label} has no JSON form: {exc}", True
+        raise
 
 
 def _limited(text: str, failed: bool, limit: int) -> tuple[str, bool]:

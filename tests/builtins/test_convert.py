@@ -6,7 +6,7 @@ import math
 import jsonschema
 import pytest
 
-from sagepy.core.convert import ConversionError, default_value, from_json, json_schema, to_json
+from sagepy.core.convert import ConversionError, default_value, fitted_json, from_json, json_schema, to_json
 from sagepy.core.json_text import compact_json, parse_json
 from sagepy.core.values import NONE, UNIT, ErrorValue, Function, Record, Variant, err, ok, some
 from sagepy.core.types import (
@@ -305,6 +305,35 @@ def test_conversion_failure(data, t, path, expected, value, reason):
         from_json(data, t)
     e = info.value
     assert (e.path, e.expected, e.value, e.reason) == (path, expected, value, reason)
+
+
+# ---------------------------------------------------------------- JSON -> JSON: fitted_json
+
+FITTED = [(data, t) for _, _, t, data in ROUND_TRIPS] + [
+    ({"tags": ["a"], "id": 5, "extra": [1, 2], "note": None}, ITEM),
+    ({"id": 5.0, "note": "n", "tags": []}, ITEM),
+    (3, FLOAT), (3.0, INT), ({"any": 1}, UNIT_T), ((1, "a"), TupleT([INT, STRING])),
+    ({7: "x"}, MapT(INT, STRING)), ({"0": [1, 2]}, MapT(INT, ListT(FLOAT))), (4, OptionT(OptionT(INT))),
+    ({"kind": "Llm", "message": "down", "extra": 1}, ERROR), ({"Ok": {"Circle": 2}}, ResultT(SHAPE, STRING)),
+    ([{"value": 1, "next": None}], ListT(NODE)), (float("nan"), FLOAT), ({"x": {"y": float("inf")}},
+                                                                         MapT(STRING, MapT(STRING, FLOAT))),
+]
+
+
+@pytest.mark.parametrize("data, t", FITTED + [c[1:3] for c in FAILURES])
+def test_fitted_json_is_to_json_of_from_json_in_one_walk(data, t):
+    """Same JSON, same key order, same failure (path, expected type, value, reason) as the two walks."""
+    try:
+        expected = ("ok", to_json(from_json(data, t)))
+    except ConversionError as exc:
+        expected = ("failed", str(exc), exc.path, exc.expected, exc.value, exc.reason)
+    try:
+        got = ("ok", fitted_json(data, t))
+    except ConversionError as exc:
+        got = ("failed", str(exc), exc.path, exc.expected, exc.value, exc.reason)
+    assert got == expected
+    if got[0] == "ok":
+        assert compact_json(got[1]) == compact_json(expected[1])
 
 
 def test_failure_sentence_names_path_type_and_value():
@@ -673,3 +702,8 @@ def test_unresolved_map_key_type():
     with pytest.raises(ConversionError) as info:
         from_json({"a": 1}, MapT(TypeVar("K"), INT))
     assert info.value.reason == "type parameter K is not resolved"
+
+
+def test_fitted_json_keeps_a_non_finite_float_when_asked_as_from_json_does():
+    data = fitted_json({"a": [1, float("inf")]}, MapT(STRING, ListT(FLOAT)), finite=False)
+    assert data == {"a": [1.0, math.inf]} and type(data["a"][0]) is float

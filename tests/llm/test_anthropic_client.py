@@ -10,6 +10,7 @@ from messages_server import KEY, VERSION, HttpError, MessagesServer, error_body
 
 from sagepy.core.errors import SageRaise
 from sagepy.core.types import INT, STRING, ListT, RecordInfo, RecordT
+from sagepy.core.values import Record
 from sagepy.llm import LlmClient, LlmConfig
 
 POINT = RecordT(RecordInfo("Point", [], [("x", INT), ("y", INT)]))
@@ -79,7 +80,7 @@ def test_settings_reach_the_body_and_text_blocks_are_joined():
 def test_typed_divine_uses_system_and_retries_with_the_error():
     with MessagesServer(["not json at all", 'Here: {"x": 1, "y": 2}']) as srv:
         c, events = client(srv)
-        assert c.divine("Where?", POINT) == {"x": 1, "y": 2}
+        assert c.divine("Where?", POINT) == Record("Point", {"x": 1, "y": 2})
         assert srv.errors == []
         first, second = srv.requests
         assert "response_format" not in first and "JSON Schema" in first["system"]

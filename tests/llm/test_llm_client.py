@@ -12,6 +12,7 @@ from fake_openai import FakeOpenAI, drop, echo_auth, hang, reply, status
 from sagepy.llm import LlmClient, LlmConfig
 from sagepy.llm.client import NO_MODEL
 from sagepy.core.errors import SageRaise
+from sagepy.core.values import NONE, Record, Variant, some
 from sagepy.core.types import (
     BOOL,
     FLOAT,
@@ -139,7 +140,7 @@ def test_typed_record(server):
     server.push(reply('{"name": "Ada", "age": 36}'))
     run = Run(server)
     value = run.client.divine("Who?", PERSON)
-    assert value == {"name": "Ada", "age": 36}   # the answer's JSON: the boundary makes the Sage value
+    assert value == Record("Person", {"name": "Ada", "age": 36, "email": NONE})   # the boundary takes it as it is
     request = server.requests[0].body
     system, user = request["messages"]
     assert system["role"] == "system" and "JSON" in system["content"]
@@ -155,22 +156,23 @@ def test_typed_record(server):
 def test_typed_enum_list_and_option(server):
     server.push(reply('"Sad"'), reply("[1, 2, 3]"), reply("null"), reply('"hi"'), reply('{"Circle": 2.5}'))
     run = Run(server)
-    assert run.client.divine("mood?", MOOD) == "Sad"
+    assert run.client.divine("mood?", MOOD) == Variant("Mood", "Sad")
     assert run.client.divine("nums?", ListT(INT)) == [1, 2, 3]
-    assert run.client.divine("maybe?", OptionT(STRING)) is None
-    assert run.client.divine("maybe?", OptionT(STRING)) == "hi"
-    assert run.client.divine("shape?", SHAPE) == {"Circle": 2.5}
+    assert run.client.divine("maybe?", OptionT(STRING)) == NONE
+    assert run.client.divine("maybe?", OptionT(STRING)) == some("hi")
+    assert run.client.divine("shape?", SHAPE) == Variant("Shape", "Circle", 2.5)
     names = [r.body["response_format"]["json_schema"]["name"] for r in server.requests]
     assert names == ["Mood", "List_Int", "Option_String", "Option_String", "Shape"]
     assert server.requests[0].body["response_format"]["json_schema"]["schema"] == {
         "type": "string", "enum": ["Happy", "Sad"]}
 
 
-def test_typed_answer_is_the_json_of_its_value(server):
+def test_typed_answer_is_its_value(server):
     server.push(reply('{"email": null, "age": 36.0, "extra": 1, "name": "Ada"}'), reply("[1, 2.5]"))
     run = Run(server)
     answer = run.client.divine("Who?", PERSON)
-    assert json.dumps(answer) == '{"name": "Ada", "age": 36}'   # declared order, no null Option, no extra
+    assert answer == Record("Person", {"name": "Ada", "age": 36, "email": NONE})
+    assert list(answer.fields) == ["name", "age", "email"] and type(answer.fields["age"]) is int
     floats = run.client.divine("p", ListT(FLOAT))
     assert floats == [1.0, 2.5] and type(floats[0]) is float
 
@@ -180,8 +182,8 @@ def test_fenced_json_and_leading_prose(server):
                 reply('Sure! {"name": "Cy", "age": 4, "email": "c@x"} Hope that helps.'),
                 reply("The values are [true, false]."))
     run = Run(server)
-    assert run.client.divine("p", PERSON)["name"] == "Bo"
-    assert run.client.divine("p", PERSON)["email"] == "c@x"
+    assert run.client.divine("p", PERSON).fields["name"] == "Bo"
+    assert run.client.divine("p", PERSON).fields["email"] == some("c@x")
     assert run.client.divine("p", ListT(BOOL)) == [True, False]
     assert len(server.requests) == 3
 
@@ -189,7 +191,7 @@ def test_fenced_json_and_leading_prose(server):
 def test_invalid_json_then_valid_on_retry(server):
     server.push(reply("I think it is Ada, 36."), reply('{"name": "Ada", "age": 36}'))
     run = Run(server)
-    assert run.client.divine("Who?", PERSON)["age"] == 36
+    assert run.client.divine("Who?", PERSON).fields["age"] == 36
     retry = server.requests[1].messages
     assert retry[:2] == server.requests[0].messages
     assert retry[2] == {"role": "assistant", "content": "I think it is Ada, 36."}
@@ -227,12 +229,12 @@ def test_response_format_fallback_is_remembered(server):
     server.push(status(400, '{"error": {"message": "Unknown parameter: response_format"}}'),
                 reply('{"name": "A", "age": 1}'), reply('"Happy"'))
     run = Run(server)
-    assert run.client.divine("p", PERSON)["name"] == "A"
+    assert run.client.divine("p", PERSON).fields["name"] == "A"
     first, second = (r.body for r in server.requests[:2])
     assert "response_format" in first and "response_format" not in second
     assert first["messages"] == second["messages"]
     again = Run(server)
-    assert again.client.divine("p", MOOD) == "Happy"
+    assert again.client.divine("p", MOOD) == Variant("Mood", "Happy")
     assert "response_format" not in server.requests[2].body
     assert run.event("llm.response")["attempts"] == 2
 
@@ -352,8 +354,8 @@ def test_echo_model_makes_no_request(server):
     long_prompt = "y" * 300
     assert run.client.divine("hello", STRING) == "echo: hello"
     assert run.client.divine(long_prompt, STRING) == "echo: " + "y" * 200
-    assert run.client.divine("who", PERSON) == {"name": "", "age": 0}
-    assert run.client.divine("mood", MOOD) == "Happy"
+    assert run.client.divine("who", PERSON) == Record("Person", {"name": "", "age": 0, "email": NONE})
+    assert run.client.divine("mood", MOOD) == Variant("Mood", "Happy")
     assert run.client.divine("list", ListT(INT)) == []
     assert server.requests == []
     assert run.event("llm.response")["mocked"] is True

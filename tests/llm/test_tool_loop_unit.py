@@ -11,7 +11,8 @@ from sagepy.core import types as T
 from sagepy.core.convert import from_json
 from sagepy.check.symbols import ToolRef
 from sagepy.llm.offer import Offer, OfferedFunction
-from sagepy.llm.tool_loop import Callbacks, LoopSettings, run_tool_loop
+from sagepy.llm.parse import extract_json
+from sagepy.llm.tool_loop import Callbacks, LoopSettings, result_text, run_tool_loop
 
 
 class Cancelled(Exception):
@@ -54,7 +55,7 @@ def callbacks(answers: list, perform, *, cancel_after: int | None = None, concur
         return thread
 
     return Callbacks(ask, lambda function, arguments: StepText(arguments[0]), perform, lambda step: "read_only", checkpoint,
-                     concurrent, run_in_thread, from_json)
+                     concurrent, run_in_thread, lambda text, t: from_json(extract_json(text), t))
 
 
 def test_a_cancelled_agent_stops_between_calls() -> None:
@@ -91,3 +92,14 @@ def test_what_a_concurrent_call_raises_beyond_sage_errors_reaches_the_loop() -> 
     with pytest.raises(Cancelled):
         run_tool_loop([{"role": "user", "content": "go"}], offer(), T.STRING, LoopSettings(10, 1000, 1),
                       callbacks([calls("a", "b"), {"role": "assistant", "content": "done"}], perform))
+
+
+def test_a_result_goes_back_as_compact_json_and_one_with_no_json_form_as_an_error() -> None:
+    info = ToolRef("Calc", "ratios", "ratios", [], [], T.ListT(T.FLOAT), False)
+    function = OfferedFunction.typed(info, [], None)
+    assert result_text(function, [1.0, 0.5]) == ("[1.0,0.5]", False)
+    assert result_text(function, [1.0, float("nan")]) == (
+        "error: the result of Calc.ratios has no JSON form: expected a finite Float at $[1], got NaN: "
+        "NaN and infinities have no JSON form", True)
+    text = ToolRef("Calc", "name", "name", [], [], T.STRING, False)
+    assert result_text(OfferedFunction.typed(text, [], None), "error: as text") == ("error: as text", False)

@@ -38,10 +38,10 @@ TIME_RESULT = RecordT(RecordInfo("TimeResult", [], [
 def call_typed(manager: ConnectionPool, server: str, label: str, remote: str, arguments: dict, return_type):
     """A typed call as the effects layer makes it: the manager's wire result converted to the return type,
     a failure as the Sage error the program sees."""
-    from sagepy.effects.wire import mcp_errors, typed_json, typed_value
+    from sagepy.effects.wire import UNREAD, mcp_errors, typed_result, typed_value
     with mcp_errors():
-        data = typed_json(manager.call_typed(server, label, remote, arguments), return_type, label, remote)
-        return typed_value(data, return_type, label, remote)
+        data, read = typed_result(manager.call_typed(server, label, remote, arguments), return_type, label, remote)
+        return read if read is not UNREAD else typed_value(data, return_type, label, remote)
 
 
 def suite_server(*extra: str, **keys) -> dict:

@@ -163,7 +163,8 @@ def test_safety_classes(annotations, trust, override, expected):
 
 def typed_value(result: dict, return_type, label: str, remote: str):
     """A typed result's Sage value as the real layer (the JSON it sends up) and the boundary make it."""
-    return wire.typed_value(wire.typed_json(result, return_type, label, remote), return_type, label, remote)
+    data, read = wire.typed_result(result, return_type, label, remote)
+    return read if read is not wire.UNREAD else wire.typed_value(data, return_type, label, remote)
 
 
 def _text(*texts: str) -> list[dict]:
