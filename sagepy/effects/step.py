@@ -46,15 +46,18 @@ class Step:
     and its number there. `agent` is None for a step of no agent in particular (a server's sampling request,
     the journal's reconnection), which has no number either. `safety_class`: the step's safety class, None
     while it is unknown (a remote tool's, whose annotations cost a round trip: `safety` looks it up on first
-    read). `read`: the outcome in the form its consumer takes (the Sage value; the fitted JSON for a call a
-    model asked for), when the layer that answered made it while checking its answer (the real layer for a
-    typed MCP result or a typed `divine` answer, the mocks layer for every mock): the boundary takes it
-    instead of converting the wire data again; `UNREAD` otherwise. Neither the agent nor the fields of a kind
-    nor `read` are part of the step's identity (kind, target, arguments, path, number). (Plain classes with
-    slots, not dataclasses: a plain run does not import `dataclasses`, tests/test_startup_imports.py.)"""
+    read). Neither the agent nor the fields of a kind are part of the step's identity (kind, target,
+    arguments, path, number). (Plain classes with slots, not dataclasses: a plain run does not import
+    `dataclasses`, tests/test_startup_imports.py.)
+
+    The steps whose outcome the boundary converts (model turns and calls) also have `read`: the outcome in
+    the form its consumer takes (the Sage value; the fitted JSON for a call a model asked for), when the layer
+    that answered made it while checking its answer (the real layer for a typed MCP result or a typed
+    `divine` answer, the mocks layer for every mock): the boundary takes it instead of converting the wire
+    data again; `UNREAD` otherwise. It is no part of the step's identity either."""
 
     kind: ClassVar[str] = ""
-    __slots__ = ("target", "arguments", "agent", "ret", "number", "safety_class", "read")
+    __slots__ = ("target", "arguments", "agent", "ret", "number", "safety_class")
 
     def __init__(self, *, target: str, arguments: Any, agent: Any, ret: T.Type | None = None,
                  number: int | None = None, safety_class: str | None = "read_only") -> None:
@@ -64,7 +67,6 @@ class Step:
         self.ret = ret
         self.number = number
         self.safety_class = safety_class
-        self.read: Any = UNREAD
 
     @property
     def path(self) -> str | None:
@@ -90,12 +92,13 @@ class ModelStep(Step):
     names), or a server's sampling request (target `sampling`, no agent)."""
 
     kind = LLM
-    __slots__ = ("turn", "overrides")
+    __slots__ = ("turn", "overrides", "read")
 
     def __init__(self, *, turn: Any = None, overrides: dict | None = None, **common: Any) -> None:
         Step.__init__(self, **common)
         self.turn = turn
         self.overrides = overrides
+        self.read: Any = UNREAD
 
 
 class CallStep(Step):
@@ -106,7 +109,7 @@ class CallStep(Step):
     numbered just before it; `decision`: that decision once taken; `resolve`: how the safety class is found
     when it was not known when the step was built."""
 
-    __slots__ = ("tool", "source", "call_id", "approval", "decision", "resolve")
+    __slots__ = ("tool", "source", "call_id", "approval", "decision", "resolve", "read")
 
     def __init__(self, *, tool: Any = None, source: str | None = None, approval: "ApprovalStep | None" = None,
                  resolve: Callable[["Step"], str] | None = None, **common: Any) -> None:
@@ -117,6 +120,7 @@ class CallStep(Step):
         self.approval = approval
         self.decision: dict | None = None
         self.resolve = resolve
+        self.read: Any = UNREAD
 
     def look_up_safety(self) -> str:
         return self.resolve(self) if self.resolve is not None else "destructive"
