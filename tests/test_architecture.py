@@ -1,5 +1,6 @@
-"""The shape of the code (issues 13 and 22, DESIGN.md): no import cycle inside sagepy, no module over 600 lines,
-and the packages in one order (`ORDER`): each imports only packages listed before it, so the package graph is a
+"""The shape of the code (issues 13, 22 and 31, DESIGN.md): no import cycle inside sagepy, no module over 600 lines
+but the few that keep one pass in one place (`PASS_MODULES`, up to about 1,000), no class assembled from mixins
+in the checker and the compiler (their helpers take a declared interface instead), and the packages in one order (`ORDER`): each imports only packages listed before it, so the package graph is a
 DAG with `core` at the bottom (docs/architecture.md draws it).
 
 Imports are read statically with `ast`, at module level and inside functions alike: an import deferred into a
@@ -15,6 +16,10 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "sagepy"
 MAX_LINES = 600
+# One pass or one protocol kept in one module, read top to bottom (DESIGN.md: "up to about 1,000 lines"); every
+# other module stays within MAX_LINES.
+PASS_MAX_LINES = 1_050
+PASS_MODULES = ("sagepy.runtime.compile.compiler",)
 
 # The packages of sagepy (a top-level module counts as a package of its own; `sagepy` is the package's own
 # __init__), lowest first. A package may import only packages of earlier tiers, never one of its own tier or a
@@ -181,10 +186,13 @@ def test_no_import_cycle() -> None:
 
 
 def test_no_module_over_600_lines() -> None:
-    over = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in source_files().items()}
-    over = {name: n for name, n in over.items() if n > MAX_LINES}
+    """Every module within MAX_LINES, but the pass modules, within PASS_MAX_LINES."""
+    files = source_files()
+    lines = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in files.items()}
+    over = {name: n for name, n in lines.items() if n > (PASS_MAX_LINES if name in PASS_MODULES else MAX_LINES)}
     report = "\n".join(f"  {name}: {n} lines" for name, n in sorted(over.items(), key=lambda kv: -kv[1]))
-    assert not over, f"modules over {MAX_LINES} lines:\n{report}"
+    assert not over, f"modules over {MAX_LINES} lines ({PASS_MAX_LINES} for a pass module):\n{report}"
+    assert set(PASS_MODULES) <= set(files), f"PASS_MODULES names no module: {sorted(set(PASS_MODULES) - set(files))}"
 
 
 def package_of(module: str) -> str:
