@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...check.stmts import is_deny
+from ...check.checker import is_deny
 from ...diagnostics import display_path, source_line
 from ...syntax import ast as A
 from ...core.errors import SageRaise, TestAbort
