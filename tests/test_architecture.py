@@ -1,7 +1,8 @@
 """The shape of the code (issues 13, 22 and 31, DESIGN.md): no import cycle inside sagepy, no module over 600 lines
 but the few that keep one pass in one place (`PASS_MODULES`, up to about 1,000), no class assembled from mixins
-in the checker and the compiler (their helpers take a declared interface instead), and the packages in one order (`ORDER`): each imports only packages listed before it, so the package graph is a
-DAG with `core` at the bottom (docs/architecture.md draws it).
+in the checker and the compiler (their helpers take a declared interface instead), and the packages in one order
+(`ORDER`): each imports only packages listed before it, so the package graph is a DAG with `core` at the bottom
+(docs/architecture.md draws it).
 
 Imports are read statically with `ast`, at module level and inside functions alike: an import deferred into a
 function for start-up speed still ties the two modules together. Imports under `if TYPE_CHECKING:` count too:

@@ -23,13 +23,13 @@ ERROR_KINDS = ("Llm", "Agent", "Runtime", "Tool", "Mcp", "User", "Protocol", "Ti
 def require_covered(c: Checking, what: str, span: tuple, cx: Body, shown: str | None = None) -> None:
     if cx.update_fn:
         c.error("E066", f"fallible {what} inside the function given to `update`", span, cx.file,
-                   hint="`update` runs its function inside the store's transaction: do the fallible work "
-                        "before and use its result in the function")
+                hint="`update` runs its function inside the store's transaction: do the fallible work "
+                     "before and use its result in the function")
         return
     if cx.covered:
         return
     c.error("E013", f"fallible {what} must be covered by `try` or `catch`", span, cx.file,
-               hint=f"write `try {shown or '…'}`, or add `catch {{ … }}`")
+            hint=f"write `try {shown or '…'}`, or add `catch {{ … }}`")
 
 
 def e_AwaitExpr(c: Checking, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
@@ -84,7 +84,7 @@ def check_field_inits(c: Checking, agent: Any, fields: list, span: tuple, cx: Bo
         field = agent.fields.get(fname)
         if field is None:
             c.error(code, f"agent `{agent.name}` has no field `{fname}`", fspan, cx.file,
-                       hint=field_hint(fname, agent.fields, f"agent `{agent.name}`"))
+                    hint=field_hint(fname, agent.fields, f"agent `{agent.name}`"))
             c.expr(value, cx, lc)
             continue
         if fname in given:
@@ -112,14 +112,14 @@ def e_SendExpr(c: Checking, node: Any, cx: Body, lc: Locals, expected: Any) -> T
         hint = ("declare `on message(m: " + show(m) + ")` or `receives " + show(m) + "`") if not accepted else \
             "it accepts " + ", ".join(show(a) for a in accepted)
         c.error("E035", f"agent `{agent.name}` cannot receive a message of type {show(m)}", node.message.span,
-                   cx.file, hint=hint)
+                cx.file, hint=hint)
     return T.UNIT
 
 
 def e_ReceiveExpr(c: Checking, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
     if cx.agent is None or cx.agent.receives is None:
         c.error("E035", "`receive()` is only allowed in handlers of an agent declared with `receives T`",
-                   node.span, cx.file)
+                node.span, cx.file)
         return ANY
     return cx.agent.receives
 
@@ -139,13 +139,13 @@ def e_YieldExpr(c: Checking, node: Any, cx: Body, lc: Locals, expected: Any) -> 
         return NEVER
     if cx.stop:
         c.error("E017", "`yield` inside `on stop`/`on resting` (the result is already fixed)", node.span,
-                   cx.file)
+                cx.file)
     t = c.expr(node.value, cx, lc, agent.result)
     if agent.result is None:
         agent.result = t
     elif not fits(agent.result, t):
         c.error("E018", f"type mismatch: expected {show(agent.result)}, found {show(t)}", node.value.span,
-                   cx.file, hint=f"every `yield` of agent `{agent.name}` must give the same type")
+                cx.file, hint=f"every `yield` of agent `{agent.name}` must give the same type")
     else:
         agent.result = merge(agent.result, t)
     return NEVER
@@ -164,7 +164,7 @@ def e_RetryExpr(c: Checking, node: Any, cx: Body, lc: Locals, expected: Any) -> 
     for kind in node.kinds or ():
         if kind not in ERROR_KINDS:
             c.error("E010", f"unknown error kind `{kind}`", node.span, cx.file,
-                       hint=did_you_mean(kind, ERROR_KINDS))
+                    hint=did_you_mean(kind, ERROR_KINDS))
     saved = (cx.fallible, cx.stop)
     cx.fallible, cx.stop = True, False
     try:

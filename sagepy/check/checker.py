@@ -865,7 +865,8 @@ class Checker:
                     self.note_tool_member(obj, fa, tool, cx)
                     return self.tool_call(tool, obj.name, fa, node, cx, lc)
                 if not self.prelude_value(obj.name) and names.bare_variant(self, obj.name, obj.span, cx) is None:
-                    known = names.value_candidates(self, cx, lc) | {t for t in self.prelude.tools if self.ns.builtin_tool(t)}
+                    known = names.value_candidates(self, cx, lc) | {t for t in self.prelude.tools
+                                                                    if self.ns.builtin_tool(t)}
                     self.error("E037", f"unknown tool `{obj.name}`", obj.span, cx.file,
                                hint=did_you_mean(obj.name, known))
                     self.skip_args(node, cx, lc)

@@ -44,7 +44,7 @@ def intrinsic(c: Checking, name: str, node: Any, cx: Body, lc: Locals, expected:
         if not (is_open(t) or isinstance(t, (T.ListT, T.MapT))):
             hint = "use `str_len` for strings" if prim_named(t, "String") else None
             c.error("E018", f"type mismatch: expected a List or a Map, found {show(t)}", args[0].span, cx.file,
-                       hint=hint)
+                    hint=hint)
         return T.INT
     if name == "sort":
         t = c.expr(args[0], cx, lc, expected)
@@ -52,7 +52,7 @@ def intrinsic(c: Checking, name: str, node: Any, cx: Body, lc: Locals, expected:
             return t
         if not is_open(t):
             c.error("E018", f"type mismatch: expected a List of Int, Float or String, found {show(t)}",
-                       args[0].span, cx.file, hint="use `sort_by` with a comparison function")
+                    args[0].span, cx.file, hint="use `sort_by` with a comparison function")
         return ANY if not isinstance(t, T.ListT) else t
     if name in ("map_set", "map_delete"):
         return map_update(c, name, node, cx, lc)
@@ -64,7 +64,7 @@ def map_update(c: Checking, name: str, node: Any, cx: Body, lc: Locals) -> T.Typ
     var = lc.find(target.name) if isinstance(target, A.Name) else None
     if var is None:
         c.error("E047", f"the first argument of `{name}` must be a variable holding a map", target.span,
-                   cx.file)
+                cx.file)
         c.skip_args(node, cx, lc)
         return T.UNIT
     if var.owner is not cx:
@@ -103,7 +103,7 @@ def assertion(c: Checking, name: str, node: Any, cx: Body, lc: Locals) -> T.Type
     if name in ("assert_empty", "assert_not_empty"):
         if not (is_open(first) or prim_named(first, "String") or isinstance(first, (T.ListT, T.MapT))):
             c.error("E018", f"type mismatch: expected a String, List or Map, found {show(first)}", args[0].span,
-                       cx.file)
+                    cx.file)
         return T.UNIT
     if name in ("assert_empty_list", "assert_not_empty_list"):
         if not (is_open(first) or isinstance(first, T.ListT)):
@@ -126,7 +126,7 @@ def assertion(c: Checking, name: str, node: Any, cx: Body, lc: Locals) -> T.Type
             c.expect(args[1], T.STRING if not is_open(first) else ANY, cx, lc)
         else:
             c.error("E018", f"type mismatch: expected a String or a List, found {show(first)}", args[0].span,
-                       cx.file)
+                    cx.file)
             c.expr(args[1], cx, lc)
         return T.UNIT
     second = c.expect(args[1], first, cx, lc)

@@ -68,7 +68,7 @@ def check_fn(c: Checking, decl: Any, scope: ModuleScope) -> None:
         return
     if not c.has_tail(decl.body):
         c.error("E045", f"function `{decl.name}` may end without returning a value of type {show(sig.ret)}",
-                   decl.span, scope.path, hint="end every path with `return …;`, `fail …` or a trailing value")
+                decl.span, scope.path, hint="end every path with `return …;`, `fail …` or a trailing value")
     elif not fits(sig.ret, t):
         tail = decl.body.value if decl.body.value is not None else decl.body.stmts[-1]
         c.mismatch(sig.ret, t, tail.span, cx)
@@ -83,7 +83,7 @@ def check_const(c: Checking, decl: Any, scope: ModuleScope) -> None:
     offending = non_constant(c, decl.value, scope)
     if offending is not None:
         c.error("E048", "`const` initialiser is not a constant expression", offending.span, scope.path,
-                   hint="constants may use literals, other constants, operators and constructions of constants")
+                hint="constants may use literals, other constants, operators and constructions of constants")
 
 
 def non_constant(c: Checking, node: Any, scope: ModuleScope) -> Any:
@@ -140,7 +140,7 @@ def check_agent(c: Checking, agent: AgentInfo) -> None:
         if tool is None:
             tools = [n for n, e in list(scope.items.items()) + list(scope.imports.items()) if e.kind == "tool"]
             c.error("E037", f"unknown tool `{name}`", span, file,
-                       hint=did_you_mean(name, tools + [t for t in BUILTIN_TOOLS if c.ns.builtin_tool(t)]))
+                    hint=did_you_mean(name, tools + [t for t in BUILTIN_TOOLS if c.ns.builtin_tool(t)]))
     for proto, role, span in decl.follows:
         entity = scope.lookup(proto)
         c.note(file, span, proto, entity, "f")
@@ -148,13 +148,13 @@ def check_agent(c: Checking, agent: AgentInfo) -> None:
             c.error("E070", f"unknown protocol `{proto}`", span, file)
         elif role not in entity.info:
             c.error("E071", f"`{role}` is not a role of protocol `{proto}`", span, file,
-                       hint="its roles: " + ", ".join(sorted(entity.info)))
+                    hint="its roles: " + ", ".join(sorted(entity.info)))
     persistent = [f for f in agent.fields.values() if f.persistent]
     for field in persistent:
         reason = not_persistable(c, field.type, set())
         if reason is not None:
             c.error("E052", f"`@persistent` field `{field.name}` has type {show(field.type)}, which cannot be "
-                       f"persisted ({reason})", field.decl.span, file)
+                    f"persisted ({reason})", field.decl.span, file)
     seen: dict[str, Any] = {}
     start_diverges = True
     message_types = iter(agent.message_types)
@@ -176,7 +176,7 @@ def check_agent(c: Checking, agent: AgentInfo) -> None:
     if "start" in seen and result is not None and not is_open(result) and not prim_named(result, "Unit") \
             and not start_diverges:
         c.error("E045", f"`on start` of agent `{decl.name}` may end without yielding a {show(result)}",
-                   seen["start"].span, file, hint="end every path with `yield(…)` or `fail …`")
+                seen["start"].span, file, hint="end every path with `yield(…)` or `fail …`")
     for field in agent.fields.values():
         if field.name not in agent.reads:
             c.warn("W008", f"field `{field.name}` of agent `{decl.name}` is never read", field.decl.span, file)
@@ -189,16 +189,16 @@ def check_mcp_tool(c: Checking, agent: AgentInfo, attr: Any) -> None:
     name = attr.value
     if not _SERVED_NAME.fullmatch(name):
         c.error("E095", f"invalid `#[mcp_tool]` name {name!r}: it must be 1–64 characters of A–Z, a–z, "
-                   "0–9, `_`, `.` and `-`", attr.span, file)
+                "0–9, `_`, `.` and `-`", attr.span, file)
         return
     other = c.mcp_tools.setdefault(name, agent)
     if other is not agent:
         c.error("E095", f"agents `{other.name}` and `{agent.name}` are both served as the tool {name!r}",
-                   attr.span, file, hint="give each `#[mcp_tool]` a name of its own")
+                attr.span, file, hint="give each `#[mcp_tool]` a name of its own")
     for field in agent.fields.values():
         if not field.persistent and not has_json_form(field.type):
             c.error("E095", f"agent `{agent.name}` cannot be served as a tool: its field `{field.name}` has "
-                       f"type {show(field.type)}, which has no JSON form", field.decl.span, file)
+                    f"type {show(field.type)}, which has no JSON form", field.decl.span, file)
 
 
 def has_json_form(t: T.Type) -> bool:
@@ -277,7 +277,7 @@ def check_supervisor(c: Checking, decl: Any, scope: ModuleScope) -> None:
                 c.error("E072", f"unknown effect handler `{handler}`", child.span, file)
         if entity is None or entity.kind not in ("agent", "supervisor"):
             c.error("E061", f"`{child.name}` is not an agent or a supervisor", child.span, file,
-                       hint=did_you_mean(child.name, [n for n, e in scope.items.items()
+                    hint=did_you_mean(child.name, [n for n, e in scope.items.items()
                                                            if e.kind in ("agent", "supervisor")]))
             for _, value, _ in child.fields:
                 c.expr(value, cx, lc)
@@ -287,7 +287,7 @@ def check_supervisor(c: Checking, decl: Any, scope: ModuleScope) -> None:
                 c.expr(value, cx, lc)
         else:
             agentexprs.check_field_inits(c, entity.info, child.fields, child.span, cx, lc, "E062",
-                                   f"child `{child.name}`")
+                                         f"child `{child.name}`")
         child.nslots = cx.nslots
 
 
@@ -295,13 +295,13 @@ def check_effect_handler(c: Checking, decl: Any, scope: ModuleScope) -> None:
     file = scope.path
     if decl.effect != "Infer":
         c.error("E075", f"effect handler `{decl.name}` handles `{decl.effect}`; only `Infer` is supported",
-                   decl.span, file)
+                decl.span, file)
     seen: set[str] = set()
     for key, value, span in decl.entries:
         want = _EFFECT_KEYS.get(key)
         if want is None:
             c.error("E075", f"unknown effect handler key `{key}`", span, file,
-                       hint=did_you_mean(key, _EFFECT_KEYS))
+                    hint=did_you_mean(key, _EFFECT_KEYS))
             continue
         if key in seen:
             c.error("E075", f"effect handler key `{key}` given twice", span, file)
@@ -309,7 +309,7 @@ def check_effect_handler(c: Checking, decl: Any, scope: ModuleScope) -> None:
         found = T.STRING if isinstance(value, A.Template) else c.e_Literal(value, None, None, None)
         if not fits(want, found):
             c.error("E075", f"effect handler key `{key}` needs a {show(want)}, found {show(found)}", span,
-                       file)
+                    file)
 
 
 # ---------------------------------------------------------------- tool blocks
@@ -328,16 +328,16 @@ def check_tool_block(c: Checking, decl: Any, scope: ModuleScope) -> None:
             remote = attr.value
             if not _REMOTE_NAME.fullmatch(remote):
                 c.error("E085", f"invalid `#[mcp_name]` value {remote!r}: it must be 1–128 characters of "
-                           "A–Z, a–z, 0–9, `_`, `.` and `-`", attr.span, file)
+                        "A–Z, a–z, 0–9, `_`, `.` and `-`", attr.span, file)
         if remote in remotes:
             c.error("E085", f"tool functions `{remotes[remote]}` and `{fn.name}` of `{decl.name}` map to the "
-                       f"same remote name {remote!r}", fn.span, file)
+                    f"same remote name {remote!r}", fn.span, file)
         remotes.setdefault(remote, fn.name)
     name = decl.name
     if name in BUILTIN_TOOLS:
         if name not in c.configured_tools:
             c.error("E086", f"tool block {name} shadows the built-in tool; configure [tools.{name}] or "
-                       "rename it", decl.span, file)
+                    "rename it", decl.span, file)
         return
     try:
         unbound = bound_key(name, c.configured_tools) is None
@@ -345,7 +345,7 @@ def check_tool_block(c: Checking, decl: Any, scope: ModuleScope) -> None:
         unbound = False
     if unbound:
         c.warn("W084", f"tool block `{name}` is bound to no [tools.{name}] entry in grove.toml", decl.span,
-                  file, hint=f"add a [tools.{name}] section to grove.toml; calls fail until then")
+               file, hint=f"add a [tools.{name}] section to grove.toml; calls fail until then")
 
 
 # ---------------------------------------------------------------- tests and entry
@@ -367,7 +367,7 @@ def check_eval(c: Checking, decl: Any, scope: ModuleScope, names: dict[str, Any]
     directly in its body."""
     if not scope.module.path.endswith("_eval.sg"):
         c.error("E096", "`eval` blocks are only allowed at the top level of an `_eval.sg` file", decl.span,
-                   scope.path, hint="move it to a file whose name ends in `_eval.sg`")
+                scope.path, hint="move it to a file whose name ends in `_eval.sg`")
     if decl.name in names:
         c.error("E055", f"duplicate eval name \"{decl.name}\"", decl.span, scope.path)
     names[decl.name] = decl
@@ -401,7 +401,7 @@ def check_run(c: Checking, decl: Any, scope: ModuleScope) -> None:
     plain = [f.name for f in agent.fields.values() if not f.persistent]
     if plain:
         c.error("E041", f"entry agent `{agent.name}` cannot have fields ({', '.join(plain)}): nothing "
-                   "initialises them", decl.span, file, hint="only `@persistent` fields are allowed here")
+                "initialises them", decl.span, file, hint="only `@persistent` fields are allowed here")
     handlers = agent.decl.handlers
     if not any(h.kind == "start" for h in handlers):
         c.error("E041", f"entry agent `{agent.name}` has no `on start` handler", decl.span, file)

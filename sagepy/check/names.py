@@ -82,7 +82,7 @@ def value_candidates(c: Checking, cx: Body, lc: Locals) -> set[str]:
 
 def unknown_name(c: Checking, name: str, span: tuple, cx: Body, lc: Locals) -> None:
     c.error("E010", f"undefined name `{name}`", span, cx.file,
-               hint=did_you_mean(name, value_candidates(c, cx, lc)))
+            hint=did_you_mean(name, value_candidates(c, cx, lc)))
 
 
 def note_variant(c: Checking, enum_name: str | None, vname: str, span: tuple, ref: VariantRef | None, cx: Body,
@@ -124,7 +124,7 @@ def name_value(c: Checking, node: Any, cx: Body, lc: Locals, expected: T.Type | 
         return INTRINSIC_VALUES[name]
     if name in INTRINSICS or name in ASSERTIONS:
         c.error("E010", f"built-in `{name}` cannot be used as a value; wrap it in a closure", node.span,
-                   cx.file)
+                cx.file)
         return ANY
     ref = node.ref = bare_variant(c, name, node.span, cx)
     if ref is not None:
@@ -136,7 +136,7 @@ def name_value(c: Checking, node: Any, cx: Body, lc: Locals, expected: T.Type | 
 def fn_value(c: Checking, sig: Any, node: Any, cx: Body) -> T.Type:
     if sig.fails:
         c.error("E018", f"type mismatch: `fails` function `{sig.name}` cannot be used as a value", node.span,
-                   cx.file, hint="wrap the call in a closure that handles the error")
+                cx.file, hint="wrap the call in a closure that handles the error")
     params = [t for _, t in sig.params]
     ft = T.FnT(params, sig.ret)
     targs = getattr(node, "targs", None)
@@ -145,7 +145,7 @@ def fn_value(c: Checking, sig: Any, node: Any, cx: Body) -> T.Type:
             check_turbofish_absent(c, node, f"`{sig.name}`", cx)
         elif len(targs) != len(sig.tparams):
             c.error("E046", f"`{sig.name}` takes {len(sig.tparams)} type argument(s), {len(targs)} given",
-                       node.span, cx.file)
+                    node.span, cx.file)
         else:
             env = {p: c.ns.resolve_type(a, cx.scope, cx.tparams) for p, a in zip(sig.tparams, targs)}
             return T.substitute(ft, env)
@@ -155,7 +155,7 @@ def fn_value(c: Checking, sig: Any, node: Any, cx: Body) -> T.Type:
 def unit_variant_value(c: Checking, ref: VariantRef, node: Any, cx: Body, expected: T.Type | None) -> T.Type:
     if ref.payload is not None:
         c.error("E018", f"type mismatch: variant constructor `{ref.name}` is not a value; call it or wrap it "
-                   "in a closure", node.span, cx.file)
+                "in a closure", node.span, cx.file)
         return ANY
     _, result, bindings, _ = instantiate_variant(c, ref, getattr(node, "targs", None), node.span, cx)
     if expected is not None:
@@ -174,7 +174,7 @@ def bare_variant(c: Checking, name: str, span: tuple, cx: Body) -> VariantRef | 
     if len(owners) > 1:
         enums = ", ".join(f"`{e.name}`" for e in owners)
         c.error("E030", f"ambiguous variant `{name}` (defined by {enums})", span, cx.file,
-                   hint=f"qualify it: `{owners[0].name}::{name}`")
+                hint=f"qualify it: `{owners[0].name}::{name}`")
     return user_variant(owners[0], name)
 
 
@@ -184,19 +184,19 @@ def path_variant(c: Checking, enum_name: str, vname: str, span: tuple, cx: Body)
         if ref is None or ref.enum != enum_name:
             choices = ["Some", "None"] if enum_name == "Option" else ["Ok", "Err"]
             c.error("E030", f"unknown variant `{enum_name}::{vname}`", span, cx.file,
-                       hint=did_you_mean(vname, choices))
+                    hint=did_you_mean(vname, choices))
             return None
         return ref
     entity = cx.scope.lookup(enum_name)
     if entity is None:
         if c.ns.start_module(cx.scope, enum_name) is not None:
             c.error("E100", f"module paths are not allowed in expressions and patterns: `{enum_name}::{vname}`",
-                       span, cx.file, hint=f"bring the item into scope with `use {enum_name}::{vname};`")
+                    span, cx.file, hint=f"bring the item into scope with `use {enum_name}::{vname};`")
         else:
             enums = [n for n, e in list(cx.scope.items.items()) + list(cx.scope.imports.items())
                      if e.kind == "enum"]
             c.error("E011", f"unknown enum `{enum_name}`", span, cx.file,
-                       hint=did_you_mean(enum_name, enums))
+                    hint=did_you_mean(enum_name, enums))
         return None
     if entity.kind == "error":
         return None
@@ -206,7 +206,7 @@ def path_variant(c: Checking, enum_name: str, vname: str, span: tuple, cx: Body)
     ref = user_variant(entity, vname)
     if ref is None:
         c.error("E030", f"enum `{enum_name}` has no variant `{vname}`", span, cx.file,
-                   hint=did_you_mean(vname, [v for v, _ in entity.info.variants]))
+                hint=did_you_mean(vname, [v for v, _ in entity.info.variants]))
     return ref
 
 
@@ -221,7 +221,7 @@ def instantiate_variant(c: Checking, ref: VariantRef, targs: Any, span: tuple,
             c.error("E100", f"`{ref.enum}` is not generic: remove the type arguments", span, cx.file)
         elif len(targs) != len(ref.params):
             c.error("E046", f"`{ref.enum}` takes {len(ref.params)} type argument(s), {len(targs)} given",
-                       span, cx.file)
+                    span, cx.file)
             bindings = {hole: ANY for hole in holes}
         else:
             for hole, texpr in zip(holes, targs):

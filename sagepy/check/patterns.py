@@ -88,7 +88,7 @@ def pattern(c: Checking, pat: Any, t: T.Type, cx: Body) -> dict[str, T.Type]:
         lt = _LITERAL_TYPES[type(pat.value)]
         if not fits(t, lt):
             c.error("E031", f"invalid pattern: a {show(lt)} literal cannot match a value of type {show(t)}",
-                       pat.span, cx.file)
+                    pat.span, cx.file)
         return {}
     if cls is A.PatTuple:
         return tuple_pattern(c, pat, t, cx)
@@ -107,7 +107,7 @@ def tuple_pattern(c: Checking, pat: Any, t: T.Type, cx: Body) -> dict[str, T.Typ
             items = list(t.items)
     elif not is_open(t):
         c.error("E031", f"invalid pattern: a tuple pattern cannot match a value of type {show(t)}", pat.span,
-                   cx.file)
+                cx.file)
     bound: dict[str, T.Type] = {}
     for sub, item in zip(pat.items, items):
         bound.update(pattern(c, sub, item, cx))
@@ -120,12 +120,12 @@ def or_pattern(c: Checking, pat: Any, t: T.Type, cx: Body) -> dict[str, T.Type]:
         other = pattern(c, alt, t, cx)
         if set(other) != set(first):
             c.error("E031", "invalid pattern: alternatives in a `|` pattern must bind the same names", alt.span,
-                       cx.file)
+                    cx.file)
             continue
         for name, ty in other.items():
             if not (fits(first[name], ty) and fits(ty, first[name])):
                 c.error("E031", f"invalid pattern: `{name}` has type {show(first[name])} in one alternative "
-                           f"and {show(ty)} in another", alt.span, cx.file)
+                        f"and {show(ty)} in another", alt.span, cx.file)
                 break
     return first
 
@@ -138,7 +138,7 @@ def variant_pattern(c: Checking, pat: Any, t: T.Type, cx: Body) -> dict[str, T.T
         ref = names.bare_variant(c, pat.name, pat.span, cx)
         if ref is None:
             c.error("E030", f"unknown variant `{pat.name}`", pat.span, cx.file,
-                       hint=did_you_mean(pat.name, variant_names(t)))
+                    hint=did_you_mean(pat.name, variant_names(t)))
         c.note(cx.file, pat.span, pat.name, ref)
     if ref is None:
         return pattern(c, pat.payload, ANY, cx) if pat.payload is not None else {}
@@ -147,7 +147,7 @@ def variant_pattern(c: Checking, pat: Any, t: T.Type, cx: Body) -> dict[str, T.T
     unify(result, t, bindings)
     if not fits(resolve(result, bindings), t):
         c.error("E031", f"invalid pattern: variant `{ref.enum}::{ref.name}` cannot match a value of type "
-                   f"{show(t)}", pat.span, cx.file)
+                f"{show(t)}", pat.span, cx.file)
         payload_t: T.Type = ANY
     else:
         payload_t = resolve(payload, bindings) if payload is not None else ANY
@@ -187,7 +187,7 @@ def check_exhaustive(c: Checking, node: Any, t: T.Type, cx: Body) -> None:
         return
     if missing:
         c.error("E029", f"non-exhaustive match: {', '.join('`' + m + '`' for m in missing)} not covered",
-                   node.span, cx.file, hint="add the missing arms, or a catch-all `_ => …`")
+                node.span, cx.file, hint="add the missing arms, or a catch-all `_ => …`")
 
 
 def bind_slots(pat: Any, variables: dict[str, Var]) -> None:

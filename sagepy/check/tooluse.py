@@ -69,7 +69,7 @@ def e_DivineExpr(c: Checking, node: Any, cx: Body, lc: Locals, expected: Any) ->
     for option in node.options:
         if option.name not in OPTIONS:
             c.error("E064", f"`{word}` has no option `{option.name}`", option.span, cx.file,
-                       hint=did_you_mean(option.name, OPTIONS) or "its options are `tools`, `max_steps` and `model`")
+                    hint=did_you_mean(option.name, OPTIONS) or "its options are `tools`, `max_steps` and `model`")
             continue
         if option.name in given:
             c.error("E064", f"option `{option.name}` given twice", option.span, cx.file)
@@ -81,7 +81,7 @@ def e_DivineExpr(c: Checking, node: Any, cx: Body, lc: Locals, expected: Any) ->
         node.max_steps = steps.value
         if "tools" not in given:
             c.error("E064", "`max_steps` without `tools`", steps.span, cx.file,
-                       hint="offer the model tools with `tools: [...]`, or leave `max_steps` out")
+                    hint="offer the model tools with `tools: [...]`, or leave `max_steps` out")
     model = given.get("model")
     if model is not None:
         c.expect(model.value, T.STRING, cx, lc)
@@ -97,12 +97,12 @@ def offered_tools(c: Checking, option: Any, word: str, cx: Body, lc: Locals) -> 
     listing = option.value
     if not isinstance(listing, A.ListLit):
         c.error("E064", "`tools` takes a list of tools written out: `tools: [T, T.f, handle]`",
-                   listing.span, cx.file)
+                listing.span, cx.file)
         c.expr(listing, cx, lc)
         return []
     if not listing.items:
         c.error("E064", "empty `tools` list", listing.span, cx.file,
-                   hint=f"offer at least one tool, or leave `tools` out for a plain `{word}`")
+                hint=f"offer at least one tool, or leave `tools` out for a plain `{word}`")
         return []
     offered: list = []
     seen: set[tuple[str, str]] = set()
@@ -140,7 +140,7 @@ def tool_reference(c: Checking, entry: Any, cx: Body, lc: Locals) -> Any:
             c.note_tool_member(entry.obj, entry, tool, cx)
             if entry.name not in tool.fns:
                 c.error("E036", f"tool `{entry.obj.name}` has no function `{entry.name}`", entry.span,
-                           cx.file, hint=did_you_mean(entry.name, tool.fns))
+                        cx.file, hint=did_you_mean(entry.name, tool.fns))
                 return None
             return offer(c, tool, entry.obj.name, [entry.name], entry.span, cx)
     t = c.expr(entry, cx, lc)
@@ -148,7 +148,7 @@ def tool_reference(c: Checking, entry: Any, cx: Body, lc: Locals) -> Any:
         return None
     if not fits(T.STRING, t):
         c.error("E064", f"a `tools` entry must be a tool, a tool function or a String handle from "
-                   f"`mcp_connect`, found {show(t)}", entry.span, cx.file)
+                f"`mcp_connect`, found {show(t)}", entry.span, cx.file)
         return None
     return entry
 
@@ -173,10 +173,10 @@ def offer(c: Checking, tool: ToolInfo, name: str, fns: list[str], span: tuple, c
     allowed = cx.tool_context()
     if allowed is None:
         c.error("E038", f"tool `{name}` offered to the model outside agent handlers and test blocks", span,
-                   cx.file, hint=f"offer tools from an agent that declares `use {name}`, or from a test")
+                cx.file, hint=f"offer tools from an agent that declares `use {name}`, or from a test")
     elif allowed != "any" and name not in allowed:
         c.error("E038", f"agent `{cx.agent.name}` offers tool `{name}` without `use {name}`", span,
-                   cx.file, hint=f"add `use {name}` to agent `{cx.agent.name}`")
+                cx.file, hint=f"add `use {name}` to agent `{cx.agent.name}`")
     refs = []
     for fn in fns:
         sig = tool.fns[fn]
@@ -186,8 +186,8 @@ def offer(c: Checking, tool: ToolInfo, name: str, fns: list[str], span: tuple, c
                 where = f"parameter `{pname}`" if pname else "return type"
                 within = "which" if bad == ptype else f"and {show(bad)}"
                 c.error("E065", f"`{name}.{fn}` cannot be offered to the model: its {where} has type "
-                           f"{show(ptype)}, {within} has no JSON form", span, cx.file,
-                           hint="offer the other functions one by one (`tools: [T.f, …]`)")
+                        f"{show(ptype)}, {within} has no JSON form", span, cx.file,
+                        hint="offer the other functions one by one (`tools: [T.f, …]`)")
                 break
         else:
             refs.append(ToolRef.of(tool, fn))
