@@ -340,12 +340,35 @@ def test_passes_are_visitors_not_mixins() -> None:
     assert not wrong, "classes assembled from mixins in the checker or the compiler:\n" + "\n".join(wrong)
 
 
+# Each interface of a pass -> the class that provides it.
+PASS_INTERFACES = {"Checking": "Checker", "Reporting": "Checker", "Compiling": "Compiler"}
+
+
+def members_of(tree: ast.Module, name: str) -> set[str]:
+    """The methods of class `name` and the attributes its methods assign to `self`."""
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    found.add(item.name)
+                    found |= {t.attr for t in ast.walk(item) if isinstance(t, ast.Attribute)
+                              and isinstance(t.ctx, ast.Store) and isinstance(t.value, ast.Name)
+                              and t.value.id == "self"}
+    return found
+
+
 def test_helpers_use_only_what_the_pass_declares() -> None:
     trees = _trees()
-    protocols = protocols_of({name: tree for name, tree in trees.items() if _in_pass_package(name)})
-    assert {"Checking", "Reporting", "Compiling"} <= set(protocols), sorted(protocols)
+    passes = {name: tree for name, tree in trees.items() if _in_pass_package(name)}
+    protocols = protocols_of(passes)
+    assert set(PASS_INTERFACES) <= set(protocols), sorted(protocols)
     wrong = [line for name, tree in sorted(trees.items()) for line in undeclared_uses(name, tree, protocols)]
     assert not wrong, "helpers reaching past the declared interface of their pass:\n" + "\n".join(wrong)
+    for interface, provider in PASS_INTERFACES.items():
+        provided = set().union(*(members_of(tree, provider) for tree in passes.values()))
+        missing = sorted(protocols[interface] - provided)
+        assert not missing, f"{provider} lacks what {interface} declares: {missing}"
 
 
 def test_the_pass_checks_see_what_they_guard() -> None:
