@@ -3,9 +3,10 @@
 The checker has resolved every name and call and recorded what the runtime needs on the AST, so compiling
 reports nothing: a program reaches the compiler only once it checked clean and its externs are linked.
 `Compiler` is the one pass, read top to bottom: items (functions, constants, agents, tests; their runtime
-objects are in `items.py`), statements, expressions, calls. Two families of nodes are compiled by helpers that
+objects are in `items.py`), statements, expressions, calls. Some families of nodes are compiled by helpers that
 take the compiler through its declared interface (`context.Compiling`): agents, messages and the LLM
-(`messaging.py`), and what only test and eval files contain (`testing.py`). `frames.py` holds the control-flow
+(`messaging.py`), the builtins that act through the running agent (`contextcalls.py`), and what only test and
+eval files contain (`testing.py`). `frames.py` holds the control-flow
 signals and the frame a body runs in, `inplace.py` the in-place updates of a variable's list or map.
 
 What a name denotes was decided by the checker (`Name.ref`, `VariantPath.ref`, `RecordLit.ref`): None means a
@@ -24,7 +25,6 @@ from ...check.symbols import ToolRef
 from ...core.errors import SageRaise, raise_at
 from ...core.types import INT_MIN
 from ...core.values import UNIT, ErrorValue, Function, Record, Variant, display
-from ...effect_builtins import EFFECT_BUILTINS, IO, MCP_BUILTINS
 from ...effects.step import current_context
 from ...syntax import ast as A
 from ..agents import CALL_DEPTH_LIMIT
@@ -32,7 +32,7 @@ from ..externs import bind_extern
 from ..operators import (BINARY, BOOLEAN_OPS, COMPARISONS, CONST_RIGHT_OPS, SLOT_CONST_OPS, builtin_misuse,
                          type_error)
 from ..patterns import compile_pattern
-from . import inplace, messaging, testing
+from . import contextcalls, messaging, testing
 from .frames import (BREAK, CONTINUE, Code, ControlFlow, Return, direct_call1, discard, located, make_function,
                      raiser, return_raiser, sequence)
 from .inplace import grow, growing_call
@@ -40,12 +40,6 @@ from .items import CompiledAgent, CompiledBody, FnRecord, type_predicate
 
 if TYPE_CHECKING:
     from ..agents import Runtime
-
-# Builtins compiled here rather than taken from the native library: they write output, sleep the agent, ask a
-# person, talk to MCP servers through the agent's effects (sagepy.effect_builtins: the `io` ones the interpreter
-# performs itself, and every `mcp` one), read the run's arguments, or rebind the variable they are given.
-CONTEXT_BUILTINS = ("print", "print_err", "map_set", "map_delete", "args", *MCP_BUILTINS,
-                    *(name for name, b in EFFECT_BUILTINS.items() if b.kind == IO and b.perform is None))
 
 
 class Compiler:
@@ -845,8 +839,8 @@ class Compiler:
         name = node.fn.name
         if name in ASSERTIONS:
             return self.assertion(name, node)
-        if name in CONTEXT_BUILTINS:
-            return self.context_builtin(name, node)
+        if name in contextcalls.CONTEXT_BUILTINS:
+            return contextcalls.context_builtin(self, name, node)
         impl = self.builtins.get(name)
         if impl is None:   # a prelude constant holding a function
             value = self.constants[name]
@@ -897,62 +891,6 @@ class Compiler:
         if value is None:
             value = self.builtin_values[name] = Function(name, self.builtins[name])
         return value
-
-    def context_builtin(self, name: str, node: Any) -> Code:
-        if name in ("map_set", "map_delete"):
-            return self.map_update(name, node)
-        args = [self.expr(a) for a in node.args]
-        file, span = self.file, node.span
-        if name in MCP_BUILTINS:
-            ret = node.target   # the declared type of a builtin whose value holds prelude records, else None
-
-            def mcp(frame: list) -> Any:
-                values = [a(frame) for a in args]
-                try:
-                    return frame[0].runtime.effects.mcp_builtin(frame[0], name, values, ret)
-                except SageRaise as exc:
-                    raise located(exc, file, span, frame[0])
-            return mcp
-        if name in ("print", "print_err"):
-            (arg,) = args
-            to_stdout = name == "print"
-
-            def emit(frame: list) -> Any:
-                v = arg(frame)
-                ctx = frame[0]
-                if ctx.steps < ctx.replay_until:   # a resumed run printed this before (SPEC §14)
-                    return UNIT
-                text = v if type(v) is str else display(v)
-                if to_stdout:
-                    ctx.runtime.write_out(text)
-                else:
-                    ctx.runtime.write_err(text)
-                return UNIT
-            return emit
-        if name == "sleep_ms":
-            (ms,) = args
-
-            def sleep(frame: list) -> Any:
-                return frame[0].runtime.effects.io(frame[0], "sleep_ms", (ms(frame),))
-            return sleep
-        if name == "args":   # the program arguments of the run, set by the session (SPEC §6.1)
-            return lambda frame: list(frame[0].runtime.program_args)
-
-        def read(frame: list) -> Any:   # ask
-            try:
-                return frame[0].runtime.effects.io(frame[0], name, [a(frame) for a in args])
-            except SageRaise as exc:
-                raise located(exc, file, span, frame[0])
-        return read
-
-    def map_update(self, name: str, node: Any) -> Code:
-        """`map_set(m, k, v)` / `map_delete(m, k)` rebind the variable `m` to its updated map (in place when
-        nothing else holds it: inplace.py)."""
-        slot = node.args[0].slot
-        key = self.expr(node.args[1])
-        if name == "map_set":
-            return inplace.map_set(slot, key, self.expr(node.args[2]))
-        return inplace.map_delete(slot, key)
 
     # ---------------------------------------------------------------- tools and persistent fields
     def tool_call(self, ref: ToolRef, node: Any) -> Code:
