@@ -47,6 +47,16 @@ def canonical(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+HEADER = canonical({"kind": "cassette", "target": "sagepy", "key": None,
+                    "outcome": {"format": FORMAT, "sagepy": __version__}})
+"""A cassette's first line."""
+
+
+def _end_line(records: int) -> str:
+    """A cassette's last line after `records` records: the canonical JSON of its record, spelled out."""
+    return '{"key":null,"kind":"end","outcome":{"records":' + str(records) + '},"target":"cassette"}'
+
+
 def step_key(kind: str, target: str, request: Any) -> str:
     text = canonical({"kind": kind, "target": target, "arguments": request})
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -100,8 +110,7 @@ class Cassette:
         if folder and not made:
             os.makedirs(folder, exist_ok=True)
         cassette._file = open(path, "w", encoding="utf-8")
-        cassette._file.write(canonical({"kind": "cassette", "target": "sagepy", "key": None,
-                                        "outcome": {"format": FORMAT, "sagepy": __version__}}) + "\n")
+        cassette._file.write(HEADER + "\n")
         return cassette
 
     def _write(self, line: dict) -> None:
@@ -124,8 +133,7 @@ class Cassette:
             if self._file is None:
                 return
             if self.mode == "record":
-                self._file.write(canonical({"kind": "end", "target": "cassette", "key": None,
-                                            "outcome": {"records": self.count}}) + "\n")
+                self._file.write(_end_line(self.count) + "\n")
             self._file.close()
             self._file = None
 
@@ -144,7 +152,21 @@ class Cassette:
         lines = text.split("\n")
         if lines[-1] != "":
             raise CassetteRefused(f"error: cassette {path} is truncated: line {len(lines)} is incomplete")
-        records = [cassette._parse(line, number) for number, line in enumerate(lines[:-1], 1)]
+        del lines[-1]
+        if len(lines) >= 2 and lines[0] == HEADER and lines[-1] == _end_line(len(lines) - 2):
+            # the first and last lines this sagepy writes: only the records between them need parsing
+            body = [cassette._parse(line, number) for number, line in enumerate(lines[1:-1], 2)]
+        else:
+            body = cassette._checked(lines)
+        for record in body:
+            cassette._unused.setdefault(record["key"], collections.deque()).append(record)
+            cassette._requests.append((record["kind"], record["target"], record.get("request")))
+        return cassette
+
+    def _checked(self, lines: list[str]) -> list[dict]:
+        """The records of a cassette's lines, once its first and last lines are checked."""
+        path = self.path
+        records = [self._parse(line, number) for number, line in enumerate(lines, 1)]
         if not records or records[0].get("kind") != "cassette":
             raise CassetteRefused(f"error: {path} is not a sagepy cassette (its first line does not say so)")
         header = records[0].get("outcome") or {}
@@ -156,10 +178,7 @@ class Cassette:
         body = records[1:-1]
         if end.get("kind") != "end" or (end.get("outcome") or {}).get("records") != len(body):
             raise CassetteRefused(f"error: cassette {path} is truncated: the recording did not finish")
-        for record in body:
-            cassette._unused.setdefault(record["key"], collections.deque()).append(record)
-            cassette._requests.append((record["kind"], record["target"], record.get("request")))
-        return cassette
+        return body
 
     def _parse(self, line: str, number: int) -> dict:
         try:

@@ -12,7 +12,6 @@ import datetime
 import json
 import os
 import sys
-import threading
 import time
 from typing import Any
 
@@ -131,117 +130,19 @@ def run_evals(specs: list[EvalSpec], options: Any, out: Any) -> tuple[list[EvalR
     return reports, interrupted
 
 
-STOP_GRACE_S = 2.0
-"""After Ctrl-C, how long the running cases have to stop; one still running then is reported as stopped."""
-
-
 def _run_one(spec: EvalSpec, report: EvalReport, runner: CaseRunner, options: Any, advanced: Any) -> bool:
-    """The cases of one eval, up to `--concurrency` at once; True when Ctrl-C stopped them.
+    """The cases of one eval, up to `--concurrency` at once (sagepy.evals.pool); True when Ctrl-C stopped
+    them."""
+    from .pool import CasePool
 
-    The cases run on workers: large-stack threads (sagepy.deepstack: a case's block may recurse as deep as a
-    program) that each take the next row of the dataset (read and converted there, one at a time) and run its
-    cases, then take another. A worker that takes a case while every other one is busy starts one more, up
-    to `--concurrency`: an eval starts no more threads than it runs cases at once, whatever its size, and
-    nothing passes between threads for a case but the dataset's lock. This thread waits, for Ctrl-C."""
-    from ..deepstack import start_thread
-    state = threading.Condition()
-    running: set[tuple[int, int]] = set()   # (row, repeat) of the cases taken and not yet reported
-    # workers alive, those running a case; whether no case is left (the dataset is read or Ctrl-C came),
-    # whether the report is final (a late case is no longer added); what reading the dataset raised
-    shared: dict[str, Any] = {"alive": 0, "busy": 0, "exhausted": False, "closed": False, "failure": None}
+    def done(result: CaseResult) -> None:
+        report.add(result)
+        advanced()
 
     with open_dataset(spec.dataset) as handle:
         source = ((row, repeat) for row in rows(handle, spec.dataset, spec.row_type, options.limit)
                   for repeat in range(1, options.repeat + 1))
-        reading = threading.Lock()
-
-        def take() -> Any:
-            """The next case, counted as running; None when there is none left."""
-            with reading:
-                if shared["exhausted"]:
-                    return None
-                try:
-                    case = next(source, None)
-                except BaseException as exc:   # a dataset that fails midway (not UTF-8): the command's error
-                    case = None
-                    shared["failure"] = exc
-                if case is None:
-                    shared["exhausted"] = True
-                    return None
-            with state:
-                running.add((case[0].number, case[1]))
-                shared["busy"] += 1
-                more = shared["busy"] == shared["alive"] < options.concurrency
-                if more:
-                    shared["alive"] += 1
-            if more:
-                try:
-                    start_thread(worker, f"eval {spec.name}")
-                except RuntimeError:   # no thread to be had: the workers there are run the cases
-                    with state:
-                        shared["alive"] -= 1
-            return case
-
-        def worker() -> None:
-            try:
-                while (case := take()) is not None:
-                    row, repeat = case
-                    try:
-                        result = runner.run(spec, row, repeat)
-                    except BaseException as exc:   # a bug in sagepy fails the case, not the command
-                        result = CaseResult(row.number, repeat)
-                        result.error = f"internal error: {type(exc).__name__}: {exc}"
-                    with state:
-                        if not shared["closed"]:
-                            report.add(result)
-                            advanced()
-                        running.discard((row.number, repeat))
-                        shared["busy"] -= 1
-            finally:
-                with state:
-                    shared["alive"] -= 1
-                    state.notify_all()
-
-        interrupted = False
-        try:
-            with state:
-                shared["alive"] = 1
-            start_thread(worker, f"eval {spec.name}")
-            _drain(state, lambda: shared["alive"] > 0, None)
-        except KeyboardInterrupt:
-            interrupted = True
-            with reading:
-                shared["exhausted"] = True
-            runner.stop()
-            deadline = time.monotonic() + STOP_GRACE_S
-            while True:
-                try:
-                    _drain(state, lambda: bool(running), deadline)
-                    break
-                except KeyboardInterrupt:   # a second Ctrl-C while the running cases stop
-                    continue
-        finally:
-            with reading, state:
-                shared["exhausted"] = True
-                for number, repeat in sorted(running):
-                    result = CaseResult(number, repeat)
-                    result.error = "stopped"
-                    report.add(result)
-                    advanced()
-                shared["closed"] = True
-    if shared["failure"] is not None:
-        raise shared["failure"]
-    return interrupted
-
-
-def _drain(state: threading.Condition, busy: Any, deadline: float | None) -> None:
-    """Wait while `busy()`, at most until `deadline` (time.monotonic()); Ctrl-C interrupts the wait."""
-    with state:
-        while busy():
-            remaining = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
-            if remaining <= 0:
-                return
-            state.wait(remaining)
+        return CasePool(spec, runner, source, options.concurrency, done).run()
 
 
 def report_and_exit(reports: list[EvalReport], options: Any, session: Any, started_at: str,
