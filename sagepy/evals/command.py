@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..diagnostics import display_path
 from .cases import CaseResult, CaseRunner, EvalSpec
@@ -76,10 +76,11 @@ class Progress:
                             console=Console(file=sys.stderr), transient=False)
             self.bar.start()
 
-    def task(self, name: str, total: int | None) -> Any:
+    def task(self, name: str, total: Callable[[], int | None]) -> Any:
+        """The bar of an eval; `total` counts its cases, only when there is a bar to show them on."""
         if self.bar is None:
             return None
-        return self.bar.add_task(name, total=total, failed=0, cost="")
+        return self.bar.add_task(name, total=total(), failed=0, cost="")
 
     def advance(self, task: Any, report: EvalReport) -> None:
         if task is None:
@@ -121,7 +122,7 @@ def run_evals(specs: list[EvalSpec], options: Any, out: Any) -> tuple[list[EvalR
         for spec in specs:
             report = EvalReport(spec.name, display_path(spec.file), display_path(spec.dataset))
             reports.append(report)
-            task = progress.task(spec.name, _expected_cases(spec.dataset, options.limit, options.repeat))
+            task = progress.task(spec.name, lambda: _expected_cases(spec.dataset, options.limit, options.repeat))
             if _run_one(spec, report, runner, options, lambda: progress.advance(task, report)):
                 interrupted = True
                 break
