@@ -6,8 +6,9 @@ in its own thread, then takes another: nothing passes between threads for a case
 starts the workers and waits for them (Ctrl-C reaches it there). It starts one worker, and more while every
 worker is busy with a case and the process leaves the processor mostly idle (its cases wait for a model, a
 tool or a timer): their number doubles then, every `RAMP_S`, up to `--concurrency`. Cases that wait reach
-the full concurrency within milliseconds; cases that only compute (replayed ones) run on a worker or a few,
-which serve them faster than dozens of threads taking turns at the interpreter lock would.
+the full concurrency within milliseconds; cases that only compute (replayed ones) run on a worker or a few
+(more on a busy machine, where the process waits for the processor and looks idle), which serve them faster
+than dozens of threads taking turns at the interpreter lock would.
 """
 from __future__ import annotations
 
@@ -107,7 +108,8 @@ class CasePool:
                 with self._state:
                     self._alive -= 1
                     self._state.notify_all()
-                if self._alive == 0:
+                    none = self._alive == 0
+                if none:
                     raise
 
     def _wait(self, busy: Callable[[], bool], deadline: float) -> None:
