@@ -1,6 +1,6 @@
 """One served call from its first request to its result (SPEC §21), and what its run reaches of the caller.
 
-A call's run lives on a thread of its own. Whatever it needs from the client — an elicitation (an approval,
+A call's run lives on a worker thread, in a task of the server's own. Whatever it needs from the client — an elicitation (an approval,
 `ask`, a question of an MCP server the run calls) or a sampling request (`[serve] model = "client"`) — goes
 through `CallPorts.input`: on a handshake-era connection as a request the server sends on the call's stream;
 on the 2026-07-28 era (SEP-2322) the call is answered with an input-required result carrying the questions and
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import anyio.to_thread
 import mcp_types as types
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -163,7 +164,7 @@ class LiveCall:
     def __init__(self, served: ServedAgent, ports: CallPorts, ended: Callable[[LiveCall], None]) -> None:
         self.served = served
         self.ports = ports
-        self.token = secrets.token_urlsafe(24)
+        self.token = ""   # made when the call first asks the client
         self.pending: dict[str, _Question] = {}
         self.outcome: Outcome | None = None
         self.finished = anyio.Event()
@@ -172,20 +173,18 @@ class LiveCall:
         self._ended = ended
         ports.live = self
 
-    def start(self, runner: Runner, values: dict) -> None:
-        ports = self.ports
-
-        def work() -> None:
+    async def run(self, runner: Runner, values: dict, threads: anyio.CapacityLimiter) -> None:
+        """Run the call on a worker thread (a task of the server's, outliving the call's requests) until it
+        ends; only the run's cancel event stops it, so its end is always reported."""
+        def work() -> Outcome:
             try:
-                outcome = runner(self.served, values, ports)
+                return runner(self.served, values, self.ports)
             except BaseException as exc:   # noqa: BLE001 - a broken run is the call's error, never the server's
-                outcome = Outcome("failed", error=f"internal error: {type(exc).__name__}: {exc}")
-            try:
-                anyio.from_thread.run_sync(self._finish, outcome, token=ports.loop)
-            except Exception:   # the loop is closing: nobody waits any more
-                pass
+                return Outcome("failed", error=f"internal error: {type(exc).__name__}: {exc}")
 
-        threading.Thread(target=work, name=f"sage-serve-{self.served.name}", daemon=True).start()
+        with anyio.CancelScope(shield=True):
+            outcome = await anyio.to_thread.run_sync(work, limiter=threads)
+        self._finish(outcome)
 
     def _finish(self, outcome: Outcome) -> None:
         self.outcome = outcome
@@ -228,6 +227,7 @@ class LiveCall:
                     return call_result(self.served, self.outcome)
                 if self.pending:
                     ports.ctx = None
+                    self.token = self.token or secrets.token_urlsafe(24)
                     return types.InputRequiredResult(
                         input_requests={key: q.request for key, q in self.pending.items()}, request_state=self.token)
                 self._changed = anyio.Event()

@@ -14,9 +14,10 @@ nothing a client sends stops the server.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 import anyio
 import mcp_types as types
@@ -55,8 +56,12 @@ class ServeApp:
         self.waiting: dict[str, tuple[LiveCall, float]] = {}   # by request state: calls that asked the client
         self.server = Server(name, version=version, on_list_tools=self.list_tools, on_call_tool=self.call_tool,
                              on_set_logging_level=self.set_logging_level)
-        self.server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=ANSWER_WAIT_S),
-                                                           default_audience=name))
+        # The SDK's own middleware only makes OpenTelemetry spans of the requests, which cost every call and go
+        # nowhere (the runs of `sage serve` are traced by sagepy); what remains seals the request state.
+        self.server.middleware = [RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=ANSWER_WAIT_S),
+                                                       default_audience=name)]
+        self._tasks: Any = None   # the task group the calls' runs live in (`serving`)
+        self._threads: anyio.CapacityLimiter | None = None
 
     async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.tools)
@@ -79,10 +84,11 @@ class ServeApp:
             return error_result(str(exc))
         if self._slots is None:
             self._slots = anyio.Semaphore(self.settings.max_concurrent_calls)
+            self._threads = anyio.CapacityLimiter(self.settings.max_concurrent_calls)
         await self._slots.acquire()
         call = LiveCall(served, CallPorts(ctx, served.name, self.log), self._ended)
         self.running.add(call)
-        call.start(self.runner, values)
+        self._tasks.start_soon(call.run, self.runner, values, self._threads)
         return await self._round(call, ctx)
 
     async def _retried(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
@@ -116,8 +122,14 @@ class ServeApp:
         if self._slots is not None:
             self._slots.release()
 
-    async def close(self) -> None:
-        """Stop every call's run (the server is stopping) and wait until each has."""
-        with anyio.CancelScope(shield=True):
-            for call in list(self.running):
-                await call.stop("stopped with the server")
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """While the transport serves: the calls' runs live here; at the end each is stopped and waited for."""
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            try:
+                yield
+            finally:
+                with anyio.CancelScope(shield=True):
+                    for call in list(self.running):
+                        await call.stop("stopped with the server")

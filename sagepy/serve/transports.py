@@ -36,10 +36,8 @@ async def serve_stdio(app: ServeApp) -> int:
             app.log(f"serving {len(app.tools)} tool(s) over stdio")
             messages, received = anyio.create_memory_object_stream(0)
             tg.start_soon(_answer_malformed, read, write, messages, app.log)
-            try:
+            async with app.serving():
                 await server.run(received, write, server.create_initialization_options())
-            finally:
-                await app.close()
         tg.cancel_scope.cancel()
     return stopped[0] if stopped else 0
 
@@ -120,10 +118,8 @@ async def serve_http(app: ServeApp, sock: socket.socket, token: str | None) -> N
                             lifespan="on")
     shown = f"[{host}]" if ":" in host else host
     app.log(f"serving {len(app.tools)} tool(s) at http://{shown}:{port}/mcp")
-    try:
+    async with app.serving():
         await uvicorn.Server(config).serve(sockets=[sock])
-    finally:
-        await app.close()
 
 
 class BearerGate:
