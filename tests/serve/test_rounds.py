@@ -90,7 +90,8 @@ async def test_questions_over_stdio_on_the_modern_era(project, tmp_path):
         logged.append(params.data)
 
     async with Client(stdio_client(params, errlog=open(tmp_path / "server.log", "w")), read_timeout_seconds=120,
-                      elicitation_callback=answering(asked, answers), logging_callback=on_log) as client:
+                      elicitation_callback=answering(asked, answers), logging_callback=on_log,
+                      log_level="info") as client:
         assert client.protocol_version == "2026-07-28"
         result = await client.call_tool("greet", {})
         assert (result.is_error, result.content[0].text) == (False, "hello Ada")
@@ -106,6 +107,7 @@ async def test_questions_over_stdio_on_the_modern_era(project, tmp_path):
                      "Proceed?"]
     assert (project / "started.txt").read_text() == "greet\npublish\npublish\n"   # each run started once
     assert (project / "published.txt").read_text() == "hello"
+    assert logged.count("asking") == 1
     log = (tmp_path / "server.log").read_text()
     assert "passing a question of MCP server 'Suite' to the client" in log
 
