@@ -255,7 +255,9 @@ class Effects:
 
     # ---------------------------------------------------------------- MCP callbacks and lifetime
     def elicit(self, server: str, request: Any) -> Any:
-        """Answer a server's elicitation (SPEC §8.7; not a step: answers are never replayed)."""
+        """Answer a server's elicitation (SPEC §8.7; not a step: answers are never replayed): as the run's
+        facts say (a test's from its `mock elicit` queue; else the run's answerer when it takes servers'
+        questions, `sage serve`'s calling client; else the terminal form or decline, as configured)."""
         return self.facts.elicit(server, request)
 
     def prestart(self, tools: set[str]) -> None:

@@ -45,7 +45,7 @@ def build_effects(runtime: Any, settings: Settings, io_builtins: dict[str, Calla
 def facts(effects: Effects, mocks: MockQueues | None) -> Facts:
     """What the boundary asks of the world besides steps: the world's, as a replay answers them, as a test
     answers them."""
-    found: Facts = LiveFacts(effects.world, effects.journal)
+    found: Facts = LiveFacts(effects.world, effects.journal, lambda: effects.answerer)
     if effects.cassette is not None:
         found = effects.cassette.facts(found)
     if mocks is not None:

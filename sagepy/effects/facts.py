@@ -9,7 +9,7 @@ facts and never which mode it runs in.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.errors import SageRaise
 
@@ -72,11 +72,13 @@ class Facts:
 
 class LiveFacts(Facts):
     """The answers of the run's world; `journal`: that of a durable run, whose resumed `mcp_connect`s gave the
-    recorded handles."""
+    recorded handles; `answerer`: who answers the run's people instead of the terminal now (a Host's
+    `people`, Effects.answer_with), which may take servers' questions too."""
 
-    def __init__(self, world: World, journal: Any = None) -> None:
+    def __init__(self, world: World, journal: Any = None, answerer: Callable[[], Any] | None = None) -> None:
         self.world = world
         self.journal = journal
+        self.answerer = answerer
 
     @property
     def concurrent_calls(self) -> bool:
@@ -130,6 +132,9 @@ class LiveFacts(Facts):
         return [OfferedFunction.dynamic(handle, server, item) for item in items]
 
     def elicit(self, server: str, request: Any) -> Any:
+        forward = getattr(self.answerer(), "elicit", None) if self.answerer is not None else None
+        if forward is not None:   # `sage serve`'s calling client
+            return forward(server, request)
         from ..mcp.elicitation import TerminalElicitation
         return TerminalElicitation()(server, request)
 
