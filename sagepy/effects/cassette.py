@@ -89,7 +89,6 @@ def step_request(step: Step, llm: Any) -> Any:
     else:
         from ..llm.client import opening_messages
         messages, tools, target = opening_messages(step.arguments[0], step.ret), [], step.ret
-    from ..core import types as T
     if target != T.STRING:
         options["type"] = T.type_name(target)
     return {"provider": llm.provider, "model": model, "messages": messages, "tools": tools, "options": options}
