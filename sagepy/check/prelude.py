@@ -1,8 +1,10 @@
 """The prelude as the checker sees it: signatures read from `stdlib/*.sg` (SPEC §6, §7).
 
 `extern fn` declarations give the builtins' types (generic ones included) and whether they are `fails`;
-`const`s, records and `tool` blocks give the prelude constants, records and built-in tools. The files are parsed
-once per process (through the AST cache). The checker intrinsics, which no single signature describes, are typed
+`const`s, records and `tool` blocks give the prelude constants, records and built-in tools. The files are read
+once per process, and the `Prelude` made from them is kept in the AST cache as one entry (keyed by the files'
+text and by the modules that make it), so that a run reads one pickle rather than parsing or loading every file's
+AST and typing its declarations again. The checker intrinsics, which no single signature describes, are typed
 by rules in `intrinsics.py`.
 """
 from __future__ import annotations
@@ -34,17 +36,38 @@ def load_prelude() -> Prelude:
     return _PRELUDE
 
 
+# The modules whose change makes a kept Prelude stale, beside those that shape a parse (syntax.cache).
+_MAKERS = ("prelude.py", "symbols.py")
+
+
 def _read_stdlib() -> Prelude:
-    from ..syntax.cache import parse_file_cached
-    prelude = Prelude()
-    items: list[Any] = []
+    from ..syntax.cache import FROM_ENVIRONMENT, cache_entry, load, store
     directory = stdlib_dir()
+    texts = []
     for name in sorted(os.listdir(directory)):
         if name.endswith(".sg"):
             path = os.path.join(directory, name)
             with open(path, encoding="utf-8") as fh:
-                parsed, _ = parse_file_cached(path, fh.read())
-            items.extend(parsed)
+                texts.append((path, fh.read()))
+    here = os.path.dirname(os.path.abspath(__file__))
+    makers = "".join(f"{name}:{os.stat(os.path.join(here, name)).st_mtime_ns}\0" for name in _MAKERS)
+    key = makers + "".join(f"{path}\0{text}\0" for path, text in texts)
+    entry = cache_entry(os.path.join(directory, "prelude.checked"), FROM_ENVIRONMENT)
+    kept = load(entry[0], key, entry[1])
+    if isinstance(kept, Prelude):
+        return kept
+    prelude = _make_prelude(texts)
+    store(entry[0], key, prelude, entry[1])
+    return prelude
+
+
+def _make_prelude(texts: list[tuple[str, str]]) -> Prelude:
+    from ..syntax.cache import parse_file_cached
+    prelude = Prelude()
+    items: list[Any] = []
+    for path, text in texts:
+        parsed, _ = parse_file_cached(path, text)
+        items.extend(parsed)
     for item in items:
         if isinstance(item, A.RecordDecl):
             prelude.records[item.name] = T.RecordInfo(item.name, list(item.tparams), [])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from .cache_dir import cache_root
 
@@ -76,8 +77,8 @@ def _entry_path(root: str, source_path: str, text: str) -> str:
     return os.path.join(root, "ast", key.hexdigest() + ".pickle")
 
 
-def load(source_path: str, text: str, root: str | None) -> tuple[list, list] | None:
-    """The cached (items, diagnostics) of this file, or None."""
+def load(source_path: str, text: str, root: str | None) -> Any:
+    """What is cached for this file and text (a parse's (items, diagnostics)), or None."""
     if root is None:
         return None
     try:
@@ -87,7 +88,7 @@ def load(source_path: str, text: str, root: str | None) -> tuple[list, list] | N
         return None
 
 
-def store(source_path: str, text: str, value: tuple[list, list], root: str | None) -> None:
+def store(source_path: str, text: str, value: Any, root: str | None) -> None:
     if root is None:
         return
     target = _entry_path(root, source_path, text)
@@ -127,10 +128,16 @@ def _installation_root(source_path: str, root: str | None) -> str | None:
     return beside
 
 
+def cache_entry(source_path: str, cache_dir: str | None = FROM_ENVIRONMENT) -> tuple[str, str | None]:
+    """(source_path, root) for `load` and `store` of what is made from `source_path`: the root is beside the
+    package for a prelude file, else `cache_dir` (None: no cache)."""
+    return source_path, _installation_root(source_path, cache_root() if cache_dir is FROM_ENVIRONMENT else cache_dir)
+
+
 def parse_file_cached(source_path: str, text: str, cache_dir: str | None = FROM_ENVIRONMENT) -> tuple[list, list]:
     """(items, diagnostics) for a file, from the cache under `cache_dir` when possible (None: no cache). The
     parser is imported only on a miss."""
-    root = _installation_root(source_path, cache_root() if cache_dir is FROM_ENVIRONMENT else cache_dir)
+    _, root = cache_entry(source_path, cache_dir)
     cached = load(source_path, text, root)
     if cached is not None:
         return cached
