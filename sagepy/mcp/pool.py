@@ -173,7 +173,7 @@ class ConnectionPool(Catalogue):
         old = slot.conn
         if old is not None:
             slot.conn = None
-            await old.close()
+            old.retire()
         log_path = os.path.join(self.log_dir, slot.log_file)
         started = None
         if slot.config.transport == "stdio":
@@ -458,6 +458,8 @@ class ConnectionPool(Catalogue):
 
     async def _close_all(self, slots: list[_Slot]) -> None:
         await asyncio.gather(*(self._close_slot(slot) for slot in slots), return_exceptions=True)
+        # and the connections replaced while requests were still in flight on them
+        await asyncio.gather(*(conn.close() for conn in self._connections), return_exceptions=True)
 
 
 def _connect_message(failure: McpFailure) -> str:
