@@ -460,9 +460,6 @@ class Connection:
             raise
         except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - mapped to the sub-kinds of §8.10
             if expired and task.uncancel() == 0:
-                if self.http_status.broken is not None:
-                    self.alive = False
-                    raise McpFailure("I/O error", self._at_url(self.http_status.broken)) from None
                 ms = self.config.timeout_ms if timeout_s is None else int(timeout_s * 1000)
                 raise McpFailure("timeout", f"request '{method}' to '{self.label}' timed out after {ms} ms") from None
             if isinstance(exc, asyncio.CancelledError):
@@ -526,9 +523,12 @@ class Connection:
                                             f"protocol; set {setting}")
 
     def _request_failure(self, exc: BaseException, method: str, remote: str | None) -> McpFailure:
-        if self.http_status.broken is not None:   # this request's POST broke in the transport
-            self.alive = False
-            return McpFailure("I/O error", self._at_url(self.http_status.broken))
+        broken = self.http_status.broken
+        if broken is not None:   # this request's POST broke in the transport
+            if _is_connect_error(broken):   # the server cannot be reached: the next call connects anew
+                self.alive = False
+                return McpFailure("connection failed", self._at_url(broken))
+            return McpFailure("I/O error", self._at_url(broken))   # this one request is lost, not the others
         if isinstance(exc, MCPError):
             if exc.code == types.CONNECTION_CLOSED:
                 self.alive = False
@@ -577,6 +577,10 @@ def _small_text_result(result: Any, limit: int) -> dict | None:
     if bound > limit:
         return None
     return {"content": items, "isError": result.is_error}
+
+
+def _is_connect_error(exc: BaseException) -> bool:
+    return type(exc).__name__ in ("ConnectError", "ConnectTimeout")
 
 
 def _is_http_transport_error(exc: BaseException) -> bool:

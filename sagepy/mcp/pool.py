@@ -251,9 +251,16 @@ class ConnectionPool(Catalogue):
         if slot is None:
             block = label.split(".", 1)[0]
             raise McpFailure("tool not found", f"no [tools.{block}] entry in grove.toml")
-        conn = self._live(slot) or await self._connection(slot)
-        async with conn.http_status.turns:
-            return await conn.call(remote, arguments, label)
+        return await self._in_turn(slot, lambda conn: conn.call(remote, arguments, label))
+
+    async def _in_turn(self, slot: _Slot, call: Callable[[Connection], Any]) -> Any:
+        """Make a call on the slot's connection once it has a turn; a connection that broke while the call
+        waited for its turn is replaced first (the call was never sent)."""
+        while True:
+            conn = self._live(slot) or await self._connection(slot)
+            async with conn.http_status.turns:
+                if conn.alive:
+                    return await call(conn)
 
     def safety(self, server: str, remote: str) -> str:
         """The safety class of a configured server's tool; `destructive` when it cannot be listed (the
@@ -398,9 +405,7 @@ class ConnectionPool(Catalogue):
         return dynamic_text(result)
 
     async def _call(self, slot: _Slot, tool: str, arguments: dict) -> dict:
-        conn = await self._connection(slot)
-        async with conn.http_status.turns:
-            return await conn.call(tool, arguments)
+        return await self._in_turn(slot, lambda conn: conn.call(tool, arguments))
 
     def disconnect(self, handle: str) -> None:
         slot = self._slot(handle)
