@@ -23,11 +23,19 @@ def load_builtins() -> dict[str, Callable[..., Any]]:
     return merged
 
 
+_io_builtins: dict[str, Callable[..., Any]] | None = None
+
+
 def load_io_builtins() -> dict[str, Callable[..., Any]]:
     """The builtins of `load_builtins` that are `io` steps (SPEC §14), by name: the `native` ones of
-    sagepy.effect_builtins."""
-    native = load_builtins()
-    return {name: native[name] for name, b in EFFECT_BUILTINS.items() if b.kind == IO and b.perform == "native"}
+    sagepy.effect_builtins. A new dict each time (every run builds its effects from one: `sage eval` builds
+    hundreds), taken from the one made on the first call."""
+    global _io_builtins
+    if _io_builtins is None:
+        native = load_builtins()
+        _io_builtins = {name: native[name] for name, b in EFFECT_BUILTINS.items()
+                        if b.kind == IO and b.perform == "native"}
+    return dict(_io_builtins)
 
 
 def load_constants() -> dict[str, object]:

@@ -8,18 +8,38 @@ record fields, enum payloads and every signature are resolved.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core import types as T
-from ..diagnostics import did_you_mean
+from ..diagnostics import did_you_mean, display_path
 from ..loader import reexports
 from ..syntax import ast as A
 from .symbols import AgentInfo, Entity, FieldInfo, FnSig, ToolInfo, remote_name
 from .typeops import ANY, MAP_KEYS, prim_named
 
+if TYPE_CHECKING:
+    from ..diagnostics import Diagnostic
+    from .prelude import Prelude
+    from .symbols import ToolTables
+
 ITEM_KINDS = {A.FnDecl: "fn", A.ConstDecl: "const", A.RecordDecl: "record", A.EnumDecl: "enum",
               A.AgentDecl: "agent", A.SupervisorDecl: "supervisor", A.ToolDecl: "tool",
               A.ProtocolDecl: "protocol", A.EffectHandlerDecl: "handler"}
+
+
+class Reporting(Protocol):
+    """Where the first pass reports (the `Checker`)."""
+
+    diagnostics: list[Diagnostic]
+
+    def error(self, code: str, message: str, span: tuple | None, file: str, hint: str | None = None) -> None:
+        """Report an error."""
+        ...
+
+    def note(self, file: str, span: tuple | None, name: str, target: Any, where: Any = "h",
+             define: bool = False) -> None:
+        """Record that `name`, written at `where` inside `span`, denotes `target` (see index.py)."""
+        ...
 
 
 class ModuleScope:
@@ -55,7 +75,21 @@ class ModuleScope:
 
 
 class Namespaces:
-    """Mixin of the checker: building module scopes and resolving names and types."""
+    """The checker's first pass: it builds the module scopes of a program and resolves names and types in them.
+    It reports through `report` (the `Checker`, seen through its `Reporting` interface) and owns what it builds:
+    `scopes` (by id of module), `root_scope`, and the agents by name and by declaration."""
+
+    def __init__(self, report: Reporting, configured_tools: ToolTables, test_file: bool, prelude: Prelude) -> None:
+        self.error = report.error
+        self.note = report.note
+        self.diagnostics = report.diagnostics
+        self.configured_tools = configured_tools
+        self.test_file = test_file
+        self.prelude = prelude
+        self.scopes: dict[int, ModuleScope] = {}
+        self.root_scope: ModuleScope | None = None
+        self.agents: dict[str, AgentInfo] = {}        # by name: `Agent<A>` names its agent
+        self.agent_decls: dict[int, AgentInfo] = {}   # by declaration, duplicates included
 
     # ---------------------------------------------------------------- building
     def build_scopes(self, program: Any) -> None:
@@ -114,7 +148,7 @@ class Namespaces:
     def bind(self, scope: ModuleScope, entity: Entity, span: tuple, also_in: str | None) -> None:
         existing = scope.items.get(entity.name)
         if existing is not None:
-            where = f" (also in {self.shown_path(also_in)})" if also_in and existing.scope is not scope else ""
+            where = f" (also in {display_path(also_in)})" if also_in and existing.scope is not scope else ""
             self.error("E012", f"duplicate definition of `{entity.name}`{where}", span, scope.path)
             return
         scope.items[entity.name] = entity
@@ -201,7 +235,7 @@ class Namespaces:
             return None
         if not entity.pub:
             self.error("E043", f"`{name}` is private to module `{module.module.name}`", span, file,
-                       hint=f"mark it `pub` in {self.shown_path(module.path)}")
+                       hint=f"mark it `pub` in {display_path(module.path)}")
             return None
         return entity
 

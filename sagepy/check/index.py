@@ -110,7 +110,7 @@ class ProgramIndex:
         lines = {m.path: m.source.split("\n") for m in checker.program.modules}
         build = _Builder(self, checker, lines)
         for module in checker.program.modules:
-            self.scopes[module.path] = checker.scopes[id(module)]
+            self.scopes[module.path] = checker.ns.scopes[id(module)]
             build.declarations(module)
         for file, span, name, where, target, define in checker.refs:
             build.reference(file, span, name, where, target, define)
@@ -151,7 +151,7 @@ class _Builder:
     # ---------------------------------------------------------------- declarations
     def declarations(self, module: Any) -> None:
         path = module.path
-        scope = self.checker.scopes[id(module)]
+        scope = self.checker.ns.scopes[id(module)]
         self.symbol(Symbol(("module", path), "module", module.name or path, path, (1, 1, 1, 1)), scope)
         from .env import ITEM_KINDS
         for item in module.items:

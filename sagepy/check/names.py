@@ -8,13 +8,16 @@ construction and patterns have one code path.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..core import types as T
 from ..diagnostics import did_you_mean
 from .body import Body, Locals
 from .symbols import Entity, ToolRef
 from .typeops import ANY, erase_vars, instantiate, resolve, unify
+
+if TYPE_CHECKING:
+    from .context import Checking
 
 
 class Builtin(Enum):
@@ -72,150 +75,156 @@ def user_variant(entity: Entity, name: str) -> VariantRef | None:
     return None
 
 
-class Names:
-    """Mixin of the checker: resolving names to types, variants and hints."""
+def value_candidates(c: Checking, cx: Body, lc: Locals) -> set[str]:
+    return (lc.names() | cx.scope.candidates() | set(c.prelude.fns) | set(c.prelude.consts)
+            | set(INTRINSICS))
 
-    def value_candidates(self, cx: Body, lc: Locals) -> set[str]:
-        return (lc.names() | cx.scope.candidates() | set(self.prelude.fns) | set(self.prelude.consts)
-                | set(INTRINSICS))
 
-    def unknown_name(self, name: str, span: tuple, cx: Body, lc: Locals) -> None:
-        self.error("E010", f"undefined name `{name}`", span, cx.file,
-                   hint=did_you_mean(name, self.value_candidates(cx, lc)))
+def unknown_name(c: Checking, name: str, span: tuple, cx: Body, lc: Locals) -> None:
+    c.error("E010", f"undefined name `{name}`", span, cx.file,
+            hint=did_you_mean(name, value_candidates(c, cx, lc)))
 
-    def note_variant(self, enum_name: str | None, vname: str, span: tuple, ref: VariantRef | None, cx: Body,
-                     where: str) -> None:
-        """Record both names of `E::V` (the enum's even when the variant is unknown: completion after `E::`)."""
-        if enum_name is not None:
-            entity = cx.scope.lookup(enum_name)
-            self.note(cx.file, span, enum_name, entity if entity is not None else ("enum", enum_name))
-        self.note(cx.file, span, vname, ref, where)
 
-    def check_turbofish_absent(self, node: Any, what: str, cx: Body) -> None:
-        if getattr(node, "targs", None):
-            self.error("E100", f"{what} is not generic: remove the type arguments", node.span, cx.file)
-
-    # ---------------------------------------------------------------- names as values
-    def name_value(self, node: Any, cx: Body, lc: Locals, expected: T.Type | None) -> T.Type:
-        """The type of a name that is not a local variable."""
-        name = node.name
-        entity = cx.scope.lookup(name)
-        if entity is not None:
-            node.ref = entity
-            if entity.kind == "error":
-                return ANY
-            if entity.kind == "fn":
-                return self.fn_value(entity.info, node, cx)
-            if entity.kind == "const":
-                self.check_turbofish_absent(node, f"`{name}`", cx)
-                return entity.info
-            self.error("E010", f"`{name}` is a {entity.kind}, not a value", node.span, cx.file)
-            return ANY
-        node.ref = BUILTIN
-        if name in self.prelude.consts:
-            return self.prelude.consts[name]
-        if name in self.prelude.fns:
-            return self.fn_value(self.prelude.fns[name], node, cx)
-        if name in INTRINSIC_VALUES:
-            return INTRINSIC_VALUES[name]
-        if name in INTRINSICS or name in ASSERTIONS:
-            self.error("E010", f"built-in `{name}` cannot be used as a value; wrap it in a closure", node.span,
-                       cx.file)
-            return ANY
-        ref = node.ref = self.bare_variant(name, node.span, cx)
-        if ref is not None:
-            return self.unit_variant_value(ref, node, cx, expected)
-        self.unknown_name(name, node.span, cx, lc)
-        return ANY
-
-    def fn_value(self, sig: Any, node: Any, cx: Body) -> T.Type:
-        if sig.fails:
-            self.error("E018", f"type mismatch: `fails` function `{sig.name}` cannot be used as a value", node.span,
-                       cx.file, hint="wrap the call in a closure that handles the error")
-        params = [t for _, t in sig.params]
-        ft = T.FnT(params, sig.ret)
-        targs = getattr(node, "targs", None)
-        if targs:
-            if not sig.tparams:
-                self.check_turbofish_absent(node, f"`{sig.name}`", cx)
-            elif len(targs) != len(sig.tparams):
-                self.error("E046", f"`{sig.name}` takes {len(sig.tparams)} type argument(s), {len(targs)} given",
-                           node.span, cx.file)
-            else:
-                env = {p: self.resolve_type(a, cx.scope, cx.tparams) for p, a in zip(sig.tparams, targs)}
-                return T.substitute(ft, env)
-        return erase_vars(ft) if sig.tparams else ft
-
-    def unit_variant_value(self, ref: VariantRef, node: Any, cx: Body, expected: T.Type | None) -> T.Type:
-        if ref.payload is not None:
-            self.error("E018", f"type mismatch: variant constructor `{ref.name}` is not a value; call it or wrap it "
-                       "in a closure", node.span, cx.file)
-            return ANY
-        _, result, bindings, _ = self.instantiate_variant(ref, getattr(node, "targs", None), node.span, cx)
-        if expected is not None:
-            unify(result, expected, bindings)
-        return resolve(result, bindings)
-
-    # ---------------------------------------------------------------- variants
-    def bare_variant(self, name: str, span: tuple, cx: Body) -> VariantRef | None:
-        ref = BUILTIN_VARIANTS.get(name)
-        if ref is not None:
-            return ref
-        owners = cx.scope.variant_owners(name)
-        if not owners:
-            return None
-        if len(owners) > 1:
-            enums = ", ".join(f"`{e.name}`" for e in owners)
-            self.error("E030", f"ambiguous variant `{name}` (defined by {enums})", span, cx.file,
-                       hint=f"qualify it: `{owners[0].name}::{name}`")
-        return user_variant(owners[0], name)
-
-    def path_variant(self, enum_name: str, vname: str, span: tuple, cx: Body) -> VariantRef | None:
-        if enum_name in ("Option", "Result"):
-            ref = BUILTIN_VARIANTS.get(vname)
-            if ref is None or ref.enum != enum_name:
-                choices = ["Some", "None"] if enum_name == "Option" else ["Ok", "Err"]
-                self.error("E030", f"unknown variant `{enum_name}::{vname}`", span, cx.file,
-                           hint=did_you_mean(vname, choices))
-                return None
-            return ref
+def note_variant(c: Checking, enum_name: str | None, vname: str, span: tuple, ref: VariantRef | None, cx: Body,
+                 where: str) -> None:
+    """Record both names of `E::V` (the enum's even when the variant is unknown: completion after `E::`)."""
+    if enum_name is not None:
         entity = cx.scope.lookup(enum_name)
-        if entity is None:
-            if self.start_module(cx.scope, enum_name) is not None:
-                self.error("E100", f"module paths are not allowed in expressions and patterns: `{enum_name}::{vname}`",
-                           span, cx.file, hint=f"bring the item into scope with `use {enum_name}::{vname};`")
-            else:
-                enums = [n for n, e in list(cx.scope.items.items()) + list(cx.scope.imports.items())
-                         if e.kind == "enum"]
-                self.error("E011", f"unknown enum `{enum_name}`", span, cx.file,
-                           hint=did_you_mean(enum_name, enums))
-            return None
-        if entity.kind == "error":
-            return None
-        if entity.kind != "enum":
-            self.error("E100", f"`{enum_name}` is a {entity.kind}, not an enum", span, cx.file)
-            return None
-        ref = user_variant(entity, vname)
-        if ref is None:
-            self.error("E030", f"enum `{enum_name}` has no variant `{vname}`", span, cx.file,
-                       hint=did_you_mean(vname, [v for v, _ in entity.info.variants]))
-        return ref
+        c.note(cx.file, span, enum_name, entity if entity is not None else ("enum", enum_name))
+    c.note(cx.file, span, vname, ref, where)
 
-    def instantiate_variant(self, ref: VariantRef, targs: Any, span: tuple,
-                            cx: Body) -> tuple[T.Type | None, T.Type, dict, list]:
-        """(payload type, enum type, bindings, holes) with the enum's type parameters as fresh holes,
-        bound at once from a turbofish."""
-        env, holes = instantiate(ref.params)
-        bindings: dict = {}
-        if targs:
-            if not ref.params:
-                self.error("E100", f"`{ref.enum}` is not generic: remove the type arguments", span, cx.file)
-            elif len(targs) != len(ref.params):
-                self.error("E046", f"`{ref.enum}` takes {len(ref.params)} type argument(s), {len(targs)} given",
-                           span, cx.file)
-                bindings = {hole: ANY for hole in holes}
-            else:
-                for hole, texpr in zip(holes, targs):
-                    bindings[hole] = self.resolve_type(texpr, cx.scope, cx.tparams)
-        payload = None if ref.payload is None else T.substitute(ref.payload, env)
-        return payload, T.substitute(ref.result, env), bindings, holes
+
+def check_turbofish_absent(c: Checking, node: Any, what: str, cx: Body) -> None:
+    if getattr(node, "targs", None):
+        c.error("E100", f"{what} is not generic: remove the type arguments", node.span, cx.file)
+
+
+# ---------------------------------------------------------------- names as values
+def name_value(c: Checking, node: Any, cx: Body, lc: Locals, expected: T.Type | None) -> T.Type:
+    """The type of a name that is not a local variable."""
+    name = node.name
+    entity = cx.scope.lookup(name)
+    if entity is not None:
+        node.ref = entity
+        if entity.kind == "error":
+            return ANY
+        if entity.kind == "fn":
+            return fn_value(c, entity.info, node, cx)
+        if entity.kind == "const":
+            check_turbofish_absent(c, node, f"`{name}`", cx)
+            return entity.info
+        c.error("E010", f"`{name}` is a {entity.kind}, not a value", node.span, cx.file)
+        return ANY
+    node.ref = BUILTIN
+    if name in c.prelude.consts:
+        return c.prelude.consts[name]
+    if name in c.prelude.fns:
+        return fn_value(c, c.prelude.fns[name], node, cx)
+    if name in INTRINSIC_VALUES:
+        return INTRINSIC_VALUES[name]
+    if name in INTRINSICS or name in ASSERTIONS:
+        c.error("E010", f"built-in `{name}` cannot be used as a value; wrap it in a closure", node.span,
+                cx.file)
+        return ANY
+    ref = node.ref = bare_variant(c, name, node.span, cx)
+    if ref is not None:
+        return unit_variant_value(c, ref, node, cx, expected)
+    unknown_name(c, name, node.span, cx, lc)
+    return ANY
+
+
+def fn_value(c: Checking, sig: Any, node: Any, cx: Body) -> T.Type:
+    if sig.fails:
+        c.error("E018", f"type mismatch: `fails` function `{sig.name}` cannot be used as a value", node.span,
+                cx.file, hint="wrap the call in a closure that handles the error")
+    params = [t for _, t in sig.params]
+    ft = T.FnT(params, sig.ret)
+    targs = getattr(node, "targs", None)
+    if targs:
+        if not sig.tparams:
+            check_turbofish_absent(c, node, f"`{sig.name}`", cx)
+        elif len(targs) != len(sig.tparams):
+            c.error("E046", f"`{sig.name}` takes {len(sig.tparams)} type argument(s), {len(targs)} given",
+                    node.span, cx.file)
+        else:
+            env = {p: c.ns.resolve_type(a, cx.scope, cx.tparams) for p, a in zip(sig.tparams, targs)}
+            return T.substitute(ft, env)
+    return erase_vars(ft) if sig.tparams else ft
+
+
+def unit_variant_value(c: Checking, ref: VariantRef, node: Any, cx: Body, expected: T.Type | None) -> T.Type:
+    if ref.payload is not None:
+        c.error("E018", f"type mismatch: variant constructor `{ref.name}` is not a value; call it or wrap it "
+                "in a closure", node.span, cx.file)
+        return ANY
+    _, result, bindings, _ = instantiate_variant(c, ref, getattr(node, "targs", None), node.span, cx)
+    if expected is not None:
+        unify(result, expected, bindings)
+    return resolve(result, bindings)
+
+
+# ---------------------------------------------------------------- variants
+def bare_variant(c: Checking, name: str, span: tuple, cx: Body) -> VariantRef | None:
+    ref = BUILTIN_VARIANTS.get(name)
+    if ref is not None:
+        return ref
+    owners = cx.scope.variant_owners(name)
+    if not owners:
+        return None
+    if len(owners) > 1:
+        enums = ", ".join(f"`{e.name}`" for e in owners)
+        c.error("E030", f"ambiguous variant `{name}` (defined by {enums})", span, cx.file,
+                hint=f"qualify it: `{owners[0].name}::{name}`")
+    return user_variant(owners[0], name)
+
+
+def path_variant(c: Checking, enum_name: str, vname: str, span: tuple, cx: Body) -> VariantRef | None:
+    if enum_name in ("Option", "Result"):
+        ref = BUILTIN_VARIANTS.get(vname)
+        if ref is None or ref.enum != enum_name:
+            choices = ["Some", "None"] if enum_name == "Option" else ["Ok", "Err"]
+            c.error("E030", f"unknown variant `{enum_name}::{vname}`", span, cx.file,
+                    hint=did_you_mean(vname, choices))
+            return None
+        return ref
+    entity = cx.scope.lookup(enum_name)
+    if entity is None:
+        if c.ns.start_module(cx.scope, enum_name) is not None:
+            c.error("E100", f"module paths are not allowed in expressions and patterns: `{enum_name}::{vname}`",
+                    span, cx.file, hint=f"bring the item into scope with `use {enum_name}::{vname};`")
+        else:
+            enums = [n for n, e in list(cx.scope.items.items()) + list(cx.scope.imports.items())
+                     if e.kind == "enum"]
+            c.error("E011", f"unknown enum `{enum_name}`", span, cx.file,
+                    hint=did_you_mean(enum_name, enums))
+        return None
+    if entity.kind == "error":
+        return None
+    if entity.kind != "enum":
+        c.error("E100", f"`{enum_name}` is a {entity.kind}, not an enum", span, cx.file)
+        return None
+    ref = user_variant(entity, vname)
+    if ref is None:
+        c.error("E030", f"enum `{enum_name}` has no variant `{vname}`", span, cx.file,
+                hint=did_you_mean(vname, [v for v, _ in entity.info.variants]))
+    return ref
+
+
+def instantiate_variant(c: Checking, ref: VariantRef, targs: Any, span: tuple,
+                        cx: Body) -> tuple[T.Type | None, T.Type, dict, list]:
+    """(payload type, enum type, bindings, holes) with the enum's type parameters as fresh holes,
+    bound at once from a turbofish."""
+    env, holes = instantiate(ref.params)
+    bindings: dict = {}
+    if targs:
+        if not ref.params:
+            c.error("E100", f"`{ref.enum}` is not generic: remove the type arguments", span, cx.file)
+        elif len(targs) != len(ref.params):
+            c.error("E046", f"`{ref.enum}` takes {len(ref.params)} type argument(s), {len(targs)} given",
+                    span, cx.file)
+            bindings = {hole: ANY for hole in holes}
+        else:
+            for hole, texpr in zip(holes, targs):
+                bindings[hole] = c.ns.resolve_type(texpr, cx.scope, cx.tparams)
+    payload = None if ref.payload is None else T.substitute(ref.payload, env)
+    return payload, T.substitute(ref.result, env), bindings, holes

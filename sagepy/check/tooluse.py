@@ -11,14 +11,18 @@ test block, where no `use` is needed.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import types as T
 from ..diagnostics import did_you_mean
 from ..syntax import ast as A
+from . import agentexprs, names
 from .body import Body, Locals
 from .symbols import ToolInfo, ToolRef
 from .typeops import fits, is_open, show
+
+if TYPE_CHECKING:
+    from .context import Checking
 
 OPTIONS = ("tools", "max_steps", "model")
 
@@ -53,155 +57,156 @@ def json_less(t: T.Type, seen: frozenset = frozenset()) -> T.Type | None:
     return None
 
 
-class ToolUse:
-    """Mixin of the checker."""
+def e_DivineExpr(c: Checking, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
+    word = "infer" if node.infer else "divine"
+    agentexprs.require_covered(c, f"call `{word}`", node.span, cx, f"{word}(…)")
+    c.expect(node.prompt, T.STRING, cx, lc)
+    node.target = T.STRING if node.type is None else c.ns.resolve_type(node.type, cx.scope, cx.tparams)
+    node.offered = None
+    node.max_steps = None
+    node.model = None
+    given: dict[str, Any] = {}
+    for option in node.options:
+        if option.name not in OPTIONS:
+            c.error("E064", f"`{word}` has no option `{option.name}`", option.span, cx.file,
+                    hint=did_you_mean(option.name, OPTIONS) or "its options are `tools`, `max_steps` and `model`")
+            continue
+        if option.name in given:
+            c.error("E064", f"option `{option.name}` given twice", option.span, cx.file)
+            continue
+        given[option.name] = option
+    steps = given.get("max_steps")
+    if steps is not None:
+        c.expect(steps.value, T.INT, cx, lc)
+        node.max_steps = steps.value
+        if "tools" not in given:
+            c.error("E064", "`max_steps` without `tools`", steps.span, cx.file,
+                    hint="offer the model tools with `tools: [...]`, or leave `max_steps` out")
+    model = given.get("model")
+    if model is not None:
+        c.expect(model.value, T.STRING, cx, lc)
+        node.model = model.value
+    tools = given.get("tools")
+    if tools is not None:
+        node.offered = offered_tools(c, tools, word, cx, lc)
+    return node.target
 
-    def e_DivineExpr(self, node: Any, cx: Body, lc: Locals, expected: Any) -> T.Type:
-        word = "infer" if node.infer else "divine"
-        self.require_covered(f"call `{word}`", node.span, cx, f"{word}(…)")
-        self.expect(node.prompt, T.STRING, cx, lc)
-        node.target = T.STRING if node.type is None else self.resolve_type(node.type, cx.scope, cx.tparams)
-        node.offered = None
-        node.max_steps = None
-        node.model = None
-        given: dict[str, Any] = {}
-        for option in node.options:
-            if option.name not in OPTIONS:
-                self.error("E064", f"`{word}` has no option `{option.name}`", option.span, cx.file,
-                           hint=did_you_mean(option.name, OPTIONS) or "its options are `tools`, `max_steps` and `model`")
-                continue
-            if option.name in given:
-                self.error("E064", f"option `{option.name}` given twice", option.span, cx.file)
-                continue
-            given[option.name] = option
-        steps = given.get("max_steps")
-        if steps is not None:
-            self.expect(steps.value, T.INT, cx, lc)
-            node.max_steps = steps.value
-            if "tools" not in given:
-                self.error("E064", "`max_steps` without `tools`", steps.span, cx.file,
-                           hint="offer the model tools with `tools: [...]`, or leave `max_steps` out")
-        model = given.get("model")
-        if model is not None:
-            self.expect(model.value, T.STRING, cx, lc)
-            node.model = model.value
-        tools = given.get("tools")
-        if tools is not None:
-            node.offered = self.offered_tools(tools, word, cx, lc)
-        return node.target
 
-    # ---------------------------------------------------------------- `tools: [...]`
-    def offered_tools(self, option: Any, word: str, cx: Body, lc: Locals) -> list:
-        listing = option.value
-        if not isinstance(listing, A.ListLit):
-            self.error("E064", "`tools` takes a list of tools written out: `tools: [T, T.f, handle]`",
-                       listing.span, cx.file)
-            self.expr(listing, cx, lc)
-            return []
-        if not listing.items:
-            self.error("E064", "empty `tools` list", listing.span, cx.file,
-                       hint=f"offer at least one tool, or leave `tools` out for a plain `{word}`")
-            return []
-        offered: list = []
-        seen: set[tuple[str, str]] = set()
-        for entry in listing.items:
-            refs = self.tool_reference(entry, cx, lc)
-            if refs is None:
-                continue
-            if isinstance(refs, list):
-                for ref in refs:
-                    key = (ref.tool, ref.fn)
-                    if key in seen:
-                        self.error("E064", f"`{ref.tool}.{ref.fn}` is offered twice", entry.span, cx.file)
-                        continue
-                    seen.add(key)
-                    offered.append(ref)
-            else:
-                offered.append(refs)
-        return offered
-
-    def tool_reference(self, entry: Any, cx: Body, lc: Locals) -> Any:
-        """A list of ToolRefs for `T` or `T.f`, the expression itself for a `String` handle, or None after an
-        error."""
-        if isinstance(entry, A.Name) and lc.find(entry.name) is None:
-            tool = self.named_tool(entry.name, entry.span, cx, lc)
-            if isinstance(tool, ToolInfo):
-                self.note(cx.file, entry.span, entry.name, tool)
-            if tool is not None:
-                return self.offer(tool, entry.name, list(tool.fns), entry.span, cx) if tool is not True else None
-        elif isinstance(entry, A.FieldAccess) and isinstance(entry.obj, A.Name) and lc.find(entry.obj.name) is None:
-            tool = self.named_tool(entry.obj.name, entry.obj.span, cx, lc)
-            if tool is True:
-                return None
-            if tool is not None:
-                self.note_tool_member(entry.obj, entry, tool, cx)
-                if entry.name not in tool.fns:
-                    self.error("E036", f"tool `{entry.obj.name}` has no function `{entry.name}`", entry.span,
-                               cx.file, hint=did_you_mean(entry.name, tool.fns))
-                    return None
-                return self.offer(tool, entry.obj.name, [entry.name], entry.span, cx)
-        t = self.expr(entry, cx, lc)
-        if is_open(t):
-            return None
-        if not fits(T.STRING, t):
-            self.error("E064", f"a `tools` entry must be a tool, a tool function or a String handle from "
-                       f"`mcp_connect`, found {show(t)}", entry.span, cx.file)
-            return None
-        return entry
-
-    def named_tool(self, name: str, span: tuple, cx: Body, lc: Locals) -> ToolInfo | bool | None:
-        """The tool a bare name in `tools:` denotes; True when it denotes nothing (E037 reported); None when
-        it names a value (an expression, typed by the caller)."""
-        entity = cx.scope.lookup(name)
-        if entity is not None:
-            return entity.info if entity.kind == "tool" else (True if entity.kind == "error" else None)
-        tool = self.builtin_tool(name)
-        if tool is not None:
-            return tool
-        if self.prelude_value(name):
-            return None
-        names = self.value_candidates(cx, lc) | {t for t in self.prelude.tools if self.builtin_tool(t)}
-        self.error("E037", f"unknown tool `{name}`", span, cx.file, hint=did_you_mean(name, names))
-        return True
-
-    def offer(self, tool: ToolInfo, name: str, fns: list[str], span: tuple, cx: Body) -> list[ToolRef]:
-        allowed = cx.tool_context()
-        if allowed is None:
-            self.error("E038", f"tool `{name}` offered to the model outside agent handlers and test blocks", span,
-                       cx.file, hint=f"offer tools from an agent that declares `use {name}`, or from a test")
-        elif allowed != "any" and name not in allowed:
-            self.error("E038", f"agent `{cx.agent.name}` offers tool `{name}` without `use {name}`", span,
-                       cx.file, hint=f"add `use {name}` to agent `{cx.agent.name}`")
-        refs = []
-        for fn in fns:
-            sig = tool.fns[fn]
-            for pname, ptype in [*sig.params, ("", sig.ret)]:
-                bad = json_less(ptype)
-                if bad is not None:
-                    where = f"parameter `{pname}`" if pname else "return type"
-                    within = "which" if bad == ptype else f"and {show(bad)}"
-                    self.error("E065", f"`{name}.{fn}` cannot be offered to the model: its {where} has type "
-                               f"{show(ptype)}, {within} has no JSON form", span, cx.file,
-                               hint="offer the other functions one by one (`tools: [T.f, …]`)")
-                    break
-            else:
-                refs.append(ToolRef.of(tool, fn))
-        return refs
-
-    # ---------------------------------------------------------------- `mock divine -> call T.f(…), …`
-    def mock_calls(self, value: Any, cx: Body, lc: Locals) -> None:
-        saved = cx.covered
-        cx.covered = True   # a scripted call is not performed here: nothing to cover
-        try:
-            for call in value.calls:
-                obj = call.fn.obj
-                if lc.find(obj.name) is not None:
-                    self.error("E037", f"`{obj.name}` is a variable, not a tool", obj.span, cx.file)
-                    self.skip_args(call, cx, lc)
+# ---------------------------------------------------------------- `tools: [...]`
+def offered_tools(c: Checking, option: Any, word: str, cx: Body, lc: Locals) -> list:
+    listing = option.value
+    if not isinstance(listing, A.ListLit):
+        c.error("E064", "`tools` takes a list of tools written out: `tools: [T, T.f, handle]`",
+                listing.span, cx.file)
+        c.expr(listing, cx, lc)
+        return []
+    if not listing.items:
+        c.error("E064", "empty `tools` list", listing.span, cx.file,
+                hint=f"offer at least one tool, or leave `tools` out for a plain `{word}`")
+        return []
+    offered: list = []
+    seen: set[tuple[str, str]] = set()
+    for entry in listing.items:
+        refs = tool_reference(c, entry, cx, lc)
+        if refs is None:
+            continue
+        if isinstance(refs, list):
+            for ref in refs:
+                key = (ref.tool, ref.fn)
+                if key in seen:
+                    c.error("E064", f"`{ref.tool}.{ref.fn}` is offered twice", entry.span, cx.file)
                     continue
-                self.expr(call, cx, lc)
-                if not isinstance(call.ref, ToolRef) and call.ref is not None:
-                    self.error("E037", f"`{obj.name}` is not a tool", obj.span, cx.file)
-        finally:
-            cx.covered = saved
+                seen.add(key)
+                offered.append(ref)
+        else:
+            offered.append(refs)
+    return offered
 
+
+def tool_reference(c: Checking, entry: Any, cx: Body, lc: Locals) -> Any:
+    """A list of ToolRefs for `T` or `T.f`, the expression itself for a `String` handle, or None after an
+    error."""
+    if isinstance(entry, A.Name) and lc.find(entry.name) is None:
+        tool = named_tool(c, entry.name, entry.span, cx, lc)
+        if isinstance(tool, ToolInfo):
+            c.note(cx.file, entry.span, entry.name, tool)
+        if tool is not None:
+            return offer(c, tool, entry.name, list(tool.fns), entry.span, cx) if tool is not True else None
+    elif isinstance(entry, A.FieldAccess) and isinstance(entry.obj, A.Name) and lc.find(entry.obj.name) is None:
+        tool = named_tool(c, entry.obj.name, entry.obj.span, cx, lc)
+        if tool is True:
+            return None
+        if tool is not None:
+            c.note_tool_member(entry.obj, entry, tool, cx)
+            if entry.name not in tool.fns:
+                c.error("E036", f"tool `{entry.obj.name}` has no function `{entry.name}`", entry.span,
+                        cx.file, hint=did_you_mean(entry.name, tool.fns))
+                return None
+            return offer(c, tool, entry.obj.name, [entry.name], entry.span, cx)
+    t = c.expr(entry, cx, lc)
+    if is_open(t):
+        return None
+    if not fits(T.STRING, t):
+        c.error("E064", f"a `tools` entry must be a tool, a tool function or a String handle from "
+                f"`mcp_connect`, found {show(t)}", entry.span, cx.file)
+        return None
+    return entry
+
+
+def named_tool(c: Checking, name: str, span: tuple, cx: Body, lc: Locals) -> ToolInfo | bool | None:
+    """The tool a bare name in `tools:` denotes; True when it denotes nothing (E037 reported); None when
+    it names a value (an expression, typed by the caller)."""
+    entity = cx.scope.lookup(name)
+    if entity is not None:
+        return entity.info if entity.kind == "tool" else (True if entity.kind == "error" else None)
+    tool = c.ns.builtin_tool(name)
+    if tool is not None:
+        return tool
+    if c.prelude_value(name):
+        return None
+    known = names.value_candidates(c, cx, lc) | {t for t in c.prelude.tools if c.ns.builtin_tool(t)}
+    c.error("E037", f"unknown tool `{name}`", span, cx.file, hint=did_you_mean(name, known))
+    return True
+
+
+def offer(c: Checking, tool: ToolInfo, name: str, fns: list[str], span: tuple, cx: Body) -> list[ToolRef]:
+    allowed = cx.tool_context()
+    if allowed is None:
+        c.error("E038", f"tool `{name}` offered to the model outside agent handlers and test blocks", span,
+                cx.file, hint=f"offer tools from an agent that declares `use {name}`, or from a test")
+    elif allowed != "any" and name not in allowed:
+        c.error("E038", f"agent `{cx.agent.name}` offers tool `{name}` without `use {name}`", span,
+                cx.file, hint=f"add `use {name}` to agent `{cx.agent.name}`")
+    refs = []
+    for fn in fns:
+        sig = tool.fns[fn]
+        for pname, ptype in [*sig.params, ("", sig.ret)]:
+            bad = json_less(ptype)
+            if bad is not None:
+                where = f"parameter `{pname}`" if pname else "return type"
+                within = "which" if bad == ptype else f"and {show(bad)}"
+                c.error("E065", f"`{name}.{fn}` cannot be offered to the model: its {where} has type "
+                        f"{show(ptype)}, {within} has no JSON form", span, cx.file,
+                        hint="offer the other functions one by one (`tools: [T.f, …]`)")
+                break
+        else:
+            refs.append(ToolRef.of(tool, fn))
+    return refs
+
+
+# ---------------------------------------------------------------- `mock divine -> call T.f(…), …`
+def mock_calls(c: Checking, value: Any, cx: Body, lc: Locals) -> None:
+    saved = cx.covered
+    cx.covered = True   # a scripted call is not performed here: nothing to cover
+    try:
+        for call in value.calls:
+            obj = call.fn.obj
+            if lc.find(obj.name) is not None:
+                c.error("E037", f"`{obj.name}` is a variable, not a tool", obj.span, cx.file)
+                c.skip_args(call, cx, lc)
+                continue
+            c.expr(call, cx, lc)
+            if not isinstance(call.ref, ToolRef) and call.ref is not None:
+                c.error("E037", f"`{obj.name}` is not a tool", obj.span, cx.file)
+    finally:
+        cx.covered = saved

@@ -18,8 +18,9 @@ def check_files(session: Session, entry: str | None, test_files: list[str],
     files: set[str] = set()
     described: dict = {}   # each verified server is contacted once per command
     targets = ([entry] if entry else []) + test_files
+    from ..engine import analyze
     for path in targets:
-        program, found = session.analyze(path, test_file=path.endswith(("_test.sg", "_eval.sg")))
+        program, found = analyze(session, path)
         files.update(os.path.abspath(m.path) for m in program.modules)
         diags.extend(found)
         if verify_tools:

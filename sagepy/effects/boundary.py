@@ -295,8 +295,9 @@ class Effects:
     # ---------------------------------------------------------------- MCP callbacks and lifetime
     def elicit(self, server: str, request: Any) -> Any:
         """Answer a server's elicitation (SPEC §8.7; not a step: answers are never replayed): under
-        `sage test` the `mock elicit` queue (empty: decline; `fail("m")`: an error answer), otherwise the
-        terminal form or decline, as configured."""
+        `sage test` the `mock elicit` queue (empty: decline; `fail("m")`: an error answer), then the run's
+        answerer when it takes servers' questions (`sage serve`'s calling client), otherwise the terminal form
+        or decline, as configured."""
         if self.mocks is not None:
             from .mocks import EMPTY, Failure
             mock = self.mocks.take("elicit")
@@ -306,6 +307,9 @@ class Effects:
                 from ..mcp.elicitation import ElicitationRefused
                 raise ElicitationRefused(mock.message)
             return mock
+        forward = getattr(self.answerer, "elicit", None)
+        if forward is not None:
+            return forward(server, request)
         from ..mcp.elicitation import TerminalElicitation
         return TerminalElicitation()(server, request)
 

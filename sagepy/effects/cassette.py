@@ -23,7 +23,9 @@ import os
 import threading
 from typing import Any
 
+from ..core import types as T
 from ..core.errors import AgentCancelled, SageRaise
+from ..version import __version__
 from .chain import Perform
 from .outcomes import decode_error, encode_error
 from .step import LLM, MCP, TOOL, Step
@@ -31,11 +33,6 @@ from .step import LLM, MCP, TOOL, Step
 FORMAT = 1
 RECORDED = (LLM, TOOL, MCP)
 MISS_CODE = "E213"
-
-
-def _version() -> str:
-    from ..version import __version__
-    return __version__
 
 
 class CassetteRefused(Exception):
@@ -48,6 +45,16 @@ class ReplayMiss(AgentCancelled):
 
 def canonical(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+HEADER = canonical({"kind": "cassette", "target": "sagepy", "key": None,
+                    "outcome": {"format": FORMAT, "sagepy": __version__}})
+"""A cassette's first line."""
+
+
+def _end_line(records: int) -> str:
+    """A cassette's last line after `records` records: the canonical JSON of its record, spelled out."""
+    return '{"key":null,"kind":"end","outcome":{"records":' + str(records) + '},"target":"cassette"}'
 
 
 def step_key(kind: str, target: str, request: Any) -> str:
@@ -95,15 +102,15 @@ class Cassette:
 
     # ---------------------------------------------------------------- recording
     @classmethod
-    def record(cls, path: str) -> "Cassette":
-        """A new cassette at `path` (its directory made); raises OSError when it cannot be written."""
+    def record(cls, path: str, made: bool = False) -> "Cassette":
+        """A new cassette at `path` (its directory made, unless `made` says it exists); raises OSError when it
+        cannot be written."""
         cassette = cls(path, "record")
         folder = os.path.dirname(path)
-        if folder:
+        if folder and not made:
             os.makedirs(folder, exist_ok=True)
         cassette._file = open(path, "w", encoding="utf-8")
-        cassette._write({"kind": "cassette", "target": "sagepy", "key": None,
-                         "outcome": {"format": FORMAT, "sagepy": _version()}})
+        cassette._file.write(HEADER + "\n")
         return cassette
 
     def _write(self, line: dict) -> None:
@@ -126,7 +133,7 @@ class Cassette:
             if self._file is None:
                 return
             if self.mode == "record":
-                self._write({"kind": "end", "target": "cassette", "key": None, "outcome": {"records": self.count}})
+                self._file.write(_end_line(self.count) + "\n")
             self._file.close()
             self._file = None
 
@@ -136,8 +143,8 @@ class Cassette:
         """The cassette at `path`, checked whole before any step is answered; raises CassetteRefused."""
         cassette = cls(path, "replay")
         try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8")
         except FileNotFoundError:
             raise CassetteRefused(f"error: cassette {path} not found") from None
         except (OSError, UnicodeDecodeError) as exc:
@@ -145,22 +152,33 @@ class Cassette:
         lines = text.split("\n")
         if lines[-1] != "":
             raise CassetteRefused(f"error: cassette {path} is truncated: line {len(lines)} is incomplete")
-        records = [cassette._parse(line, number) for number, line in enumerate(lines[:-1], 1)]
+        del lines[-1]
+        if len(lines) >= 2 and lines[0] == HEADER and lines[-1] == _end_line(len(lines) - 2):
+            # the first and last lines this sagepy writes: only the records between them need parsing
+            body = [cassette._parse(line, number) for number, line in enumerate(lines[1:-1], 2)]
+        else:
+            body = cassette._checked(lines)
+        for record in body:
+            cassette._unused.setdefault(record["key"], collections.deque()).append(record)
+            cassette._requests.append((record["kind"], record["target"], record.get("request")))
+        return cassette
+
+    def _checked(self, lines: list[str]) -> list[dict]:
+        """The records of a cassette's lines, once its first and last lines are checked."""
+        path = self.path
+        records = [self._parse(line, number) for number, line in enumerate(lines, 1)]
         if not records or records[0].get("kind") != "cassette":
             raise CassetteRefused(f"error: {path} is not a sagepy cassette (its first line does not say so)")
         header = records[0].get("outcome") or {}
-        if header.get("format") != FORMAT or header.get("sagepy") != _version():
+        if header.get("format") != FORMAT or header.get("sagepy") != __version__:
             raise CassetteRefused(f"error: cassette {path} was written by sagepy {header.get('sagepy')} (format "
-                                  f"{header.get('format')}); this is sagepy {_version()} (format {FORMAT}): "
+                                  f"{header.get('format')}); this is sagepy {__version__} (format {FORMAT}): "
                                   "record it again")
         end = records[-1] if len(records) > 1 else {}
         body = records[1:-1]
         if end.get("kind") != "end" or (end.get("outcome") or {}).get("records") != len(body):
             raise CassetteRefused(f"error: cassette {path} is truncated: the recording did not finish")
-        for record in body:
-            cassette._unused.setdefault(record["key"], collections.deque()).append(record)
-            cassette._requests.append((record["kind"], record["target"], record.get("request")))
-        return cassette
+        return body
 
     def _parse(self, line: str, number: int) -> dict:
         try:

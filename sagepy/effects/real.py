@@ -53,7 +53,7 @@ class RealLayer:
             from ..tools import call_builtin_tool
             cancel = getattr(step.agent, "cancel_event", None)
             return call_builtin_tool(info.tool, info.fn, step.arguments, cancel=cancel,
-                                     overrides=self.world.settings.overrides)
+                                     overrides=self.world.settings.overrides, resources=self.world.tool_resources())
         step.safety   # settled before the call leaves: a cached lookup after the server's first listing
         world = self.world
         wire = self._wire or self._load_wire()

@@ -31,6 +31,7 @@ class World:
         self._descriptions: dict[str, dict[str, str]] = {}   # server key -> remote tool -> its description
         self._lock = threading.Lock()
         self._usage: Any = None
+        self._tools: Any = None   # the built-in tools' resources of this run (sagepy.tools.ToolResources)
 
     # ---------------------------------------------------------------- LLM
     @property
@@ -70,6 +71,15 @@ class World:
         buckets = store if getattr(store, "durable", False) and hasattr(store, "take_from_bucket") \
             else process_buckets(project)
         return Limiter(project, config, buckets)
+
+    # ---------------------------------------------------------------- built-in tools
+    def tool_resources(self) -> Any:
+        """What the built-in tools keep for this run between calls (its in-memory database)."""
+        with self._lock:
+            if self._tools is None:
+                from ..tools import ToolResources
+                self._tools = ToolResources()
+            return self._tools
 
     # ---------------------------------------------------------------- MCP
     @property
@@ -158,6 +168,8 @@ class World:
     def close(self) -> None:
         if self._mcp is not None:
             self._mcp.close_all()
+        if self._tools is not None:
+            self._tools.close()
 
 
 def stop_point() -> None:

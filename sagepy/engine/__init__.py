@@ -9,6 +9,6 @@ Every `sage` command is a client of this package.
 """
 from .host import Host
 from .outcome import RunOutcome
-from .program import CheckFailed, Program, compile
+from .program import CheckFailed, Program, analyze, compile
 
-__all__ = ["CheckFailed", "Host", "Program", "RunOutcome", "compile"]
+__all__ = ["CheckFailed", "Host", "Program", "RunOutcome", "analyze", "compile"]

@@ -34,7 +34,9 @@ class Host:
     `people`: who answers approvals and `ask` (SPEC §17.3 item 2) instead of the terminal — an object with
     `available` (whether anyone can be asked now), `approve(ctx, label, arguments_json, source) -> dict` (the
     decision: `approved`, `by`, `at`, optional `always` and `reason`) and `ask(ctx, question) -> str`, as
-    sagepy.effects.people.Terminal has; `sage serve`'s asks the calling MCP client.
+    sagepy.effects.people.Terminal has, and optionally `elicit(server, request) -> answer` (the questions of
+    the MCP servers the run calls, SPEC §8.7: a sagepy.mcp.elicitation request and answer) instead of the
+    terminal form; `sage serve`'s asks the calling MCP client.
     `model`: where the run's model requests go instead of `[llm]` — a transport taking OpenAI chat bodies,
     as sagepy.llm.client.LlmClient's `transport` says; `sage serve`'s asks the calling client (sampling).
     `mcp`: connections shared with other runs (a sagepy.mcp.pool.ConnectionPool of the caller's, which the

@@ -104,6 +104,19 @@ def compile(path: str | os.PathLike, *, settings: Mapping[str, str] | None = Non
     return compile_session(session, entry, require_run=require_run)
 
 
+def analyze(session: Session, entry: str, *, test_file: bool | None = None, sources: Any = None,
+            index: Any = None, link: bool = True) -> tuple[Any, list[Diagnostic]]:
+    """Load, check and (with `link`) link the program of `entry` without compiling it: what `sage check`, the
+    language server and a queued submission need. `test_file`: check test and eval blocks too (default: by
+    the file's name); `sources`: the files' text where it is not the disk's (an editor's unsaved buffers);
+    `index`: filled by the checker with every name's definition and uses. Returns the loaded program (its
+    `modules`, its `root`) and every diagnostic; it raises nothing for the program's errors."""
+    if test_file is None:
+        from ..testfiles import EVAL_SUFFIX, TEST_SUFFIX
+        test_file = entry.endswith((TEST_SUFFIX, EVAL_SUFFIX))
+    return session.analyze(entry, test_file=test_file, sources=sources, index=index, link=link)
+
+
 def compile_session(session: Session, entry: str, *, require_run: bool = True, test_file: bool = False) -> Program:
     """`compile` for a command that has opened its session already; `test_file`: a `*_test.sg` file, whose
     test blocks are compiled too (`program.tests`)."""
@@ -111,7 +124,7 @@ def compile_session(session: Session, entry: str, *, require_run: bool = True, t
     from ..diagnostics import Diagnostic
     from ..runtime.compile import Compiler
     from ..syntax import ast as A
-    loaded, diags = session.analyze(entry, test_file=test_file)
+    loaded, diags = analyze(session, entry, test_file=test_file)
     modules = [m.path for m in loaded.modules]
     errors = any(d.severity == "error" for d in diags)
     run_decl = None

@@ -3,9 +3,11 @@ scores, its latency, its model usage and what went wrong.
 
 A case is a run of its own (SPEC §20): a runtime built from the eval file's compiled program and a Host of
 the case's (its own agents, output and effects, so nothing of one case reaches another), against the real
-model, or its cassette: recorded to or replayed from `DIR/<eval-slug>/<row>-<repeat>.jsonl` (§22.2). A case fails when its block raises an uncaught error (that
-includes a failed assertion, a score expression that fails and a replay miss), when a `Bool` score is
-false, or when a `Float` score lies outside 0.0–1.0; only the first of these is an *error*.
+model, or its cassette: recorded to or replayed from `DIR/<eval-slug>/<row>-<repeat>.jsonl` (§22.2). The
+case's block runs in the thread that calls `CaseRunner.run`, which must have a large stack
+(sagepy.deepstack: `sage eval`'s workers are such threads). A case fails when its block raises an uncaught
+error (that includes a failed assertion, a score expression that fails and a replay miss), when a `Bool`
+score is false, or when a `Float` score lies outside 0.0–1.0; only the first of these is an *error*.
 """
 from __future__ import annotations
 
@@ -17,8 +19,11 @@ from typing import Any
 
 from ..core.errors import AgentCancelled, SageRaise, TestAbort
 from ..core.values import display
-from ..deepstack import start_thread
+from ..effects.cassette import Cassette
 from ..effects.step import LLM, set_current_context
+from ..engine.execute import runtime_for
+from ..engine.host import Host
+from ..runtime.agents import AgentInstance
 
 VALUE_CHARS = 200
 
@@ -26,7 +31,7 @@ VALUE_CHARS = 200
 class EvalSpec:
     """One compiled eval block: its file, name, dataset (absolute path), row type and body."""
 
-    __slots__ = ("file", "name", "dataset", "row_type", "body", "session")
+    __slots__ = ("file", "name", "dataset", "row_type", "body", "session", "slug")
 
     def __init__(self, file: str, name: str, dataset: str, row_type: Any, body: Any, session: Any) -> None:
         self.file = file
@@ -35,10 +40,7 @@ class EvalSpec:
         self.row_type = row_type
         self.body = body
         self.session = session
-
-    @property
-    def slug(self) -> str:
-        return slug(self.name)
+        self.slug = slug(name)
 
 
 def slug(name: str) -> str:
@@ -83,29 +85,32 @@ class CaseRunner:
         self.record = record
         self.replay = replay
         self.stopping = threading.Event()
-        self._running: set = set()
+        self._running: dict[Any, Any] = {}   # runtime -> the case's own agent context
         self._lock = threading.Lock()
+        self._made: set[str] = set()           # the cassette directories made so far
 
     def stop(self) -> None:
         self.stopping.set()
         with self._lock:
-            running = list(self._running)
-        for runtime in running:
+            running = list(self._running.items())
+        for runtime, ctx in running:
+            ctx.request_stop()
             runtime.stop_all()
 
     def run(self, spec: EvalSpec, row: Any, repeat: int) -> CaseResult:
-        """Run the case of `row` (a datasets.Row); never raises."""
+        """Run the case of `row` (a datasets.Row) in this thread; never raises."""
         result = CaseResult(row.number, repeat)
         if row.error is not None:
             result.error = row.error
+            return result
+        if self.stopping.is_set():
+            result.error = "stopped"
             return result
         try:
             cassette = self._cassette(spec, row.number, repeat)
         except Exception as exc:   # a cassette refused or unwritable: this case's error
             result.error = str(exc)
             return result
-        from ..engine.execute import runtime_for
-        from ..engine.host import Host
         runtime = runtime_for(spec.session, Host(out=_discard, err=_discard, telemetry=False, cassette=cassette))
         effects = runtime.effects
         last: list = [None]
@@ -117,18 +122,18 @@ class CaseRunner:
                 last[0] = outcome
             return outcome
         effects.perform = observed
+        ctx = AgentInstance(runtime, None, 0, None)
         with self._lock:
-            self._running.add(runtime)
+            self._running[runtime] = ctx
+        if self.stopping.is_set():   # stopped while this case was being set up: stop() did not see it
+            ctx.request_stop()
         started = time.monotonic()
         try:
-            if self.stopping.is_set():
-                result.error = "stopped"
-                return result
-            self._execute(spec, runtime, row.value, result)
+            self._execute(spec, ctx, row.value, result)
         finally:
             result.latency_ms = int((time.monotonic() - started) * 1000)
             with self._lock:
-                self._running.discard(runtime)
+                del self._running[runtime]
             runtime.stop_all()
             runtime.shutdown(grace_seconds=0.5)
             effects.close()
@@ -140,49 +145,40 @@ class CaseRunner:
         return result
 
     def _cassette(self, spec: EvalSpec, row: int, repeat: int) -> Any:
-        from ..effects.cassette import Cassette
         if self.replay is not None:
             return Cassette.replay(cassette_path(self.replay, spec, row, repeat))
         if self.record is not None:
-            return Cassette.record(cassette_path(self.record, spec, row, repeat))
+            folder = os.path.join(self.record, spec.slug)
+            if folder not in self._made:   # made once per eval, not once per case
+                os.makedirs(folder, exist_ok=True)
+                self._made.add(folder)
+            return Cassette.record(cassette_path(self.record, spec, row, repeat), made=True)
         return None
 
-    def _execute(self, spec: EvalSpec, runtime: Any, value: Any, result: CaseResult) -> None:
-        from ..runtime.agents import AgentInstance
-        ctx = AgentInstance(runtime, None, 0, None)
+    def _execute(self, spec: EvalSpec, ctx: Any, value: Any, result: CaseResult) -> None:
+        set_current_context(ctx)
         ctx.scores = []
-        outcome: dict = {}
-        done = threading.Event()
-
-        def body() -> None:
-            set_current_context(ctx)
-            try:
-                spec.body.run(ctx, value)
-            except SageRaise as exc:
-                outcome["error"] = _error_text(exc.error)
-            except TestAbort as abort:
-                outcome["error"] = abort.detail
-            except AgentCancelled:
-                outcome["error"] = "stopped"
-            except RecursionError:
-                outcome["error"] = "error[E205]: Runtime error: call depth exceeded"
-            except BaseException as exc:  # a bug in sagepy fails the case, not the command
-                outcome["error"] = f"internal error: {type(exc).__name__}: {exc}"
-            finally:
-                done.set()
-
-        start_thread(body, f"eval {spec.name}")
-        while not done.wait(0.1):
-            if self.stopping.is_set():
-                ctx.request_stop()
-                runtime.stop_all()
-                done.wait(2.0)
-                break
-        if runtime.test_failure is not None and "error" not in outcome:
-            outcome["error"] = runtime.test_failure.detail
+        error = None
+        try:
+            spec.body.run(ctx, value)
+        except SageRaise as exc:
+            error = _error_text(exc.error)
+        except TestAbort as abort:
+            error = abort.detail
+        except AgentCancelled:
+            error = "stopped"
+        except RecursionError:
+            error = "error[E205]: Runtime error: call depth exceeded"
+        except Exception as exc:  # a bug in sagepy fails the case, not the command
+            error = f"internal error: {type(exc).__name__}: {exc}"
+        finally:
+            set_current_context(None)
+        runtime = ctx.runtime
+        if runtime.test_failure is not None and error is None:
+            error = runtime.test_failure.detail
         for name, score in ctx.scores:
             _score(result, name, score)
-        result.error = outcome.get("error")
+        result.error = error
 
 
 def _score(result: CaseResult, name: str, value: Any) -> None:

@@ -12,9 +12,8 @@ import datetime
 import json
 import os
 import sys
-import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..diagnostics import display_path
 from .cases import CaseResult, CaseRunner, EvalSpec
@@ -77,10 +76,11 @@ class Progress:
                             console=Console(file=sys.stderr), transient=False)
             self.bar.start()
 
-    def task(self, name: str, total: int | None) -> Any:
+    def task(self, name: str, total: Callable[[], int | None]) -> Any:
+        """The bar of an eval; `total` counts its cases, only when there is a bar to show them on."""
         if self.bar is None:
             return None
-        return self.bar.add_task(name, total=total, failed=0, cost="")
+        return self.bar.add_task(name, total=total(), failed=0, cost="")
 
     def advance(self, task: Any, report: EvalReport) -> None:
         if task is None:
@@ -122,7 +122,7 @@ def run_evals(specs: list[EvalSpec], options: Any, out: Any) -> tuple[list[EvalR
         for spec in specs:
             report = EvalReport(spec.name, display_path(spec.file), display_path(spec.dataset))
             reports.append(report)
-            task = progress.task(spec.name, _expected_cases(spec.dataset, options.limit, options.repeat))
+            task = progress.task(spec.name, lambda: _expected_cases(spec.dataset, options.limit, options.repeat))
             if _run_one(spec, report, runner, options, lambda: progress.advance(task, report)):
                 interrupted = True
                 break
@@ -132,44 +132,18 @@ def run_evals(specs: list[EvalSpec], options: Any, out: Any) -> tuple[list[EvalR
 
 
 def _run_one(spec: EvalSpec, report: EvalReport, runner: CaseRunner, options: Any, advanced: Any) -> bool:
-    """The cases of one eval; True when Ctrl-C stopped them."""
-    from concurrent.futures import ThreadPoolExecutor
-    slots = threading.Semaphore(options.concurrency)
-    lock = threading.Lock()
+    """The cases of one eval, up to `--concurrency` at once (sagepy.evals.pool); True when Ctrl-C stopped
+    them."""
+    from .pool import CasePool
 
-    def case(row: Any, repeat: int) -> None:
-        try:
-            result = runner.run(spec, row, repeat)
-        except BaseException as exc:   # a bug in sagepy fails the case, not the command
-            result = CaseResult(row.number, repeat)
-            result.error = f"internal error: {type(exc).__name__}: {exc}"
-        finally:
-            slots.release()
-        with lock:
-            report.add(result)
-            advanced()
+    def done(result: CaseResult) -> None:
+        report.add(result)
+        advanced()
 
-    pool = ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="eval-case")
-    interrupted = False
-    try:
-        with open_dataset(spec.dataset) as handle:
-            for row in rows(handle, spec.dataset, spec.row_type, options.limit):
-                for repeat in range(1, options.repeat + 1):
-                    while not slots.acquire(timeout=0.1):
-                        pass
-                    pool.submit(case, row, repeat)
-    except KeyboardInterrupt:
-        interrupted = True
-        runner.stop()
-    finally:
-        while True:
-            try:
-                pool.shutdown(wait=True)
-                break
-            except KeyboardInterrupt:   # a second Ctrl-C while the running cases stop
-                interrupted = True
-                runner.stop()
-    return interrupted
+    with open_dataset(spec.dataset) as handle:
+        source = ((row, repeat) for row in rows(handle, spec.dataset, spec.row_type, options.limit)
+                  for repeat in range(1, options.repeat + 1))
+        return CasePool(spec, runner, source, options.concurrency, done).run()
 
 
 def report_and_exit(reports: list[EvalReport], options: Any, session: Any, started_at: str,

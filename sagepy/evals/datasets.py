@@ -13,6 +13,7 @@ import json
 from typing import Any, Iterator
 
 from ..core import types as T
+from ..core.convert import ConversionError, from_json
 
 
 class DatasetError(Exception):
@@ -57,7 +58,6 @@ def rows(handle: Any, path: str, row_type: T.Type, limit: int | None = None) -> 
         if error is not None:
             yield Row(number, line, error=f"line {line}: {error}")
             continue
-        from ..core.convert import ConversionError, from_json
         try:
             yield Row(number, line, from_json(data, row_type))
         except ConversionError as exc:

@@ -133,8 +133,9 @@ class Workspace:
 
     def analyze_program(self, project: Project, entry: str, sources: OverlaySources | None = None) -> Analysis:
         index = ProgramIndex()
-        program, diags = project.session.analyze(entry, test_file=entry.endswith(("_test.sg", "_eval.sg")),
-                                                 sources=sources or self.sources(project), index=index, link=False)
+        from ..engine import analyze
+        program, diags = analyze(project.session, entry, sources=sources or self.sources(project), index=index,
+                                 link=False)
         return Analysis(entry, program.modules, diags, index if index.occurrences else None)
 
     def analyze_text(self, path: str, text: str) -> Analysis | None:

@@ -264,7 +264,8 @@ def submit(session: Session, store: Any, entry: str | None = None, args: list[st
     entry = entry or session.entry_file()
     if not os.path.isfile(entry):
         raise NoEntry(display_path(entry))
-    program, diags = session.analyze(entry)
+    from ..engine import analyze
+    program, diags = analyze(session, entry, test_file=False)
     errors = [d for d in diags if d.severity == "error"]
     if errors:
         raise CheckFailed(errors)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import collections
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..deepstack import start_thread
 from ..effects.step import set_current_context
@@ -15,6 +15,9 @@ from .agents import AgentInstance
 from ..core.errors import AgentCancelled, SageRaise
 from .lifecycle import spawn
 from ..core.values import ErrorValue
+
+if TYPE_CHECKING:
+    from .compile.context import Compiling
 
 
 class ChildPlan:
@@ -46,7 +49,7 @@ class SupervisorPlan:
         self.persistent: list = []
 
 
-def compile_supervisor(c: Any, decl: Any, plan: SupervisorPlan) -> None:
+def compile_supervisor(c: Compiling, decl: Any, plan: SupervisorPlan) -> None:
     """Compile the children of one supervisor declaration (the checker resolved and checked them)."""
     for child in decl.children:
         spec = ChildPlan(child.name, child.restart)

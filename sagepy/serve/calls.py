@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .server import CallPorts, Outcome
+from .live import CallPorts, Outcome
 
 if TYPE_CHECKING:
     from ..check.served import ServedAgent

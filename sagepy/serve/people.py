@@ -1,23 +1,26 @@
 """People through the calling client (SPEC §21): in a served run, an approval (§17.1) and `ask` (§17.2) go to
-the client that made the call as a form elicitation, when it declared the elicitation capability on a
-handshake-era connection (`elicitation/create` on the call's own stream). A decline or cancel is a denial;
-for `ask`, the catchable error of no answer. Without elicitation, no one can be asked here, and §17.3 applies:
-a durable run pauses, a plain one is denied. The 2026-07-28 era's input-required results (SEP-2322) are not
-served yet: a client on that era counts as one without elicitation.
+the client that made the call as a form elicitation, when it declared the elicitation capability — on the
+handshake era as `elicitation/create` on the call's own stream, on the 2026-07-28 era as an input-required
+result whose retry continues the run (sagepy.serve.live). A decline or cancel is a denial; for `ask`, the
+catchable error of no answer. Without elicitation, no one can be asked here, and §17.3 applies: a durable run
+pauses, a plain one is denied.
+
+The questions of the MCP servers a served run calls (§8.7) go to the calling client the same way, unless their
+`elicitation` setting says `decline` or `defaults`; a client without elicitation declines them.
 """
 from __future__ import annotations
 
+import secrets
 from typing import TYPE_CHECKING, Any
 
-import anyio
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+import mcp_types as types
 
-from ..core.errors import AgentCancelled, SageRaise
+from ..core.errors import SageRaise
 from ..core.values import ErrorValue
 from ..decisions import now_utc
 
 if TYPE_CHECKING:
-    from .server import CallPorts
+    from .live import CallPorts
 
 APPROVAL_SCHEMA = {
     "type": "object",
@@ -39,55 +42,68 @@ class ClientPeople:
 
     def __init__(self, ports: CallPorts) -> None:
         self.ports = ports
-        session = ports.ctx.session
-        info = getattr(session.client_params, "client_info", None)
-        self.by = f"mcp client {info.name}" if info is not None else "mcp client"
+        self.by = ports.client
 
     @property
     def available(self) -> bool:
-        session = self.ports.ctx.session
-        capabilities = session.client_capabilities
-        if capabilities is None or capabilities.elicitation is None:
-            return False
-        return session.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        capabilities = self.ports.capabilities
+        elicitation = capabilities.elicitation if capabilities is not None else None
+        return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
     def approve(self, ctx: Any, label: str, arguments_json: str, source: str) -> dict:
         message = f"approve {label} {arguments_json} (asked by the {source})?"
         result = self._elicit(message, APPROVAL_SCHEMA)
-        content = result.content or {}
-        if result.action == "accept" and content.get("approve") is True:
+        action = getattr(result, "action", "cancel")
+        content = getattr(result, "content", None) or {}
+        if action == "accept" and content.get("approve") is True:
             return {"approved": True, "by": self.by, "at": now_utc()}
-        reason = str(content.get("reason") or "").strip() if result.action == "accept" else ""
+        reason = str(content.get("reason") or "").strip() if action == "accept" else ""
         return {"approved": False, "by": self.by, "at": now_utc(),
-                "reason": reason or ("denied" if result.action == "accept" else f"the client answered {result.action}")}
+                "reason": reason or ("denied" if action == "accept" else f"the client answered {action}")}
 
     def ask(self, ctx: Any, question: str) -> str:
         result = self._elicit(question, ASK_SCHEMA)
-        answer = (result.content or {}).get("answer")
-        if result.action != "accept" or not isinstance(answer, str):
-            raise SageRaise(ErrorValue("Agent", f"no answer: the client answered {result.action}"))
+        action = getattr(result, "action", "cancel")
+        answer = (getattr(result, "content", None) or {}).get("answer")
+        if action != "accept" or not isinstance(answer, str):
+            raise SageRaise(ErrorValue("Agent", f"no answer: the client answered {action}"))
         return answer
+
+    def elicit(self, server: str, request: Any) -> Any:
+        """A question of MCP server `server` (a sagepy.mcp.elicitation.ElicitationRequest), answered by the
+        calling client: an ElicitationAnswer."""
+        from ..mcp.elicitation import DECLINE, ElicitationAnswer, defaults_answer
+        if request.setting == "defaults":
+            return defaults_answer(request)
+        capabilities = self.ports.capabilities
+        elicitation = capabilities.elicitation if capabilities is not None else None
+        if request.setting == "decline" or elicitation is None:
+            return DECLINE
+        if request.mode == "url":
+            if elicitation.url is None:
+                return DECLINE
+            params: Any = types.ElicitRequestURLParams(message=request.message, url=request.url or "",
+                                                       elicitation_id=secrets.token_hex(8))
+        else:
+            if not self.available:
+                return DECLINE
+            params = types.ElicitRequestFormParams(message=request.message, requested_schema=request.schema or {
+                "type": "object", "properties": {}})
+        self.ports.log(f"call of {self.ports.tool}: passing a question of MCP server '{server}' to the client")
+        result = self._input(types.ElicitRequest(params=params))
+        action = getattr(result, "action", "cancel")
+        return ElicitationAnswer(action, getattr(result, "content", None) or {})
 
     def _elicit(self, message: str, schema: dict) -> Any:
         ports = self.ports
         ports.log(f"call of {ports.tool}: asking the client: {message}")
-        return ports.call_async(self._elicit_until_stopped, message, schema)
+        return self._input(types.ElicitRequest(params=types.ElicitRequestFormParams(message=message,
+                                                                                requested_schema=schema)))
 
-    async def _elicit_until_stopped(self, message: str, schema: dict) -> Any:
-        """The client's answer, unless the call is cancelled first (then the run stops here)."""
-        ctx = self.ports.ctx
-        answers: list = []
-        async with anyio.create_task_group() as tg:
-            async def ask() -> None:
-                answers.append(await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id))
-                tg.cancel_scope.cancel()
-
-            async def watch() -> None:
-                await self.ports.stopped.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(ask)
-            tg.start_soon(watch)
-        if not answers:
-            raise AgentCancelled()
-        return answers[0]
+    def _input(self, request: types.ElicitRequest) -> Any:
+        """The client's ElicitResult, or None when it answered with an error (counted as a cancel)."""
+        try:
+            return self.ports.input(request)
+        except Exception as exc:   # the client refused the request: no answer
+            self.ports.log(f"call of {self.ports.tool}: the client refused the question ({exc})")
+            return None

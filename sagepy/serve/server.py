@@ -1,32 +1,34 @@
 """The MCP server of `sage serve` (SPEC §21), on the SDK's low-level `Server`: `tools/list` answers the
 catalogue, and each `tools/call` checks its arguments, waits for one of `[serve] max_concurrent_calls` slots
-and runs the agent in a run of its own on a worker thread (the engine is synchronous), while the run's output
-becomes log and progress notifications of that request. A `notifications/cancelled` (or the client going
-away) cancels the request's handler, which sets the run's cancel event and waits for the run to stop before
-its next step.
+(held until the call's run ends) and runs the agent in a run of its own on a thread (the engine is
+synchronous), while the run's output becomes log and progress notifications of that request. A
+`notifications/cancelled` (or the client going away) cancels the request's handler, which sets the run's
+cancel event and waits for the run to stop before its next step.
+
+On the 2026-07-28 era a call whose run asks the client something is answered with an input-required result
+(sagepy.serve.live); the client's retry carries the request state, sealed by the SDK's request-state boundary
+(bound to the tool, its arguments and this process), and continues that same run.
 
 Every refusal is answered to the client that caused it and written as one line to the server's log (stderr);
 nothing a client sends stops the server.
 """
 from __future__ import annotations
 
-import threading
+import contextlib
+import time
 import warnings
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
-import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from ..core.json_text import compact_json
 from .arguments import BadArguments, check_arguments
+from .live import ANSWER_WAIT_S, CallPorts, LiveCall, Runner, error_result
 
 if TYPE_CHECKING:
-    from ..check.served import ServedAgent
     from ..grove import ServeSettings
     from .catalog import Catalogue
 
@@ -34,68 +36,13 @@ if TYPE_CHECKING:
 # era (and this server's clients there) work: the warnings say nothing to a user of `sage serve`.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
-
-class Outcome:
-    """How one call's run ended, as the server needs it: `status` (`completed`, `failed`, `halted`,
-    `paused`, `cancelled`), `value` (the yielded value as JSON), `error` (a display), `run_id`."""
-
-    __slots__ = ("status", "value", "error", "run_id")
-
-    def __init__(self, status: str, value: Any = None, error: str | None = None, run_id: str | None = None) -> None:
-        self.status = status
-        self.value = value
-        self.error = error
-        self.run_id = run_id
-
-
-class CallPorts:
-    """What a served run reaches of its caller: output lines (to the client as notifications), the cancel
-    event, and the request context (for elicitation and sampling through the client). Called from the run's
-    thread; every method blocks that thread until the event loop has done the work."""
-
-    def __init__(self, ctx: Any, tool: str, log: Callable[[str], None]) -> None:
-        self.ctx = ctx
-        self.tool = tool
-        self.log = log
-        self.loop = anyio.lowlevel.current_token()   # the agents' threads are not the loop's workers
-        self.cancel = threading.Event()
-        self.stopped = anyio.Event()   # set on the loop when the call is cancelled: a pending question ends
-        self.printed = 0
-        self.gone = False   # the client is no longer there: output is dropped
-
-    def out(self, line: str) -> None:
-        self.printed += 1
-        self._send(self._print, "info", line, self.printed)
-
-    def err(self, line: str) -> None:
-        self._send(self._print, "warning", line, None)
-
-    def _send(self, fn: Callable, *args: Any) -> None:
-        if self.gone:
-            return
-        try:
-            anyio.from_thread.run(fn, *args, token=self.loop)
-        except Exception as exc:   # the client went away mid-call, or the loop is closing: the run goes on
-            self.gone = True
-            self.log(f"call of {self.tool}: output not delivered ({type(exc).__name__}: {exc})")
-
-    async def _print(self, level: str, line: str, progress: int | None) -> None:
-        session = self.ctx.session
-        await session.send_log_message(level, line, logger=self.tool, related_request_id=self.ctx.request_id)
-        if progress is not None:
-            await session.report_progress(float(progress), None, line)
-
-    def call_async(self, fn: Callable, *args: Any) -> Any:
-        """Run coroutine function `fn(*args)` on the server's loop and return its result (elicitation, sampling)."""
-        return anyio.from_thread.run(fn, *args, token=self.loop)
-
-
-Runner = Callable[["ServedAgent", dict, CallPorts], Outcome]
+GONE = ("the run this answer is for is no longer waiting (it ended or was stopped, or the server restarted); "
+        "call the tool again")
 
 
 class ServeApp:
     """The served program: its catalogue, the `[serve]` settings, the function that runs one call (`runner`,
-    on a worker thread) and the log (one line each)."""
+    on a thread of the call's own) and the log (one line each)."""
 
     def __init__(self, catalogue: Catalogue, settings: ServeSettings, name: str, version: str, runner: Runner,
                  log: Callable[[str], None]) -> None:
@@ -105,9 +52,16 @@ class ServeApp:
         self.log = log
         self.tools = catalogue.tools()
         self._slots: anyio.Semaphore | None = None
-        self._threads: anyio.CapacityLimiter | None = None
+        self.running: set[LiveCall] = set()
+        self.waiting: dict[str, tuple[LiveCall, float]] = {}   # by request state: calls that asked the client
         self.server = Server(name, version=version, on_list_tools=self.list_tools, on_call_tool=self.call_tool,
                              on_set_logging_level=self.set_logging_level)
+        # The SDK's own middleware only makes OpenTelemetry spans of the requests, which cost every call and go
+        # nowhere (the runs of `sage serve` are traced by sagepy); what remains seals the request state.
+        self.server.middleware = [RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=ANSWER_WAIT_S),
+                                                       default_audience=name)]
+        self._tasks: Any = None   # the task group the calls' runs live in (`serving`)
+        self._threads: anyio.CapacityLimiter | None = None
 
     async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.tools)
@@ -115,12 +69,14 @@ class ServeApp:
     async def set_logging_level(self, ctx: Any, params: Any) -> types.EmptyResult:
         return types.EmptyResult()
 
-    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
         name = params.name
         served = self.catalogue.served.get(name)
         if served is None:
             self.log(f"refused a call of unknown tool {name!r}")
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name}")
+        if params.request_state is not None:
+            return await self._retried(ctx, params)
         try:
             values = check_arguments(served, params.arguments, self.settings.max_argument_bytes)
         except BadArguments as exc:
@@ -129,48 +85,51 @@ class ServeApp:
         if self._slots is None:
             self._slots = anyio.Semaphore(self.settings.max_concurrent_calls)
             self._threads = anyio.CapacityLimiter(self.settings.max_concurrent_calls)
-        async with self._slots:
-            return await self._run(ctx, served, values)
+        await self._slots.acquire()
+        call = LiveCall(served, CallPorts(ctx, served.name, self.log), self._ended)
+        self.running.add(call)
+        self._tasks.start_soon(call.run, self.runner, values, self._threads)
+        return await self._round(call, ctx)
 
-    async def _run(self, ctx: Any, served: ServedAgent, values: dict) -> types.CallToolResult:
-        ports = CallPorts(ctx, served.name, self.log)
-        finished = anyio.Event()
+    async def _retried(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
+        """A client's retry with its answers: the run that asked goes on."""
+        entry = self.waiting.get(params.request_state or "")
+        if entry is None:
+            self.log(f"refused a retried call of {params.name}: its run is no longer waiting")
+            return error_result(GONE)
+        call = entry[0]
+        call.answer(params.input_responses or {})
+        return await self._round(call, ctx)
 
-        def work() -> Outcome:
+    async def _round(self, call: LiveCall, ctx: Any) -> Any:
+        result = await call.round(ctx)
+        if isinstance(result, types.InputRequiredResult):
+            now = time.monotonic()
+            self._forget(now)
+            self.waiting[call.token] = (call, now)
+        else:
+            self.waiting.pop(call.token, None)
+        return result
+
+    def _forget(self, now: float) -> None:
+        """Drop the waiting calls no retry will come for any more (their request state has expired)."""
+        for token, (call, since) in list(self.waiting.items()):
+            if now - since > ANSWER_WAIT_S + 60:
+                del self.waiting[token]
+
+    def _ended(self, call: LiveCall) -> None:
+        self.running.discard(call)
+        if self._slots is not None:
+            self._slots.release()
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """While the transport serves: the calls' runs live here; at the end each is stopped and waited for."""
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
             try:
-                return self.runner(served, values, ports)
+                yield
             finally:
-                try:
-                    anyio.from_thread.run_sync(finished.set)
-                except Exception:   # the loop is closing: nobody waits any more
-                    pass
-
-        try:
-            outcome = await anyio.to_thread.run_sync(work, limiter=self._threads, abandon_on_cancel=True)
-        except anyio.get_cancelled_exc_class():
-            ports.cancel.set()
-            ports.stopped.set()
-            ports.gone = True
-            self.log(f"call of {served.name} cancelled by the client; its run stops before its next step")
-            with anyio.CancelScope(shield=True):
-                await finished.wait()
-            self.log(f"call of {served.name}: its run stopped")
-            raise
-        return call_result(served, outcome)
-
-
-def call_result(served: ServedAgent, outcome: Outcome) -> types.CallToolResult:
-    """The tool result of a finished run (SPEC §21)."""
-    meta = {"sage/run_id": outcome.run_id} if outcome.run_id else None
-    if outcome.status == "completed":
-        value = outcome.value
-        if served.text_result and isinstance(value, str):
-            return types.CallToolResult(content=[types.TextContent(type="text", text=value)], meta=meta)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=compact_json(value))],
-                                    structured_content={"result": value}, meta=meta)
-    text = outcome.error or f"the run ended with status {outcome.status}"
-    return error_result(text, meta)
-
-
-def error_result(text: str, meta: dict | None = None) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True, meta=meta)
+                with anyio.CancelScope(shield=True):
+                    for call in list(self.running):
+                        await call.stop("stopped with the server")

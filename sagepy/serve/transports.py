@@ -36,7 +36,8 @@ async def serve_stdio(app: ServeApp) -> int:
             app.log(f"serving {len(app.tools)} tool(s) over stdio")
             messages, received = anyio.create_memory_object_stream(0)
             tg.start_soon(_answer_malformed, read, write, messages, app.log)
-            await server.run(received, write, server.create_initialization_options())
+            async with app.serving():
+                await server.run(received, write, server.create_initialization_options())
         tg.cancel_scope.cancel()
     return stopped[0] if stopped else 0
 
@@ -117,7 +118,8 @@ async def serve_http(app: ServeApp, sock: socket.socket, token: str | None) -> N
                             lifespan="on")
     shown = f"[{host}]" if ":" in host else host
     app.log(f"serving {len(app.tools)} tool(s) at http://{shown}:{port}/mcp")
-    await uvicorn.Server(config).serve(sockets=[sock])
+    async with app.serving():
+        await uvicorn.Server(config).serve(sockets=[sock])
 
 
 class BearerGate:

@@ -12,7 +12,7 @@ import math
 import os
 import threading
 from contextvars import ContextVar
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..core.errors import AgentCancelled, SageRaise
 from ..core.values import ErrorValue
@@ -55,6 +55,39 @@ _MODULES = {"Http": "http", "Fs": "fs", "Shell": "shell", "Database": "database"
 # The variables (SAGE_FS_ROOT, SAGE_HTTP_TIMEOUT, …) of the session whose program makes the current call; the
 # tool modules read them with `setting` while the call runs in this thread.
 _OVERRIDES: ContextVar[Mapping[str, str]] = ContextVar("sagepy_tool_overrides")
+
+
+# The resources of the run making the current call (its in-memory database), set like the variables.
+_RESOURCES: ContextVar["ToolResources"] = ContextVar("sagepy_tool_resources")
+
+
+class ToolResources:
+    """What the built-in tools keep for one run between its calls (the `sqlite::memory:` database), each made
+    by its tool module on first use. A run owns one (its World makes it) and closes it when it ends; runs of
+    one process never share it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: dict[str, Any] = {}
+
+    def keep(self, name: str, make: Callable[[], Any]) -> Any:
+        """The resource `name` of this run, made by `make` the first time; it must have a `close()`."""
+        with self._lock:
+            kept = self._kept.get(name)
+            if kept is None:
+                kept = self._kept[name] = make()
+            return kept
+
+    def close(self) -> None:
+        with self._lock:
+            kept, self._kept = list(self._kept.values()), {}
+        for resource in kept:
+            resource.close()
+
+
+def run_resources() -> ToolResources:
+    """The resources of the run making the current call."""
+    return _RESOURCES.get()
 
 
 def setting(name: str) -> str | None:
@@ -103,12 +136,13 @@ def seconds_text(seconds: float) -> str:
 
 
 def call_builtin_tool(tool: str, fn: str, args: list, *, cancel: threading.Event | None = None,
-                      overrides: Mapping[str, str] | None = None) -> Any:
+                      overrides: Mapping[str, str] | None = None, resources: ToolResources | None = None) -> Any:
     """Run `tool.fn(*args)` and return its result as wire data: the JSON (§5) of the declared return type's
     value (`null` for Unit, an object for a record); the effects boundary turns it into the Sage value.
 
     `overrides` are the session's variables; without them (a call from outside a session) the environment
-    is read as it is now.
+    is read as it is now. `resources` are the calling run's (its in-memory database); without them the call
+    has resources of its own, closed when it returns.
 
     Raises a Tool error on failure, and `AgentCancelled` when `cancel` is already set or becomes set while
     a long call (a Shell command, an HTTP request, a database statement) is running.
@@ -129,8 +163,15 @@ def call_builtin_tool(tool: str, fn: str, args: list, *, cancel: threading.Event
     if cancel is not None and cancel.is_set():
         raise AgentCancelled()
     module = importlib.import_module(f"{__name__}.{_MODULES[tool]}")
+    own = resources is None
+    if own:
+        resources = ToolResources()
     token = _OVERRIDES.set(overrides if overrides is not None else os.environ)
+    held = _RESOURCES.set(resources)
     try:
         return module.FUNCTIONS[fn](*args, cancel=cancel)
     finally:
+        _RESOURCES.reset(held)
         _OVERRIDES.reset(token)
+        if own:
+            resources.close()

@@ -1,8 +1,9 @@
 """The `Database` tool (SPEC §7) on the standard library's sqlite3.
 
 The session's `SAGE_DATABASE_URL` names the database:
-- `sqlite::memory:` is one in-memory database per process, shared by every call and every agent through a
-  single connection guarded by a lock;
+- `sqlite::memory:` is one in-memory database per run, shared by every call and every agent of that run
+  through a single connection guarded by a lock (`MemoryDatabase`, kept in the run's `ToolResources`: runs
+  that share a process, in a thread-mode worker or a served program, never see each other's tables);
 - `sqlite:<path>` is a database file, relative to the working directory (`sqlite://<path>` is accepted too,
   so `sqlite:///abs/x.db` names an absolute path as in other SQLite URL dialects). The file is created if it
   does not exist. Each call opens its own connection and closes it afterwards.
@@ -28,10 +29,8 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from ..core.errors import AgentCancelled
-from . import setting, time_limit, timed_out, tool_error
+from . import run_resources, setting, time_limit, timed_out, tool_error
 
-_MEMORY_LOCK = threading.Lock()
-_memory: sqlite3.Connection | None = None
 # SQLite virtual-machine steps between two looks at the cancel flag and the deadline during a statement.
 _CHECK_STEPS = 10_000
 # How long a statement waits for a database file that another connection holds locked (sqlite3's default).
@@ -83,27 +82,43 @@ class _Limits:
         return timed_out(self.where, self.seconds)
 
 
-def _lock_memory(limits: _Limits) -> None:
-    """Take the in-memory database's lock, giving up if the agent is cancelled or time runs out meanwhile."""
-    while not _MEMORY_LOCK.acquire(timeout=_LOCK_POLL_SECONDS):
-        if limits.reached():
-            raise limits.stop()
+class MemoryDatabase:
+    """The in-memory database of one run: its connection, made on first use, and the lock that lets one
+    statement run at a time."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.connection: sqlite3.Connection | None = None
+
+    def take(self, limits: _Limits) -> sqlite3.Connection:
+        """Take the lock, giving up if the agent is cancelled or time runs out meanwhile; the caller
+        releases it."""
+        while not self.lock.acquire(timeout=_LOCK_POLL_SECONDS):
+            if limits.reached():
+                raise limits.stop()
+        if self.connection is None:
+            self.connection = _connect(":memory:")
+        return self.connection
+
+    def close(self) -> None:
+        with self.lock:
+            if self.connection is not None:
+                self.connection.close()
+                self.connection = None
 
 
 @contextmanager
 def _connection(where: str, limits: _Limits) -> Iterator[sqlite3.Connection]:
-    global _memory
     path = _database_path()
     if path is None:
         # One statement at a time: besides keeping calls apart, this keeps each call's progress handler in
         # place, since SQLite has one per connection.
-        _lock_memory(limits)
+        memory = run_resources().keep("database.memory", MemoryDatabase)
+        connection = memory.take(limits)
         try:
-            if _memory is None:
-                _memory = _connect(":memory:")
-            yield _memory
+            yield connection
         finally:
-            _MEMORY_LOCK.release()
+            memory.lock.release()
         return
     try:
         # Waiting for another connection's lock runs no progress handler: it is bounded by what time is left.

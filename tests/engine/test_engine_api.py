@@ -188,3 +188,23 @@ run Main;
     outcome = sagepy.compile(path).run(host=host)
     assert outcome.status == "completed", seen.err
     assert seen.out == ["line one ada 1234 1234500", "no home"]
+
+
+def test_runs_of_one_process_each_have_their_own_in_memory_database(tmp_path: Path) -> None:
+    path = tmp_path / "db.sg"
+    path.write_text("""
+agent Main {
+    use Database;
+    on start {
+        try Database.execute("CREATE TABLE IF NOT EXISTS seen (v INTEGER)");
+        try Database.execute("INSERT INTO seen VALUES (1)");
+        let rows = try Database.query("SELECT v FROM seen");
+        yield(len(rows));
+    }
+}
+
+run Main;
+""")
+    program = sagepy.compile(path, settings={"SAGE_DATABASE_URL": "sqlite::memory:"})
+    outcomes = [program.run(host=sagepy.Host(out=lambda line: None)) for _ in range(3)]
+    assert [(o.status, o.value) for o in outcomes] == [("completed", 1)] * 3

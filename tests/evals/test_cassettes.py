@@ -82,6 +82,13 @@ def test_a_truncated_or_foreign_cassette_is_refused(tmp_path: Path) -> None:
     header = json.loads(lines[0])
     header["outcome"]["sagepy"] = "0.0.1"
     (tmp_path / "old.jsonl").write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    # the first and last lines spelled otherwise than sagepy writes them (spaces) but saying the same, and the
+    # model's answer changed in the record: it is replayed
+    first, last = (json.dumps(json.loads(line)) + "\n" for line in (lines[0], lines[-1]))
+    records = "".join(lines[1:-1]).replace('"outcome":"echo: hi"', '"outcome":"ho"')
+    (tmp_path / "spaced.jsonl").write_text(first + records + last)
+    replayed = sage("run", "main.sg", "--replay", "spaced.jsonl", cwd=tmp_path, env=env)
+    assert (replayed.returncode, replayed.stdout) == (0, "ho\n"), replayed.stderr
     for name, message in (("cut", "is truncated: the recording did not finish"),
                           ("half", "is truncated: line 3 is incomplete"),
                           ("old", "was written by sagepy 0.0.1"), ("none", "not found")):

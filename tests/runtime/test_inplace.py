@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import sagepy.runtime.compile.stmts as stmts
+import sagepy.runtime.compile.compiler as compiler
 from sagepy.runtime.compile import inplace
 from sagepy.session import Session
 from test_compile_resolved import run_start
@@ -87,12 +87,12 @@ PROGRAM = """\
 
 def test_the_compiler_routes_only_push_and_concat_onto_the_same_variable(tmp_path: Path, monkeypatch) -> None:
     routed: list[str] = []
-    real = stmts.grow
+    real = compiler.grow
 
     def recording(slot, name, operand):
         routed.append(name)
         return real(slot, name, operand)
-    monkeypatch.setattr(stmts, "grow", recording)
+    monkeypatch.setattr(compiler, "grow", recording)
     path = tmp_path / "main.sg"
     path.write_text(textwrap.dedent(PROGRAM), encoding="utf-8")
     session, _ = Session.open(str(path))

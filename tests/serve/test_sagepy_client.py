@@ -1,8 +1,8 @@
 """sagepy as the client of `sage serve` (SPEC §21): a second project whose `[tools.Helpdesk]` starts (stdio) or
 reaches (HTTP) the served example project, with its tool block written by `sage tools generate`, checked clean
 by `sage check --verify-tools`, and run: the read-only agent answers; the approval-gated one asks the calling
-sagepy (on the handshake era, where elicitation is served), whose elicitation policy declines, so the call is
-denied."""
+sagepy (on the 2026-07-28 era both negotiate: an input-required result, answered on the retry), whose
+elicitation policy declines, so the call is denied."""
 from __future__ import annotations
 
 import json
@@ -43,7 +43,7 @@ def caller(tmp_path, table: str):
     root = tmp_path / "caller"
     root.mkdir()
     (root / "grove.toml").write_text('[project]\nname = "caller"\nentry = "main.sg"\n\n[mcp]\nelicitation = "decline"\n'
-                                     "\n[tools.Helpdesk]\nprotocol = \"legacy\"\n"
+                                     "\n[tools.Helpdesk]\n"
                                      + table.format(served=json.dumps(str(served))))
     generated = sage("tools", "generate", "Helpdesk", cwd=root, tmp_path=tmp_path)
     assert generated.returncode == 0, generated.stderr

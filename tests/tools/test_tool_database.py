@@ -1,4 +1,4 @@
-"""The Database tool on SQLite: URLs, queries, value text, errors, the shared in-memory database, cancellation."""
+"""The Database tool on SQLite: URLs, queries, value text, errors, a run's in-memory database, cancellation."""
 from __future__ import annotations
 
 import sqlite3
@@ -7,13 +7,22 @@ import threading
 import pytest
 
 from sagepy.core.errors import AgentCancelled, SageRaise
-from sagepy.tools import call_builtin_tool
+from sagepy.tools import ToolResources, call_builtin_tool
 
 MEMORY = "sqlite::memory:"
 
 
-def db(fn: str, sql: str, cancel: threading.Event | None = None):
-    return call_builtin_tool("Database", fn, [sql], cancel=cancel)
+@pytest.fixture(autouse=True)
+def run():
+    """The resources of one run: every call of a test is a call of the same run."""
+    global RUN
+    RUN = ToolResources()
+    yield RUN
+    RUN.close()
+
+
+def db(fn: str, sql: str, cancel: threading.Event | None = None, resources: ToolResources | None = None):
+    return call_builtin_tool("Database", fn, [sql], cancel=cancel, resources=resources or RUN)
 
 
 def db_error(fn: str, sql: str) -> str:
@@ -29,11 +38,8 @@ def row(columns: list, values: list) -> dict:
 
 @pytest.fixture
 def memory(monkeypatch):
-    """The process-wide in-memory database, with the tables a test creates dropped afterwards."""
+    """The run's in-memory database."""
     monkeypatch.setenv("SAGE_DATABASE_URL", MEMORY)
-    yield
-    for table in db("query", "SELECT name FROM sqlite_master WHERE type = 'table'"):
-        db("execute", f"DROP TABLE {table['values'][0]}")
 
 
 def test_execute_returns_rows_affected_and_query_returns_rows(memory):
@@ -122,6 +128,22 @@ def test_a_file_database_relative_to_the_working_directory(tmp_path, monkeypatch
     with sqlite3.connect(tmp_path / "data.db") as other:
         assert other.execute("SELECT v FROM t ORDER BY v").fetchall() == [(None,), ("persisted",)]
     assert db("query", "SELECT v FROM t ORDER BY v") == [row(["v"], ["null"]), row(["v"], ["persisted"])]
+
+
+def test_each_run_has_its_own_in_memory_database(memory):
+    db("execute", "CREATE TABLE mine (v INTEGER)")
+    db("execute", "INSERT INTO mine VALUES (1)")
+    other = ToolResources()
+    try:
+        with pytest.raises(SageRaise) as info:
+            db("query", "SELECT v FROM mine", resources=other)
+        assert info.value.error.message == "Database.query: no such table: mine"
+    finally:
+        other.close()
+    assert db("query", "SELECT v FROM mine") == [row(["v"], ["1"])]
+    # a call made outside any run has a database of its own too
+    with pytest.raises(SageRaise):
+        call_builtin_tool("Database", "query", ["SELECT v FROM mine"])
 
 
 def test_file_and_memory_databases_are_separate(tmp_path, monkeypatch, memory):

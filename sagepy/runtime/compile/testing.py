@@ -4,104 +4,106 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...check.stmts import is_deny
+from ...check.checker import is_deny
 from ...diagnostics import display_path, source_line
 from ...syntax import ast as A
 from ...core.errors import SageRaise, TestAbort
 from ...core.values import UNIT, Variant, display, quoted_display, values_equal
+from .context import Compiling
 from .frames import Code
 
 
-class TestCode:
-    """Mixin of the compiler."""
+def mock(c: Compiling, node: Any) -> Code:
+    if node.kind in ("divine", "infer"):
+        key = "llm"
+    elif node.kind in ("elicit", "approve", "ask"):
+        key = node.kind
+    else:
+        key = f"{node.tool}.{node.fn}"
+    if isinstance(node.value, A.MockCalls):
+        return mock_calls(c, node.value)
+    failure = isinstance(node.value, A.FailExpr)
+    value_node = node.value.expr if failure else node.value
+    if node.kind == "elicit" and isinstance(value_node, A.Name) and value_node.name in ("decline", "cancel"):
+        action = value_node.name
+        value = lambda frame: action
+    elif node.kind == "approve" and is_deny(value_node):   # `-> deny("reason")`: a denial with its reason
+        reason = c.expr(value_node.args[0])
 
-    def s_MockStmt(self, node: Any) -> Code:
-        if node.kind in ("divine", "infer"):
-            key = "llm"
-        elif node.kind in ("elicit", "approve", "ask"):
-            key = node.kind
-        else:
-            key = f"{node.tool}.{node.fn}"
-        if isinstance(node.value, A.MockCalls):
-            return self.mock_calls(node.value)
-        failure = isinstance(node.value, A.FailExpr)
-        value_node = node.value.expr if failure else node.value
-        if node.kind == "elicit" and isinstance(value_node, A.Name) and value_node.name in ("decline", "cancel"):
-            action = value_node.name
-            value = lambda frame: action
-        elif node.kind == "approve" and is_deny(value_node):   # `-> deny("reason")`: a denial with its reason
-            reason = self.expr(value_node.args[0])
+        def value(frame: list) -> Any:
+            from ...effects.approvals import Denial
+            return Denial(reason(frame))
+    else:
+        value = c.expr(value_node)
 
-            def value(frame: list) -> Any:
-                from ...effects.approvals import Denial
-                return Denial(reason(frame))
-        else:
-            value = self.expr(value_node)
+    def run(frame: list) -> Any:
+        from ...effects.mocks import Failure
+        v = value(frame)
+        mocks = frame[0].runtime.effects.mocks
+        mocks.push(key, Failure(v if type(v) is str else display(v)) if failure else v)
+        return None
+    return run
 
-        def run(frame: list) -> Any:
-            from ...effects.mocks import Failure
-            v = value(frame)
-            mocks = frame[0].runtime.effects.mocks
-            mocks.push(key, Failure(v if type(v) is str else display(v)) if failure else v)
-            return None
-        return run
 
-    def s_ReplayStmt(self, node: Any) -> Code:
-        """Nothing to do when it runs: the test's cassette was loaded before the test started."""
-        return lambda frame: None
+def replay(c: Compiling, node: Any) -> Code:
+    """Nothing to do when it runs: the test's cassette was loaded before the test started."""
+    return lambda frame: None
 
-    def s_ScoreStmt(self, node: Any) -> Code:
-        """`score "s" = expr;`: the value joins the scores of the running case (`ctx.scores`, a list of
-        (name, value)), which sagepy.evals reads when the case ends."""
-        value = self.expr(node.value)
-        name = node.name
 
-        def run(frame: list) -> None:
-            frame[0].scores.append((name, value(frame)))
-        return run
+def score(c: Compiling, node: Any) -> Code:
+    """`score "s" = expr;`: the value joins the scores of the running case (`ctx.scores`, a list of
+    (name, value)), which sagepy.evals reads when the case ends."""
+    value = c.expr(node.value)
+    name = node.name
 
-    def mock_calls(self, value: Any) -> Code:
-        """`mock divine -> call T.f(a), …;`: a model turn that calls tools, its arguments keyed by parameter
-        name as a direct call sends them (None left out, SPEC §5)."""
-        calls = [(call.ref.tool, call.ref.fn, call.ref.params, [self.expr(a) for a in call.args])
-                 for call in value.calls]
+    def run(frame: list) -> None:
+        frame[0].scores.append((name, value(frame)))
+    return run
 
-        def run(frame: list) -> Any:
-            from ...core.convert import to_json
-            from ...effects.mocks import ScriptedCalls
-            scripted = []
-            for tool, fn, params, args in calls:
-                values = [a(frame) for a in args]
-                scripted.append((tool, fn, {name: to_json(v) for name, v in zip(params, values)
-                                            if not (type(v) is Variant and v.enum == "Option" and v.name == "None")}))
-            frame[0].runtime.effects.mocks.push("llm", ScriptedCalls(scripted))
-            return None
-        return run
 
-    def assertion(self, name: str, node: Any) -> Code:
-        args = [self.expr(a) for a in node.args]
-        file, span = self.file, node.span
-        if name == "assert_fails":
-            (arg,) = args
+def mock_calls(c: Compiling, value: Any) -> Code:
+    """`mock divine -> call T.f(a), …;`: a model turn that calls tools, its arguments keyed by parameter
+    name as a direct call sends them (None left out, SPEC §5)."""
+    calls = [(call.ref.tool, call.ref.fn, call.ref.params, [c.expr(a) for a in call.args])
+             for call in value.calls]
 
-            def fails(frame: list) -> Any:
-                try:
-                    v = arg(frame)
-                except SageRaise:
-                    return UNIT
-                if type(v) is Variant and v.enum == "Result" and v.name == "Err":
-                    return UNIT
-                raise TestAbort(_assertion_detail(name, file, span, [("value", v)]))
-            return fails
-        check = _ASSERTION_CHECKS[name]
-        labels = ["actual", "expected"] if len(args) == 2 else ["value"]
-
-        def run(frame: list) -> Any:
+    def run(frame: list) -> Any:
+        from ...core.convert import to_json
+        from ...effects.mocks import ScriptedCalls
+        scripted = []
+        for tool, fn, params, args in calls:
             values = [a(frame) for a in args]
-            if not check(*values):
-                raise TestAbort(_assertion_detail(name, file, span, list(zip(labels, values))))
-            return UNIT
-        return run
+            scripted.append((tool, fn, {name: to_json(v) for name, v in zip(params, values)
+                                        if not (type(v) is Variant and v.enum == "Option" and v.name == "None")}))
+        frame[0].runtime.effects.mocks.push("llm", ScriptedCalls(scripted))
+        return None
+    return run
+
+
+def assertion(c: Compiling, name: str, node: Any) -> Code:
+    args = [c.expr(a) for a in node.args]
+    file, span = c.file, node.span
+    if name == "assert_fails":
+        (arg,) = args
+
+        def fails(frame: list) -> Any:
+            try:
+                v = arg(frame)
+            except SageRaise:
+                return UNIT
+            if type(v) is Variant and v.enum == "Result" and v.name == "Err":
+                return UNIT
+            raise TestAbort(_assertion_detail(name, file, span, [("value", v)]))
+        return fails
+    check = _ASSERTION_CHECKS[name]
+    labels = ["actual", "expected"] if len(args) == 2 else ["value"]
+
+    def run(frame: list) -> Any:
+        values = [a(frame) for a in args]
+        if not check(*values):
+            raise TestAbort(_assertion_detail(name, file, span, list(zip(labels, values))))
+        return UNIT
+    return run
 
 
 def _contains(s: Any, x: Any) -> bool:
