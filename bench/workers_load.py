@@ -8,8 +8,10 @@ them again for a worker. Then it checks and reports: runs completed (exactly onc
 claimed again), double fires and lost increments (both must be 0), missing charges, overlapping executions of
 one run (the execution log of programs/hold.py; must be 0), recoveries, and processes left running.
 
-    python bench/workers_load.py [--backend postgres|sqlite] [--runs 200] [--workers 4] [--concurrency 2]
-                                 [--kills 6] [--seed S]
+    python bench/workers_load.py [--backend postgres|sqlite|both] [--isolation thread|process] [--runs 200]
+                                 [--workers 4] [--concurrency 2] [--kills 6] [--seed S]
+
+Workers run in `--isolation` mode (default `thread`, the worker's default).
 
 PostgreSQL is a throwaway cluster (tests/pgcluster.py). Exit 1 when an invariant does not hold.
 """
@@ -34,18 +36,27 @@ CHARGES = 3
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", choices=["postgres", "sqlite"], default="postgres")
+    parser.add_argument("--backend", choices=["postgres", "sqlite", "both"], default="both")
+    parser.add_argument("--isolation", choices=["thread", "process"], default="thread")
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--kills", type=int, default=6)
     parser.add_argument("--seed", type=int, default=2026)
     options = parser.parse_args()
+    backends = ["sqlite", "postgres"] if options.backend == "both" else [options.backend]
+    results = [soak(options, backend) for backend in backends]
+    print("summary: " + "; ".join(results))
+    return 0 if all(result.endswith("OK") for result in results) else 1
+
+
+def soak(options: argparse.Namespace, backend: str) -> str:
+    """One soak on one backend; its one-line result, ending in OK or FAILED."""
     cluster = None
     with tempfile.TemporaryDirectory(prefix="sage-workers-load-") as tmp:
         try:
             url = None
-            if options.backend == "postgres":
+            if backend == "postgres":
                 from pgcluster import start_cluster
                 cluster = start_cluster()
                 url = cluster.new_database()
@@ -56,13 +67,13 @@ def main() -> int:
             logs.mkdir()
             load = drive_load(project, env, logs, options.runs, options.workers, min(2, options.workers),
                               options.kills, random.Random(options.seed), concurrency=options.concurrency,
-                              timeout=3600)
+                              timeout=3600, isolation=options.isolation)
             report = check_load(project, env, load.names, CHARGES, read_field(project, env, "Main", "total"))
             left = wait_until_gone(project)
         finally:
             if cluster is not None:
                 cluster.destroy()
-    print(f"backend {options.backend}: {report.runs} runs, {options.workers} workers (concurrency "
+    print(f"backend {backend}: {report.runs} runs, {options.workers} {options.isolation}-mode workers (concurrency "
           f"{options.concurrency}), {load.kills} SIGKILLs of workers, {load.seconds:.0f} s")
     print(f"  completed {report.completed}/{report.runs}, executions {report.executions}, recoveries "
           f"{report.recoveries}, halts resolved {load.resolved}")
@@ -70,8 +81,12 @@ def main() -> int:
           f"{report.missing_charges}, overlapping executions {report.overlaps}, processes left {len(left)}")
     ok = (report.completed == report.runs == options.runs and report.double_fires == 0 and report.missing_charges == 0
           and report.lost_increments == 0 and report.overlaps == 0 and not left)
-    print("OK" if ok else "FAILED")
-    return 0 if ok else 1
+    verdict = "OK" if ok else "FAILED"
+    print(verdict)
+    return (f"{backend} {options.isolation}: completed {report.completed}/{options.runs}, double fires "
+            f"{report.double_fires}, lost increments {report.lost_increments}, overlaps {report.overlaps}, "
+            f"left {len(left)}, {load.kills} kills, {load.seconds:.0f} s: {verdict} (target: all completed once, "
+            f"0 double fires, 0 lost, 0 overlaps, 0 left)")
 
 
 if __name__ == "__main__":

@@ -8,10 +8,12 @@ Who runs the loop: a thread that waits for a result runs the loop itself when no
 (it *drives* the loop), so a call costs no thread hand-off; this is what brings a sequential tool call down
 to what the SDK alone costs. Threads that find the loop driven by someone else submit their coroutine (the
 driver starts it before its next wait for I/O) and sleep until it finishes, or until the driver finishes
-its own call and promotes the longest waiting of them to driver. When no caller has driven the loop for
+its own call and promotes the one waiting thread to driver. When no caller has driven the loop for
 `_IDLE_S`, a background thread ("sage-io") drives it, so that connections started in the background, server
-notifications and exits make progress while every agent is busy elsewhere; a caller that finds the
-background thread driving asks it to stop and takes over.
+notifications and exits make progress while every agent is busy elsewhere; a lone caller that finds the
+background thread driving asks it to stop and takes over. When several callers wait at once (hundreds of
+agents calling one server), the background thread drives throughout: passing the loop from caller to caller
+would cost every call a thread switch, and leave the loop undriven while the next driver waits for the GIL.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from typing import Any, Callable, Coroutine
 
 _IDLE_S = 0.01   # how long the loop may go undriven before the background thread picks it up
 _TICK_S = 0.05   # how often the loop checks whether a caller's drive should pause for its checkpoint
+_POLL_SPREAD = 100   # waiting callers beyond this many look at their checkpoint proportionally less often
 
 _lock = threading.Lock()     # guards every field below
 _loop: asyncio.AbstractEventLoop | None = None
@@ -130,7 +133,8 @@ def run(coro: Coroutine[Any, Any, Any], checkpoint: Callable[[], None] | None = 
     call = _Call()
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     with _lock:
-        drive = _driver is None
+        alone = not _waiting
+        drive = _driver is None and alone
         if drive:
             _driver = call.thread
         else:
@@ -141,10 +145,12 @@ def run(coro: Coroutine[Any, Any, Any], checkpoint: Callable[[], None] | None = 
             _start(loop, coro, call)
         else:
             _inbox.append((coro, call))
-            # Ask the background driver to stop before the coroutine is started: its first step is then
-            # scheduled after the stop and runs on this thread once it takes over (in the other order a
-            # preemption between the two requests let the background thread run it)
-            if _driver == _background_ident():
+            # A lone caller asks the background driver to stop before the coroutine is started: its first step
+            # is then scheduled after the stop and runs on this thread once it takes over (in the other order a
+            # preemption between the two requests let the background thread run it). While others wait too,
+            # the background thread keeps the loop: handing it from caller to caller costs every call a
+            # thread switch, and with hundreds of callers the loop would wait undriven for the next one.
+            if alone and _driver == _background_ident():
                 loop.call_soon_threadsafe(_yield_background, loop)
             if _selecting:   # the driver may be blocked waiting for I/O: wake it
                 loop.call_soon_threadsafe(_start_submitted)
@@ -153,7 +159,9 @@ def run(coro: Coroutine[Any, Any, Any], checkpoint: Callable[[], None] | None = 
                 if not call.done:
                     _slice_end = time.monotonic() + _slice(poll_s, deadline)
                     loop.run_forever()   # until the call finishes, or `_tick` sees the slice end
-            elif call.signal.acquire(timeout=_slice(poll_s, deadline)):  # type: ignore[union-attr]
+            # hundreds of waiting callers each waking every `poll_s` would keep the loop from the GIL
+            elif call.signal.acquire(timeout=_slice(poll_s * max(1.0, len(_waiting) / _POLL_SPREAD),  # type: ignore[union-attr]
+                                                    deadline)):
                 drive = call.promoted and not call.done
             if call.done:
                 if call.failed:
@@ -232,14 +240,15 @@ def _abandon(loop: asyncio.AbstractEventLoop, call: _Call) -> None:
 
 
 def _hand_over(thread: int) -> None:
-    """If `thread` drives the loop, leave the driver's seat: to a thread still waiting for its call, else
-    (after `_IDLE_S`) to the background thread."""
+    """If `thread` drives the loop, leave the driver's seat: to the one thread still waiting for its call, if
+    there is exactly one; else to the background thread (at once when several wait, after `_IDLE_S` when
+    none does)."""
     global _driver, _released_at
     with _lock:
         if _driver != thread:
             return
         _driver = None
-        while _waiting:
+        if len(_waiting) == 1:
             call = _waiting.popleft()
             if not call.done:
                 _driver = call.thread
@@ -247,7 +256,7 @@ def _hand_over(thread: int) -> None:
                 call.signal.release()
                 return
         _released_at = time.monotonic()
-        if _background_parked:   # a sleeping background thread is woken once, not at every call
+        if _background_parked or _waiting:   # a sleeping background thread is woken once, not at every call
             _background_wakeup.notify()
 
 
@@ -276,7 +285,7 @@ def _drive_in_background() -> None:
             while True:
                 idle = time.monotonic() - _released_at
                 free = _driver is None and not _waiting
-                if free and idle >= _IDLE_S:
+                if free and idle >= _IDLE_S or _driver is None and len(_waiting) > 1:
                     break
                 if free or recheck:
                     recheck = free

@@ -30,7 +30,7 @@ from ..net import failure_reason, url_for_display
 from ..grove.servers import ServerConfig
 from .elicitation import DECLINE, ElicitationAnswer, ElicitationRefused, ElicitationRequest, answer_from
 from .failures import McpFailure
-from .notices import CallProgress, log_writer
+from .notices import CallProgress, log_tail, log_writer, sampling_text
 from .stdio import ChildProcess, StartedServer
 from .transports import HttpStatus, file_size, open_http, open_inprocess, open_stdio
 
@@ -98,12 +98,6 @@ class _PauseGate:
         deadline.cancel()
         self.deadlines.discard(deadline)
 
-    def fail_all(self) -> None:
-        """End every waiting request now, as if its time were up (the transport broke under it)."""
-        for deadline in list(self.deadlines):
-            deadline.cancel()
-            deadline.on_expire()
-
 
 def _leaf(exc: BaseException) -> BaseException:
     """The first real exception inside the nested ExceptionGroups that leave the SDK's task groups."""
@@ -138,7 +132,6 @@ class Connection:
         self.capabilities: dict = {}  # the server's capabilities in MCP wire spelling (`sage tools inspect`)
         self.instructions = ""
         self._gate = _PauseGate()
-        self.http_status.on_broken = self._gate.fail_all
         self._closing = asyncio.Event()
         self._ready: asyncio.Future = asyncio.get_running_loop().create_future()
         self._owner: asyncio.Task | None = None
@@ -148,6 +141,8 @@ class Connection:
         self._log_mark = 0
         self._connect_scope: anyio.CancelScope | None = None
         self._abandoned = False   # closed before the handshake finished
+        self._retired = False     # replaced by a new connection: closes when its last request ends
+        self._closer: asyncio.Task | None = None
         self._login_s = 0.0  # time spent in OAuth logins, which connect_timeout_ms does not count
 
     # ------------------------------------------------------------ lifecycle
@@ -183,9 +178,21 @@ class Connection:
         if self._owner is not None:
             await asyncio.wait({self._owner})
 
+    def retire(self) -> None:
+        """This connection is replaced by a new one: close it once the requests in flight on it have ended.
+        One request's broken POST does not fail the others, which may well still succeed."""
+        self._retired = True
+        self.alive = False
+        self._close_if_idle()
+
+    def _close_if_idle(self) -> None:
+        if self._retired and not self._gate.deadlines and self._closer is None:
+            self._closer = asyncio.ensure_future(self.close())
+
     async def _own(self) -> None:
         connect_s = self.config.connect_timeout_ms / 1000
         failure: McpFailure | None = None
+        self.http_status.begin()   # what the handshake's HTTP answers say
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + connect_s) as scope:
                 self._connect_scope = scope
@@ -323,7 +330,7 @@ class Connection:
             self.hooks.trace("mcp.elicit", {"server": self.label, "mode": mode, "action": action, "policy": setting})
 
     async def _on_sampling(self, context: Any, params: Any) -> Any:
-        messages = [{"role": m.role, "content": _sampling_text(m.content)} for m in params.messages]
+        messages = [{"role": m.role, "content": sampling_text(m.content)} for m in params.messages]
         try:
             text = await asyncio.to_thread(self.hooks.sampling, self.label, messages, params.system_prompt,
                                            params.max_tokens)
@@ -341,7 +348,7 @@ class Connection:
         self._closing.set()
 
     def exit_note(self) -> str:
-        lines = _log_tail(self.log_path, self._log_mark, NOTE_LINES)
+        lines = log_tail(self.log_path, self._log_mark, NOTE_LINES)
         head = f"note: MCP server '{self.label}' exited (status {self.child.status()}); " \
                f"last lines of {display_path(self.log_path)}:"
         return "\n".join([head, *lines])
@@ -435,7 +442,7 @@ class Connection:
         if self.client is None or not self.alive:
             raise self._gone()
         budget = self.config.timeout_ms / 1000 if timeout_s is None else timeout_s
-        self.http_status.reset()
+        self.http_status.begin()
         task = asyncio.current_task()
         assert task is not None
         expired = False
@@ -453,9 +460,6 @@ class Connection:
             raise
         except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - mapped to the sub-kinds of §8.10
             if expired and task.uncancel() == 0:
-                if self.http_status.broken is not None:
-                    self.alive = False
-                    raise McpFailure("I/O error", self._at_url(self.http_status.broken)) from None
                 ms = self.config.timeout_ms if timeout_s is None else int(timeout_s * 1000)
                 raise McpFailure("timeout", f"request '{method}' to '{self.label}' timed out after {ms} ms") from None
             if isinstance(exc, asyncio.CancelledError):
@@ -463,6 +467,7 @@ class Connection:
             raise self._request_failure(_leaf(exc), method, remote) from None
         finally:
             self._gate.discard(deadline)
+            self._close_if_idle()
         if expired:   # the request finished as its time ran out: keep the result, take the cancellation back
             task.uncancel()
         return result
@@ -486,6 +491,8 @@ class Connection:
         exited = self._exit_failure(" during start-up")
         if exited is not None:
             return exited
+        if self.http_status.broken is not None:
+            return McpFailure("connection failed", self._at_url(self.http_status.broken))
         if self.config.transport == "http":
             not_mcp = self.http_status.not_mcp(isinstance(exc, MCPError) and exc.code == types.PARSE_ERROR)
             if not_mcp is not None:
@@ -516,11 +523,15 @@ class Connection:
                                             f"protocol; set {setting}")
 
     def _request_failure(self, exc: BaseException, method: str, remote: str | None) -> McpFailure:
+        broken = self.http_status.broken
+        if broken is not None:   # this request's POST broke in the transport
+            if _is_connect_error(broken):   # the server cannot be reached: the next call connects anew
+                self.alive = False
+                return McpFailure("connection failed", self._at_url(broken))
+            return McpFailure("I/O error", self._at_url(broken))   # this one request is lost, not the others
         if isinstance(exc, MCPError):
             if exc.code == types.CONNECTION_CLOSED:
                 self.alive = False
-                if self.http_status.broken is not None:
-                    return McpFailure("I/O error", self._at_url(self.http_status.broken))
                 return self.http_status.failure() or self._gone()
             http = self.http_status.failure()
             if http is not None:
@@ -568,6 +579,10 @@ def _small_text_result(result: Any, limit: int) -> dict | None:
     return {"content": items, "isError": result.is_error}
 
 
+def _is_connect_error(exc: BaseException) -> bool:
+    return type(exc).__name__ in ("ConnectError", "ConnectTimeout")
+
+
 def _is_http_transport_error(exc: BaseException) -> bool:
     return type(exc).__module__.startswith("httpx2") or type(exc).__module__.startswith("httpcore2")
 
@@ -582,19 +597,3 @@ def _describe(exc: BaseException) -> str:
         first_line = exc.error.message.partition("\n")[0]   # pydantic's reports run to dozens of lines
         return f"error {exc.code}: {first_line}"
     return text if text else type(exc).__name__
-
-
-def _sampling_text(content: Any) -> str:
-    items = content if isinstance(content, list) else [content]
-    return "\n".join(getattr(item, "text", "") for item in items if getattr(item, "type", "") == "text")
-
-
-def _log_tail(path: str, start: int, count: int) -> list[str]:
-    """The last `count` lines written to the log since offset `start` (this start of the server)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            fh.seek(start)
-            lines = fh.read().splitlines()
-    except OSError:
-        return []
-    return lines[-count:]

@@ -61,3 +61,19 @@ def log_writer(log_path: str) -> Callable[[Any], Any]:
         except OSError:
             pass   # a log that cannot be written loses the message, never the call
     return on_log
+
+
+def sampling_text(content: Any) -> str:
+    items = content if isinstance(content, list) else [content]
+    return "\n".join(getattr(item, "text", "") for item in items if getattr(item, "type", "") == "text")
+
+
+def log_tail(path: str, start: int, count: int) -> list[str]:
+    """The last `count` lines written to the log since offset `start` (this start of the server)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            fh.seek(start)
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    return lines[-count:]

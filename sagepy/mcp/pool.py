@@ -173,7 +173,7 @@ class ConnectionPool(Catalogue):
         old = slot.conn
         if old is not None:
             slot.conn = None
-            await old.close()
+            old.retire()
         log_path = os.path.join(self.log_dir, slot.log_file)
         started = None
         if slot.config.transport == "stdio":
@@ -251,9 +251,16 @@ class ConnectionPool(Catalogue):
         if slot is None:
             block = label.split(".", 1)[0]
             raise McpFailure("tool not found", f"no [tools.{block}] entry in grove.toml")
-        conn = self._live(slot) or await self._connection(slot)
-        async with conn.http_status.turns:
-            return await conn.call(remote, arguments, label)
+        return await self._in_turn(slot, lambda conn: conn.call(remote, arguments, label))
+
+    async def _in_turn(self, slot: _Slot, call: Callable[[Connection], Any]) -> Any:
+        """Make a call on the slot's connection once it has a turn; a connection that broke while the call
+        waited for its turn is replaced first (the call was never sent)."""
+        while True:
+            conn = self._live(slot) or await self._connection(slot)
+            async with conn.http_status.turns:
+                if conn.alive:
+                    return await call(conn)
 
     def safety(self, server: str, remote: str) -> str:
         """The safety class of a configured server's tool; `destructive` when it cannot be listed (the
@@ -398,9 +405,7 @@ class ConnectionPool(Catalogue):
         return dynamic_text(result)
 
     async def _call(self, slot: _Slot, tool: str, arguments: dict) -> dict:
-        conn = await self._connection(slot)
-        async with conn.http_status.turns:
-            return await conn.call(tool, arguments)
+        return await self._in_turn(slot, lambda conn: conn.call(tool, arguments))
 
     def disconnect(self, handle: str) -> None:
         slot = self._slot(handle)
@@ -458,6 +463,8 @@ class ConnectionPool(Catalogue):
 
     async def _close_all(self, slots: list[_Slot]) -> None:
         await asyncio.gather(*(self._close_slot(slot) for slot in slots), return_exceptions=True)
+        # and the connections replaced while requests were still in flight on them
+        await asyncio.gather(*(conn.close() for conn in self._connections), return_exceptions=True)
 
 
 def _connect_message(failure: McpFailure) -> str:

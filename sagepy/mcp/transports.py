@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import sys
 import time
+from contextvars import ContextVar
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
@@ -26,39 +28,58 @@ HTTP_IN_FLIGHT = 256
 """The most tool calls one connection has in flight at once; more wait for their turn, untimed."""
 
 
-class HttpStatus:
-    """What the server's HTTP answers said, captured by a response hook: the SDK turns a 401 into a generic
-    JSON-RPC error, and §8.10 needs the number for `MCP auth error` / `MCP HTTP error`. An OAuth failure
-    (oauth.py) is kept here too, and wins: it explains the status that follows from it. The status and
-    content type of the last answer to a POST tell a web server that is not MCP at all from a failing one."""
+class Answer:
+    """What the HTTP exchanges of one request said (each request has its own, so that concurrent requests
+    never see or clear each other's): the status of a failed answer, an OAuth failure, the status and content
+    type of the last answer to a POST, and a transport failure of the POST (a reset, a refused connection)."""
 
-    def __init__(self, url: str = "") -> None:
-        self.url = url
+    __slots__ = ("code", "oauth", "answer", "broken")
+
+    def __init__(self) -> None:
         self.code: int | None = None
         self.oauth: McpFailure | None = None
         self.answer: tuple[int, str] | None = None
-        # A POST that broke in the transport (a reset, a closed socket): the SDK reports a plain close, or waits
-        # for an answer that cannot come; `on_broken` lets the connection fail its waiting requests at once.
         self.broken: BaseException | None = None
-        self.on_broken: Callable[[], None] | None = None
+
+
+# The Answer of the request the current task makes. The SDK runs each POST in a task that copies the context of
+# the task that sent the message, so the response hook and the transport below write to the sender's Answer.
+_ANSWER: ContextVar[Answer] = ContextVar("sagepy_mcp_answer")
+
+
+def _field(name: str) -> property:
+    return property(lambda self: getattr(self.current(), name),
+                    lambda self, value: setattr(self.current(), name, value))
+
+
+class HttpStatus:
+    """What the server's HTTP answers said to the current request, captured by a response hook: the SDK turns a
+    401 into a generic JSON-RPC error, and §8.10 needs the number for `MCP auth error` / `MCP HTTP error`. An
+    OAuth failure (oauth.py) is kept here too, and wins: it explains the status that follows from it. The
+    status and content type of the last answer to a POST tell a web server that is not MCP at all from a
+    failing one. Every field belongs to the request of the calling task (`begin`)."""
+
+    code = _field("code")
+    oauth = _field("oauth")
+    answer = _field("answer")
+    broken = _field("broken")
+
+    def __init__(self, url: str = "") -> None:
+        self.url = url
+        self._outside = Answer()   # for code that runs outside any request
         # Calls in flight on the connection: at most HTTP_IN_FLIGHT, so that over HTTP none waits in the client's
         # connection pool; a call waiting for its turn has not been sent, and its timer has not started (a wait
         # for a connection is not a request timeout).
         self.turns = asyncio.Semaphore(HTTP_IN_FLIGHT)
 
-    def reset(self) -> None:
-        """Forget the last failure: called as each request starts."""
-        self.code = None
-        self.oauth = None
-        self.answer = None
-        self.broken = None
+    def begin(self) -> Answer:
+        """A fresh Answer for the request the current task is about to make."""
+        answer = Answer()
+        _ANSWER.set(answer)
+        return answer
 
-    def break_off(self, exc: BaseException) -> None:
-        """A POST's request or answer failed in the transport: remember why, and wake the waiting requests."""
-        if self.broken is None:
-            self.broken = exc
-            if self.on_broken is not None:
-                self.on_broken()
+    def current(self) -> Answer:
+        return _ANSWER.get(self._outside)
 
     def failure(self) -> McpFailure | None:
         if self.oauth is not None:
@@ -161,8 +182,9 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
     from ..tls import trust_store
 
     async def on_response(response: Any) -> None:
-        # Only the POSTs carry requests; a GET refused for the optional event stream is no failure.
-        if response.request.method != "POST":
+        # Only the POSTs carry requests; a GET refused for the optional event stream is no failure, and the
+        # answer that stands for a POST's transport failure (below) is no server's.
+        if response.request.method != "POST" or _FAILED_POST in response.headers:
             return
         if response.status_code not in (202, 204):   # a notification's acceptance has no body to judge
             status.answer = (response.status_code,
@@ -172,31 +194,42 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
 
     # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request. No pool
     # timeout either: the connection sends at most HTTP_IN_FLIGHT requests at once, and the pool has room for
-    # them, the event stream and a few notifications, each kept alive for the next.
+    # them, the event stream and a few notifications, each kept alive for the next. A connection that cannot
+    # be opened is tried again (nothing was sent on it).
     # Servers are verified against sagepy's one trust store, as the LLM client and the Http tool do.
     room = HTTP_IN_FLIGHT + 8
     limits = httpx2.Limits(max_connections=room, max_keepalive_connections=room)
-    transport = _watched_transport(httpx2, httpx2.AsyncHTTPTransport(verify=trust_store(), limits=limits), status)
+    inner = httpx2.AsyncHTTPTransport(verify=trust_store(), limits=limits, retries=_CONNECT_RETRIES)
+    transport = _watched_transport(httpx2, inner, status)
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(connect_s, read=None, pool=None), auth=auth,
                                   transport=transport, event_hooks={"response": [on_response]}) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
 
 
+_CONNECT_RETRIES = 2
+_FAILED_POST = "x-sagepy-transport-failure"
+
+
 def _watched_transport(httpx2: Any, inner: Any, status: HttpStatus) -> Any:
-    """`inner`, reporting to `status` every transport failure of a POST, while it is sent or while its answer
-    is read. A GET (the optional event stream) may fail and be retried without failing any request."""
+    """`inner`, turning a transport failure of a POST (while it is sent, or while its answer is read) into an
+    answer that fails that one request: the SDK would otherwise let the exception end its transport, and with
+    it every other request in flight on the connection. The failure is kept in the request's Answer, for
+    `MCP I/O error`. A JSON answer is read here whole, so that a failure while reading it is caught here too;
+    an event stream is read by the SDK, which resolves its request when the stream breaks. A GET (the optional
+    event stream) may fail and be retried without failing any request."""
 
     class WatchedBody(httpx2.AsyncByteStream):
-        def __init__(self, body: Any) -> None:
+        def __init__(self, body: Any, answer: Answer) -> None:
             self.body = body
+            self.answer = answer
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             try:
                 async for chunk in self.body:
                     yield chunk
             except httpx2.TransportError as exc:
-                status.break_off(exc)
+                self.answer.broken = exc
                 raise
 
         async def aclose(self) -> None:
@@ -206,13 +239,29 @@ def _watched_transport(httpx2: Any, inner: Any, status: HttpStatus) -> Any:
         async def handle_async_request(self, request: Any) -> Any:
             if request.method != "POST":
                 return await inner.handle_async_request(request)
+            answer = status.current()
             try:
-                response = await inner.handle_async_request(request)
+                try:
+                    response = await inner.handle_async_request(request)
+                except httpx2.WriteError:
+                    # The request was not (wholly) written, so the server cannot have acted on it: most often a
+                    # kept-alive connection the server closed as it was reused. Sent once more, on another.
+                    response = await inner.handle_async_request(request)
+                if response.headers.get("content-type", "").startswith("text/event-stream"):
+                    response.stream = WatchedBody(response.stream, answer)
+                    return response
+                try:
+                    body = b"".join([chunk async for chunk in response.stream])
+                finally:
+                    await response.stream.aclose()
+                response.stream = httpx2.ByteStream(body)
+                return response
             except httpx2.TransportError as exc:
-                status.break_off(exc)
-                raise
-            response.stream = WatchedBody(response.stream)
-            return response
+                answer.broken = exc
+                error = {"jsonrpc": "2.0", "id": None,
+                         "error": {"code": -32603, "message": f"transport failure: {type(exc).__name__}"}}
+                return httpx2.Response(502, headers={"content-type": "application/json", _FAILED_POST: "1"},
+                                       content=json.dumps(error).encode(), request=request)
 
         async def aclose(self) -> None:
             await inner.aclose()

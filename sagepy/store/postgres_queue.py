@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ..core.text import storable_line
 from .base import HALTED, RUNNING, RunRecord
-from .queue import CANCELLED, CANCELLED_EXIT, INFO_COLUMNS, PAUSED, QUEUED, Claim, RunInfo, info_from_row, info_row
+from .queue import CANCELLED, CANCELLED_EXIT, INFO_COLUMNS, OWN_FRESH_SECONDS, PAUSED, QUEUED, Claim, RunInfo, info_from_row, info_row
 
 CHANNEL = "sagepy_runs"
 LISTEN_RETRY_S = 1.0
@@ -113,8 +113,12 @@ class PostgresQueue:
                 "AND q.run_id = r.id WHERE r.project = %s AND (q.version = %s OR %s) AND "
                 "((r.status = %s AND q.queue = %s) OR (r.status = %s AND (r.lease_heartbeat IS NULL OR r.lease_host = %s "
                 f"OR r.lease_heartbeat < now() - interval '{_FRESH_SECONDS} seconds'))) "
+                # not the runs this very process holds (fresh or released: never claimable by it; a worker of a
+                # thousand runs would otherwise lock and look at every one of them at every claim)
+                "AND NOT (r.lease_pid IS NOT DISTINCT FROM %s AND r.lease_host IS NOT DISTINCT FROM %s AND "
+                f"(r.lease_heartbeat IS NULL OR r.lease_heartbeat > now() - interval '{OWN_FRESH_SECONDS} seconds')) "
                 'ORDER BY r.started_at, r.id COLLATE "C" FOR UPDATE OF r SKIP LOCKED',
-                (self.project, version or "", version is None, QUEUED, queue, RUNNING, host)).fetchall()
+                (self.project, version or "", version is None, QUEUED, queue, RUNNING, host, pid, host)).fetchall()
             for row in rows:
                 run, info = RunRecord(*row[:11]), info_from_row(row[11:])
                 if run.id in skip:

@@ -16,6 +16,9 @@ from .base import PAUSED, RunRecord
 QUEUED, CANCELLED = "queued", "cancelled"
 DEFAULT_QUEUE = "default"
 CANCELLED_EXIT = 130
+# A run whose lease the claiming process itself holds, with a heartbeat younger than this (the freshness of
+# store.leases less a margin) or released, is that process's own live run: never a claim candidate.
+OWN_FRESH_SECONDS = 9
 # statuses after which nothing happens to a run unless a person acts (`sage runs wait` stops at them)
 SETTLED = ("completed", "failed", "halted", PAUSED, CANCELLED)
 ENDED = ("completed", "failed", CANCELLED)

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ..core.text import storable_line
 from .base import HALTED, RUNNING, RunRecord
-from .queue import CANCELLED, CANCELLED_EXIT, INFO_COLUMNS, PAUSED, QUEUED, Claim, RunInfo, info_from_row, info_row
+from .queue import CANCELLED, CANCELLED_EXIT, INFO_COLUMNS, OWN_FRESH_SECONDS, PAUSED, QUEUED, Claim, RunInfo, info_from_row, info_row
 
 QUEUE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS run_queue (run_id TEXT PRIMARY KEY, queue TEXT NOT NULL, version TEXT NOT NULL, "
@@ -72,10 +72,14 @@ class SqliteQueue:
     def claim_run(self, queue: str, version: str | None, pid: int, host: str,
                   is_stale: Callable[[RunRecord], bool], skip: set[str], max_recoveries: int) -> Claim | None:
         with self._write():
+            # Candidates only: not the runs this very process holds (its own lease, fresh or released: never
+            # claimable by it, and a worker of a thousand runs would look at every one of them at every claim).
             rows = self._db.execute(
                 f"SELECT {_RUN}, {_INFO} FROM runs r JOIN run_queue q ON q.run_id = r.id "
-                "WHERE (r.status = ? AND q.queue = ?) OR r.status = ? ORDER BY r.started_at, r.id",
-                (QUEUED, queue, RUNNING)).fetchall()
+                "WHERE ((r.status = ? AND q.queue = ?) OR r.status = ?) AND NOT (r.lease_pid IS ? AND "
+                "r.lease_host IS ? AND (r.lease_heartbeat IS NULL OR r.lease_heartbeat > ?)) "
+                "ORDER BY r.started_at, r.id",
+                (QUEUED, queue, RUNNING, pid, host, time.time() - OWN_FRESH_SECONDS)).fetchall()
             for row in rows:
                 run, info = _record(row[:10]), info_from_row(row[10:])
                 if run.id in skip or (version is not None and info.version != version):
