@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..store.leases import this_host
 from ..workers.child import WorkerClaim
 from ..workers.worker import Execution
 from .host import Host
@@ -77,6 +78,12 @@ class ThreadLauncher:
                 execution.code = 1
                 host.err(f"internal error: {type(exc).__name__}: {exc}")
             finally:
+                # the run is over in this process: a lease it released no longer waits for the process to
+                # exit (it never will), so a run sent back to the queue can be claimed again, here or elsewhere
+                try:
+                    backend.forget_owner(run_id, os.getpid(), this_host())
+                except Exception as exc:  # the store's failure leaves the run to a restart of the worker
+                    host.err(f"warning: could not record the end of run {run_id}: {exc}")
                 execution.ended.set()
                 wake.set()
         threading.Thread(target=run, name=f"sage-run-{run_id}", daemon=True).start()

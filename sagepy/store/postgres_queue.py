@@ -113,10 +113,11 @@ class PostgresQueue:
                 "AND q.run_id = r.id WHERE r.project = %s AND (q.version = %s OR %s) AND "
                 "((r.status = %s AND q.queue = %s) OR (r.status = %s AND (r.lease_heartbeat IS NULL OR r.lease_host = %s "
                 f"OR r.lease_heartbeat < now() - interval '{_FRESH_SECONDS} seconds'))) "
-                # not the runs this very process holds (fresh or released: never claimable by it; a worker of a
-                # thousand runs would otherwise lock and look at every one of them at every claim)
+                # not the runs this very process holds under a fresh lease (never claimable by it; a worker of a
+                # thousand runs would otherwise lock and look at every one of them at every claim); one it
+                # released or ended and a person sent back to the queue is a candidate again
                 "AND NOT (r.lease_pid IS NOT DISTINCT FROM %s AND r.lease_host IS NOT DISTINCT FROM %s AND "
-                f"(r.lease_heartbeat IS NULL OR r.lease_heartbeat > now() - interval '{OWN_FRESH_SECONDS} seconds')) "
+                f"r.lease_heartbeat > now() - interval '{OWN_FRESH_SECONDS} seconds') "
                 'ORDER BY r.started_at, r.id COLLATE "C" FOR UPDATE OF r SKIP LOCKED',
                 (self.project, version or "", version is None, QUEUED, queue, RUNNING, host, pid, host)).fetchall()
             for row in rows:
@@ -160,6 +161,13 @@ class PostgresQueue:
     def mark_running(self, run_id: str) -> None:
         self._write(lambda conn: conn.execute(f"UPDATE {self._s}.runs SET status = %s, exit_code = NULL WHERE "
                                               "project = %s AND id = %s", (RUNNING, self.project, run_id)))
+
+    def forget_owner(self, run_id: str, pid: int, host: str) -> None:
+        def work(conn: Any) -> None:
+            conn.execute(f"UPDATE {self._s}.runs SET lease_pid = NULL, lease_host = NULL WHERE project = %s AND "
+                         "id = %s AND lease_pid = %s AND lease_host = %s AND lease_heartbeat IS NULL",
+                         (self.project, run_id, pid, host))
+        self._write(work)
 
     def unclaim_run(self, run_id: str, was_queued: bool) -> None:
         def work(conn: Any) -> None:

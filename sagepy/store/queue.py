@@ -17,7 +17,7 @@ QUEUED, CANCELLED = "queued", "cancelled"
 DEFAULT_QUEUE = "default"
 CANCELLED_EXIT = 130
 # A run whose lease the claiming process itself holds, with a heartbeat younger than this (the freshness of
-# store.leases less a margin) or released, is that process's own live run: never a claim candidate.
+# store.leases less a margin), is that process's own live run: never a claim candidate.
 OWN_FRESH_SECONDS = 9
 # statuses after which nothing happens to a run unless a person acts (`sage runs wait` stops at them)
 SETTLED = ("completed", "failed", "halted", PAUSED, CANCELLED)
@@ -74,6 +74,10 @@ class QueueStore(Protocol):
         it (`sage runs resolve`, and `approve`, `deny`, `answer` once the answer is recorded): True; the last
         owner's pid and host stay (a claim waits for that process to exit). A run no
         worker executed is left as it is, for `sage run --resume`: False."""
+    def forget_owner(self, run_id: str, pid: int, host: str) -> None:
+        """Process `pid` of `host` is done with the run (a thread-mode worker whose run's thread ended): if
+        its lease is released and still names that process, it no longer does, so that a claim need not
+        wait for the process to exit."""
     def unclaim_run(self, run_id: str, was_queued: bool) -> None:
         """Give a claimed run back untouched (a worker of another program version should run it)."""
     def cancel_run(self, run_id: str, is_stale: Callable[[RunRecord], bool]) -> bool:

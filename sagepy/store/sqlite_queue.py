@@ -72,12 +72,13 @@ class SqliteQueue:
     def claim_run(self, queue: str, version: str | None, pid: int, host: str,
                   is_stale: Callable[[RunRecord], bool], skip: set[str], max_recoveries: int) -> Claim | None:
         with self._write():
-            # Candidates only: not the runs this very process holds (its own lease, fresh or released: never
-            # claimable by it, and a worker of a thousand runs would look at every one of them at every claim).
+            # Candidates only: not the runs this very process holds under a fresh lease (never claimable by it,
+            # and a worker of a thousand runs would look at every one of them at every claim). A run it released
+            # or ended and a person sent back to the queue (`sage runs resolve`) is a candidate again.
             rows = self._db.execute(
                 f"SELECT {_RUN}, {_INFO} FROM runs r JOIN run_queue q ON q.run_id = r.id "
                 "WHERE ((r.status = ? AND q.queue = ?) OR r.status = ?) AND NOT (r.lease_pid IS ? AND "
-                "r.lease_host IS ? AND (r.lease_heartbeat IS NULL OR r.lease_heartbeat > ?)) "
+                "r.lease_host IS ? AND r.lease_heartbeat > ?) "
                 "ORDER BY r.started_at, r.id",
                 (QUEUED, queue, RUNNING, pid, host, time.time() - OWN_FRESH_SECONDS)).fetchall()
             for row in rows:
@@ -113,6 +114,11 @@ class SqliteQueue:
             self._db.execute("UPDATE runs SET status = ?, exit_code = NULL, lease_heartbeat = NULL, lease_token = NULL "
                              "WHERE id = ?", (QUEUED, run_id))
         return True
+
+    def forget_owner(self, run_id: str, pid: int, host: str) -> None:
+        with self._write():
+            self._db.execute("UPDATE runs SET lease_pid = NULL, lease_host = NULL WHERE id = ? AND lease_pid = ? "
+                             "AND lease_host = ? AND lease_heartbeat IS NULL", (run_id, pid, host))
 
     def mark_running(self, run_id: str) -> None:
         """A queued or halted run resumed under the lease of the caller (`sage run --resume`)."""

@@ -228,3 +228,35 @@ def test_strings_that_are_not_valid_unicode_are_stored(kind: str, request, tmp_p
         assert [line for _, _, line in store.output("r1")] == ["x\ufffdy\ufffdz"]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_worker_claims_again_a_run_of_its_own_sent_back_to_the_queue(kind: str, request, tmp_path: Path) -> None:
+    # A worker never claims a run it holds under a fresh lease. A run it halted, which a person resolved and
+    # sent back to the queue (`sage runs resolve`), waits until the process that ran it is done with it: a
+    # thread-mode worker says so when the run's thread ends (it never exits), and the run can be claimed again,
+    # or a lone worker would never finish it.
+    import os
+    import socket
+
+    from sagepy.store.leases import lease_is_claimable
+    from sagepy.store.queue import QUEUED, RunInfo
+    made = make_store(kind, request, tmp_path)
+    pid, host = os.getpid(), socket.gethostname()
+    try:
+        made.submit_run(run("r1", 1.0, QUEUED), RunInfo(version="v1"))
+
+        def claim():
+            return made.claim_run("default", "v1", pid, host, lease_is_claimable, set(), 3)
+
+        first = claim()
+        assert first is not None and first.run.id == "r1"
+        assert claim() is None   # held by this very process under a fresh lease
+        made.end_run("r1", base.HALTED, 1)
+        assert made.requeue_run("r1")
+        assert claim() is None   # the process that ran it may still be closing what it opened
+        made.forget_owner("r1", pid, host)
+        again = claim()
+        assert again is not None and again.run.id == "r1"
+    finally:
+        made.close()

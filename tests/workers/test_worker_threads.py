@@ -63,3 +63,25 @@ def test_a_stopped_worker_releases_its_runs_and_another_resumes_them(tmp_path: P
         second.process.send_signal(signal.SIGTERM)   # a second signal: the process ends at once with its runs
         assert second.process.wait(60) == 143
     assert not wait_until_gone(project)
+
+
+def test_a_run_halted_in_a_thread_worker_and_resolved_is_finished_by_that_worker(tmp_path: Path) -> None:
+    # The run's lease names the worker's own process, which never exits: once the run's thread has ended, the
+    # worker says so, or the run sent back to the queue would wait for that process forever.
+    from worker_harness import resolve_halted
+    project = make_project(tmp_path, "load")
+    env = sage_env(project, tmp_path / "cache")
+    run_id = submit(project, env, "solo")
+    # a first worker crashes right after the intent of the run's first charge; resumed by a second, the run
+    # halts on that charge, whose outcome is unknown
+    crashed = sage(project, dict(env, SAGE_CRASH_AFTER_WRITE="1"), "worker", "--drain", "--poll-ms", "50")
+    assert crashed.returncode != 0 and f"run {run_id}: started" in crashed.stderr, crashed.stderr
+    worker = start_worker(project, env, tmp_path / "w.log", "--poll-ms", "50")
+    try:
+        worker.wait_for(f"run {run_id}: halted")
+        resolve_halted(project, env, run_id)
+        worker.wait_for(f"run {run_id}: completed (exit 0)")
+        worker.process.send_signal(signal.SIGINT)
+        assert worker.process.wait(30) in (0, 130)
+    finally:
+        worker.stop()
