@@ -122,10 +122,6 @@ class ConnectionPool(Catalogue):
             private_directory(self.log_dir)
             route_sdk_logs(self.log_dir)
             atexit.register(self.close_all)
-            # When agents call at once, the thread driving the loop hands results to the others, who then wait
-            # for the GIL; CPython's default 5 ms switch interval makes them wait out the driver's bookkeeping
-            # (measured with 20 agents against server-everything: 2.25x the raw SDK's time at 5 ms, 1.89x here).
-            sys.setswitchinterval(min(sys.getswitchinterval(), 0.0002))
             self._started = True
 
     def _live(self, slot: _Slot) -> Connection | None:
