@@ -201,10 +201,20 @@ def _write_reports(data: dict, reports: list[EvalReport], changes: dict, options
     import shutil
     from .report import write_json
     stamp = data["started_at"].replace("-", "").replace(":", "").replace("T", "-").rstrip("Z")
-    kept = os.path.join(session.root, ".sage", "evals", f"{stamp}.json")
+    folder = os.path.join(session.root, ".sage", "evals")
+    kept = os.path.join(folder, f"{stamp}.json")
     try:
-        os.makedirs(os.path.dirname(kept), exist_ok=True)
-        with open(kept, "w", encoding="utf-8") as handle:
+        os.makedirs(folder, exist_ok=True)
+        # never over another report started in the same second: the next free name, which sorts after it
+        n = 1
+        while True:
+            try:
+                handle = open(kept, "x", encoding="utf-8")
+                break
+            except FileExistsError:
+                n += 1
+                kept = os.path.join(folder, f"{stamp}_{n}.json")
+        with handle:
             write_json(handle, data, reports)
     except OSError as exc:
         sys.stderr.write(f"error: cannot write {kept}: {exc.strerror or exc}\n")

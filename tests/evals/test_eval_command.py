@@ -225,3 +225,15 @@ eval "slow" over "rows.jsonl" as r: Row {
         if str(server).encode() in cmdline:
             leftovers.append(pid)
     assert leftovers == []
+
+
+def test_reports_started_in_the_same_second_are_both_kept(tmp_path: Path) -> None:
+    import types
+
+    from sagepy.evals.command import _write_reports
+    data = {"version": 1, "evals": [], "model": "m", "started_at": "2026-12-03T18:23:46Z"}
+    options = types.SimpleNamespace(json=None, html=None)
+    for _ in range(3):
+        _write_reports(data, [], {}, options, types.SimpleNamespace(root=str(tmp_path)))
+    assert sorted(os.listdir(tmp_path / ".sage" / "evals")) == [
+        "20261203-182346.json", "20261203-182346_2.json", "20261203-182346_3.json"]

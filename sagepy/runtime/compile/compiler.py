@@ -245,7 +245,11 @@ class Compiler:
         return run
 
     def stmt(self, node: Any) -> Code:
-        return getattr(self, "s_" + type(node).__name__)(node)
+        name = type(node).__name__
+        helper = _HELPER_STATEMENTS.get(name)
+        if helper is not None:
+            return helper(self, node)
+        return getattr(self, "s_" + name)(node)
 
     def s_ExprStmt(self, node: Any) -> Code:
         return discard(self.expr(node.expr))
@@ -462,7 +466,11 @@ class Compiler:
 
     # ================================================================ expressions
     def expr(self, node: Any) -> Code:
-        return getattr(self, "e_" + type(node).__name__)(node)
+        name = type(node).__name__
+        helper = _HELPER_EXPRESSIONS.get(name)
+        if helper is not None:
+            return helper(self, node)
+        return getattr(self, "e_" + name)(node)
 
     def e_Literal(self, node: Any) -> Code:
         value = UNIT if node.value is A.UNIT else node.value   # the AST's marker for `()`, the runtime's value
@@ -905,43 +913,19 @@ class Compiler:
                 raise located(exc, file, span, frame[0])
         return call
 
-    # ================================================================ agents, messages and the LLM (messaging.py)
-    def e_SummonExpr(self, node: Any) -> Code:
-        return messaging.summon(self, node)
-
-    def e_AwaitExpr(self, node: Any) -> Code:
-        return messaging.await_(self, node)
-
-    def e_SendExpr(self, node: Any) -> Code:
-        return messaging.send(self, node)
-
-    def e_ReceiveExpr(self, node: Any) -> Code:
-        return messaging.receive(self, node)
-
-    def e_ReplyExpr(self, node: Any) -> Code:
-        return messaging.reply(self, node)
-
-    def e_YieldExpr(self, node: Any) -> Code:
-        return messaging.yield_(self, node)
-
-    def e_TraceExpr(self, node: Any) -> Code:
-        return messaging.trace(self, node)
-
-    def e_DivineExpr(self, node: Any) -> Code:
-        return messaging.divine(self, node)
-
-    # ================================================================ test and eval files (testing.py)
-    def s_MockStmt(self, node: Any) -> Code:
-        return testing.mock(self, node)
-
-    def s_ReplayStmt(self, node: Any) -> Code:
-        return testing.replay(self, node)
-
-    def s_ScoreStmt(self, node: Any) -> Code:
-        return testing.score(self, node)
-
+    # ================================================================ assertions (testing.py)
     def assertion(self, name: str, node: Any) -> Code:
         return testing.assertion(self, name, node)
+
+
+# The nodes compiled by a helper module rather than a method: agents, messages and the LLM (messaging.py), and
+# the statements of test and eval files (testing.py).
+_HELPER_EXPRESSIONS: dict[str, Callable[[Any, Any], Code]] = {
+    "SummonExpr": messaging.summon, "AwaitExpr": messaging.await_, "SendExpr": messaging.send,
+    "ReceiveExpr": messaging.receive, "ReplyExpr": messaging.reply, "YieldExpr": messaging.yield_,
+    "TraceExpr": messaging.trace, "DivineExpr": messaging.divine}
+_HELPER_STATEMENTS: dict[str, Callable[[Any, Any], Code]] = {
+    "MockStmt": testing.mock, "ReplayStmt": testing.replay, "ScoreStmt": testing.score}
 
 
 def is_slot_comparison(test: Any) -> bool:
