@@ -133,16 +133,22 @@ class Drained:
 def drain(project: Path, env: dict[str, str], names: list[str], workers: int, *flags: str) -> Drained:
     submit_many(project, env, names)
     started = time.perf_counter()
+    # each worker's log goes to a file: a pipe nobody reads while waiting for the worker fills up (two lines a run)
+    # and stops the worker at its next line
+    logs = [tempfile.TemporaryFile() for _ in range(workers)]
     pool = [subprocess.Popen([*sage_command(), "worker", "--drain", "--poll-ms", "50", *flags], cwd=project, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(workers)]
+                             stdout=subprocess.DEVNULL, stderr=log) for log in logs]
     rss = cpu = 0.0
-    for process in pool:
+    for process, log in zip(pool, logs):
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
         rss = max(rss, usage.ru_maxrss / 1024)
         cpu += usage.ru_utime + usage.ru_stime
+        log.seek(0)
+        text = log.read().decode(errors="replace")
+        log.close()
         if process.returncode != 0:
-            raise SystemExit(f"a worker failed: {process.stderr.read().decode()[-2000:]}")   # type: ignore[union-attr]
+            raise SystemExit(f"a worker failed: {text[-2000:]}")
     seconds = time.perf_counter() - started
     return Drained(seconds, rss, cpu)
 
