@@ -26,6 +26,7 @@ class World:
         self._llm: Any = None
         self._mcp: Any = None
         self.shared_mcp: Any = None   # connections shared with other runs (a Host's `mcp`, SPEC §20)
+        self.on_mcp: Callable[[], None] | None = None   # told once, when the run first needs an MCP server
         self.model: Any = None        # where model requests go instead of [llm] (a Host's `model`)
         self._safety: dict[str, str] = {}   # `T.f` of a typed MCP tool -> its class, once its server is listed
         self._descriptions: dict[str, dict[str, str]] = {}   # server key -> remote tool -> its description
@@ -92,6 +93,8 @@ class World:
             return self._mcp
         with self._lock:
             if self._mcp is None:
+                if self.on_mcp is not None:
+                    self.on_mcp()
                 from ..mcp.pool import ConnectionPool
                 settings = self.settings
                 pool = ConnectionPool(settings.root, settings.tools.servers, settings.mcp, elicitation=self._elicit,

@@ -13,7 +13,19 @@ from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from .outcome import COMPLETED, FAILED, RunOutcome, status_of
 
-_SWITCH_INTERVAL_S = 0.0002   # see runtime_for
+_SWITCH_INTERVAL_S = 0.0002   # see _lower_switch_interval
+
+
+def _lower_switch_interval() -> None:
+    """Lowered once a run first needs an MCP server, and never raised again: a caller that chose less keeps
+    it. An MCP call's answer comes from the thread driving the event loop, and the agent waiting for it then
+    waits for the GIL: CPython's default 5 ms makes it wait out the driver's bookkeeping (20 agents against
+    server-everything: 2.25x the raw SDK's time at 5 ms, 1.89x at 0.2 ms; 500 sequential calls to the suite
+    server: 1.35x against 1.09x). Not for every run: with hundreds of threads runnable at once (a thread-mode
+    worker's model-bound runs, an eval's cases, served calls) switching every 0.2 ms costs more than it gives
+    (200 queued runs of 3 model calls: 37 ms of CPU a run against 17 ms at 5 ms; an eval's replay 1.9x the
+    CPU a case)."""
+    sys.setswitchinterval(min(sys.getswitchinterval(), _SWITCH_INTERVAL_S))
 
 if TYPE_CHECKING:
     from ..runtime.agents import Runtime
@@ -152,16 +164,12 @@ def runtime_for(session: Session, host: Host, *, store: Any = None, durable: boo
     """A run's Runtime and effects chain, assembled from its Host (a test's too: `sage test` runs each test
     block on a runtime of its own); `store`: the opened `@persistent` store, else process memory; `durable`:
     the chain journals into it; `export`: the entry file as displayed, when spans may be exported."""
-    # The engine owns the interpreter's switch interval. When agents call at once, the thread driving the event
-    # loop hands results to the others, who then wait for the GIL; CPython's default 5 ms makes them wait out
-    # the driver's bookkeeping (20 agents against server-everything: 2.25x the raw SDK's time at 5 ms, 1.89x
-    # at 0.2 ms). Lowered once, never raised: a caller that chose less keeps it.
-    sys.setswitchinterval(min(sys.getswitchinterval(), _SWITCH_INTERVAL_S))
     runtime = session.build_runtime(out=host.out, err=host.err, store=store, durable=durable,
                                     trace=(host.trace_file, host.trace_stderr), mocks=host.mocks,
                                     real_llm=host.real_llm, program_args=list(program_args), export=export,
                                     io=host.io_functions(), cassette=host.cassette)
     host.effects = runtime.effects
+    runtime.effects.world.on_mcp = _lower_switch_interval   # the engine owns the interpreter's switch interval
     if host.people is not None:
         runtime.effects.answer_with(host.people)
     runtime.effects.world.shared_mcp = host.mcp

@@ -12,7 +12,13 @@ transaction each. Every write is an
 explicit `BEGIN IMMEDIATE … COMMIT` (the connection is in autocommit mode, `isolation_level=None`): the write
 lock is taken before anything is read, which is what makes `update_field` and `acquire_lease` atomic across
 processes. One connection serves every agent thread, behind a reentrant lock; a write made while this thread
-already has a transaction open (a field `set` inside an `update` function) joins that transaction.
+already has a transaction open (a field `set` inside an `update` function) joins that transaction. Two stores
+of one process on one file (a thread-mode worker's and its runs') share that lock: they wait for each other in
+Python, at once, rather than in SQLite's busy handler, which sleeps up to 100 ms a try.
+
+A run's own bookkeeping (its lease, owner, status, end and output lines) commits like an outcome, to the log
+without a flush: it survives a killed process, and a power cut can lose only the last of it, in order — a run
+then looks interrupted and is recovered, replaying its journal.
 
 Fields stay in the `sage_state (agent, field, value)` table older sagepy versions wrote, so their files keep
 their values: opening such a file adds the other tables and the format version (and a file of the first
@@ -41,6 +47,15 @@ from .pauses import SqlitePauses
 from .sqlite_queue import QUEUE_SCHEMA, QUEUE_TABLES, SqliteQueue
 
 CHECKPOINT_PAGES = 4000
+# One lock per database file of this process (see the module's docstring): realpath -> its RLock.
+_FILE_LOCKS: dict[str, threading.RLock] = {}
+_FILE_LOCKS_GUARD = threading.Lock()
+
+
+def _file_lock(path: str) -> threading.RLock:
+    key = os.path.realpath(path)
+    with _FILE_LOCKS_GUARD:
+        return _FILE_LOCKS.setdefault(key, threading.RLock())
 # The journal format this sagepy writes and reads; an older file is upgraded when opened. 2: the read of a
 # secret variable is journaled as {"secret": value} (sagepy.secrecy), which format 1's sagepy would replay as
 # the value itself.
@@ -85,7 +100,7 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
 
     def __init__(self, path: str, busy_timeout_s: float = 30.0) -> None:
         self.path = path
-        self._lock = threading.RLock()
+        self._lock = _file_lock(path)
         self._depth = 0            # open transactions of the thread holding the lock (nested writes join)
         self._journaled = 0        # journal records the open transaction carries
         self._tokens: dict[str, str] = {}   # run id -> the token of the lease this store holds (fencing)
@@ -296,7 +311,7 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
         return [_run(row) for row in self._read(f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST}")]
 
     def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
-        with self._write(fence=run_id):
+        with self._write(flush=False, fence=run_id):
             self._db.execute("UPDATE runs SET status = ?, exit_code = ?, ended_at = ?, "
                              "lease_heartbeat = NULL, lease_token = NULL WHERE id = ?",
                              (status, exit_code, time.time(), run_id))
@@ -354,7 +369,7 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
 
     def acquire_lease(self, run_id: str, pid: int, host: str, token: str,
                       is_stale: Callable[[RunRecord], bool]) -> RunRecord | None:
-        with self._write():
+        with self._write(flush=False):
             rows = self._db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchall()
             if not rows:
                 raise KeyError(run_id)
@@ -372,7 +387,7 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
             self._db.execute("UPDATE runs SET lease_heartbeat = ? WHERE id = ?", (time.time(), run_id))
 
     def release_lease(self, run_id: str) -> None:
-        with self._write(fence=run_id):
+        with self._write(flush=False, fence=run_id):
             self._db.execute("UPDATE runs SET lease_heartbeat = NULL, "
                              "lease_token = NULL WHERE id = ?", (run_id,))
         forget_lease(self._tokens, run_id)

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from ..core.text import storable_line
 from .base import HALTED, RUNNING, RunRecord
+from .leases import FRESH_SECONDS
 from .queue import CANCELLED, CANCELLED_EXIT, INFO_COLUMNS, OWN_FRESH_SECONDS, PAUSED, QUEUED, Claim, RunInfo, info_from_row, info_row
 
 QUEUE_SCHEMA = (
@@ -66,43 +67,50 @@ class SqliteQueue:
         return [(_record(row[:10]), row[10], row[11]) for row in rows]
 
     def note_owner(self, run_id: str, host: str) -> None:
-        with self._write():
+        with self._write(flush=False):
             self._db.execute("UPDATE run_queue SET host = ? WHERE run_id = ?", (host, run_id))
 
     def claim_run(self, queue: str, version: str | None, pid: int, host: str,
                   is_stale: Callable[[RunRecord], bool], skip: set[str], max_recoveries: int) -> Claim | None:
-        with self._write():
+        with self._write(flush=False):
             # Candidates only: not the runs this very process holds under a fresh lease (never claimable by it,
             # and a worker of a thousand runs would look at every one of them at every claim). A run it released
-            # or ended and a person sent back to the queue (`sage runs resolve`) is a candidate again.
+            # or ended and a person sent back to the queue (`sage runs resolve`) is a candidate again. A running
+            # run is one only when its lease may be stale: none, old, or on this host (its process may have ended).
+            # Read row by row: the first claimable one ends the search.
+            now = time.time()
             rows = self._db.execute(
                 f"SELECT {_RUN}, {_INFO} FROM runs r JOIN run_queue q ON q.run_id = r.id "
-                "WHERE ((r.status = ? AND q.queue = ?) OR r.status = ?) AND NOT (r.lease_pid IS ? AND "
-                "r.lease_host IS ? AND r.lease_heartbeat > ?) "
+                "WHERE (q.version = ? OR ?) AND ((r.status = ? AND q.queue = ?) OR (r.status = ? AND "
+                "(r.lease_heartbeat IS NULL OR r.lease_host = ? OR r.lease_heartbeat < ?))) AND NOT (r.lease_pid IS ? "
+                "AND r.lease_host IS ? AND r.lease_heartbeat > ?) "
                 "ORDER BY r.started_at, r.id",
-                (QUEUED, queue, RUNNING, pid, host, time.time() - OWN_FRESH_SECONDS)).fetchall()
+                (version or "", version is None, QUEUED, queue, RUNNING, host, now - FRESH_SECONDS, pid, host,
+                 now - OWN_FRESH_SECONDS))
+            found = None
             for row in rows:
                 run, info = _record(row[:10]), info_from_row(row[10:])
-                if run.id in skip or (version is not None and info.version != version):
-                    continue
-                resumed = run.status == RUNNING
-                if not is_stale(run):   # held (a queued run `sage run --resume` took), or its last owner exiting
-                    continue
-                if resumed and run.lease_heartbeat is not None:   # taken over from a crashed owner, not a released one
-                    if info.recoveries >= max_recoveries:
-                        self._db.execute(f"UPDATE runs SET status = 'failed', exit_code = 1, {_RELEASED} "
-                                         "WHERE id = ?", (run.id,))
-                        return Claim(run, info, True, gave_up=True)
-                    info.recoveries += 1
-                info.by_worker, info.host = True, host
-                token = secrets.token_hex(16)
-                self._db.execute("UPDATE runs SET status = ?, lease_pid = ?, lease_host = ?, lease_heartbeat = ?, "
-                                 "lease_token = ? WHERE id = ?", (RUNNING, pid, host, time.time(), token, run.id))
-                self._put_info(run.id, info)
-                run.status, run.lease_pid, run.lease_host, run.lease_token = RUNNING, pid, host, token
-                break
-            else:
+                # not stale: held (a queued run `sage run --resume` took), or its last owner exiting
+                if run.id not in skip and is_stale(run):
+                    found = run, info
+                    break
+            rows.close()   # before the writes below
+            if found is None:
                 return None
+            run, info = found
+            resumed = run.status == RUNNING
+            if resumed and run.lease_heartbeat is not None:   # taken over from a crashed owner, not a released one
+                if info.recoveries >= max_recoveries:
+                    self._db.execute(f"UPDATE runs SET status = 'failed', exit_code = 1, {_RELEASED} "
+                                     "WHERE id = ?", (run.id,))
+                    return Claim(run, info, True, gave_up=True)
+                info.recoveries += 1
+            info.by_worker, info.host = True, host
+            token = secrets.token_hex(16)
+            self._db.execute("UPDATE runs SET status = ?, lease_pid = ?, lease_host = ?, lease_heartbeat = ?, "
+                             "lease_token = ? WHERE id = ?", (RUNNING, pid, host, time.time(), token, run.id))
+            self._put_info(run.id, info)
+            run.status, run.lease_pid, run.lease_host, run.lease_token = RUNNING, pid, host, token
         self._tokens[run.id] = token   # the worker's heartbeats keep the claim until its child takes it
         return Claim(run, info, resumed)
 
@@ -116,13 +124,13 @@ class SqliteQueue:
         return True
 
     def forget_owner(self, run_id: str, pid: int, host: str) -> None:
-        with self._write():
+        with self._write(flush=False):
             self._db.execute("UPDATE runs SET lease_pid = NULL, lease_host = NULL WHERE id = ? AND lease_pid = ? "
                              "AND lease_host = ? AND lease_heartbeat IS NULL", (run_id, pid, host))
 
     def mark_running(self, run_id: str) -> None:
         """A queued or halted run resumed under the lease of the caller (`sage run --resume`)."""
-        with self._write():
+        with self._write(flush=False):
             self._db.execute("UPDATE runs SET status = ?, exit_code = NULL WHERE id = ?", (RUNNING, run_id))
 
     def unclaim_run(self, run_id: str, was_queued: bool) -> None:
