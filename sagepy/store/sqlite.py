@@ -48,14 +48,14 @@ from .sqlite_queue import QUEUE_SCHEMA, QUEUE_TABLES, SqliteQueue
 
 CHECKPOINT_PAGES = 4000
 # One lock per database file of this process (see the module's docstring): realpath -> its RLock.
-_FILE_LOCKS: dict[str, threading.RLock] = {}
-_FILE_LOCKS_GUARD = threading.Lock()
+_file_locks: dict[str, threading.RLock] = {}
+_file_locks_guard = threading.Lock()
 
 
 def _file_lock(path: str) -> threading.RLock:
     key = os.path.realpath(path)
-    with _FILE_LOCKS_GUARD:
-        return _FILE_LOCKS.setdefault(key, threading.RLock())
+    with _file_locks_guard:
+        return _file_locks.setdefault(key, threading.RLock())
 # The journal format this sagepy writes and reads; an older file is upgraded when opened. 2: the read of a
 # secret variable is journaled as {"secret": value} (sagepy.secrecy), which format 1's sagepy would replay as
 # the value itself.
