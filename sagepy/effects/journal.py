@@ -105,16 +105,6 @@ class Journal:
             self.store.heartbeat(self.run_id)
         self.confirmed = asked
 
-    def heartbeat(self) -> None:
-        """The heartbeat thread's beat; a lease taken over stops the run at once."""
-        asked = time.monotonic()
-        try:
-            self.store.heartbeat(self.run_id)
-        except TakenOver as exc:
-            self.taken_over(exc)
-            return
-        self.confirmed = asked
-
     def taken_over(self, exc: TakenOver) -> None:
         self.groups.discard()
         try:

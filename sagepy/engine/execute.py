@@ -137,7 +137,7 @@ def _execute(program: Program, host: Host, target: Any, fields: dict, program_ar
         try:
             try:
                 run = DurableRun.prepare(runtime.store.backend, (run_id or "last") if resume else None, host.err,
-                                         host.claim)
+                                         host.claim, host.leases)
                 run.check_version(program.version)
                 run.start(display_path(program.path), runtime, runtime.effects.journal, run_id)
             except DurableExit as exc:

@@ -70,6 +70,7 @@ class Host:
         self.mcp = mcp
         self.model = model
         self.claim: Any = None     # the worker's claim a resumed run executes under (sagepy.workers.child)
+        self.leases: Any = None    # a LeaseKeeper shared with the other runs on the same store (a worker's)
         self.effects: Any = None   # the run's effects chain while it runs (set by the engine)
 
     def io_functions(self) -> dict[str, Callable[..., Any]]:

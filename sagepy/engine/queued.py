@@ -3,7 +3,8 @@ compiled once, and each claimed run is a `Program.run` of it on a thread, with a
 output with the run and stops the run when the worker is told to stop.
 
 The runs share the compiled program, one connection to the store (a second one, apart from the worker's own,
-so that a run's lease and the worker's claim of it stay distinct) and the model client's connection pool;
+so that a run's lease and the worker's claim of it stay distinct), one heartbeat for all their leases and the
+model client's connection pool;
 each has its own agents, journal and output. A run that fails with an internal error ends that run alone.
 """
 from __future__ import annotations
@@ -59,9 +60,11 @@ class ThreadLauncher:
     in_process = True
 
     def __init__(self, program: Program, backend: Any, version: str) -> None:
+        from ..runtime.durable import LeaseKeeper
         self.program = program
         self.backend = backend
         self.version = version
+        self.leases = LeaseKeeper(backend)   # one heartbeat a second for all the runs
 
     def __call__(self, run_id: str, version: str, resumed: bool, wake: threading.Event) -> Execution:
         from ..runtime.persistence import StateStore
@@ -69,6 +72,7 @@ class ThreadLauncher:
         host = Host(out=StoredOutput(backend, run_id, "stdout"), err=StoredOutput(backend, run_id, "stderr"),
                     store=StateStore(backend), durable=True)
         host.claim = WorkerClaim(os.getpid(), self.version, not resumed)
+        host.leases = self.leases
         execution = ThreadExecution(run_id, version, was_queued=not resumed, host=host)
 
         def run() -> None:

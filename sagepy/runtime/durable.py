@@ -1,7 +1,7 @@
 """Durable runs from `sage run`'s side (SPEC §14): the run record, its id, resuming, the lease, the ending.
 
 A durable run is created (or, with `--resume`, found) in the project's store before the entry agent starts;
-its journal (sagepy.effects.journal) joins the effects chain; a heartbeat thread keeps its lease fresh while it
+its journal (sagepy.effects.journal) joins the effects chain; a LeaseKeeper keeps its lease fresh while it
 runs (the lease carries a random token that fences every write of this process, SPEC §14.1); at the end the
 pending outcomes are committed and the record gets its status and exit code, or, when the run stopped early
 (a halt, a divergence, a signal, a lost lease), stays resumable.
@@ -51,36 +51,94 @@ def find_run(store: Any, run_id: str) -> RunRecord:
         raise DurableExit(1, f"error: {exc}") from None
 
 
+class LeaseKeeper:
+    """Keeps the leases of durable runs on one store fresh: every second, one `renew_leases` for all of them,
+    which also reads their cancel requests (`sage runs cancel`: the run stops before its next step). A run
+    whose lease was taken over stops at once. One thread, alive while there is a run to keep: a `sage run`
+    has a keeper of its own; the runs of a thread-mode worker share one (a thousand runs, one transaction a
+    second)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._journals: dict[str, Any] = {}   # run id -> the run's journal (sagepy.effects.journal.Journal)
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, journal: Any) -> None:
+        with self._lock:
+            self._journals[journal.run_id] = journal
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._keep, name="sage-lease", daemon=True)
+                self._thread.start()
+
+    def remove(self, journal: Any) -> None:
+        """The run is ending: no beat tells it anything after this returns, and none renews its lease once the
+        store has released it."""
+        with self._lock:
+            if self._journals.get(journal.run_id) is journal:
+                del self._journals[journal.run_id]
+
+    def _keep(self) -> None:
+        while True:
+            time.sleep(HEARTBEAT_SECONDS)
+            with self._lock:
+                journals = {run_id: j for run_id, j in self._journals.items() if not j.stopped.is_set()}
+                if not self._journals:
+                    self._thread = None
+                    return
+            if journals:
+                self._beat(journals)
+
+    def _beat(self, journals: dict[str, Any]) -> None:
+        asked = time.monotonic()   # the heartbeat is stamped later than this: the lease lasts 10 s from it
+        try:
+            taken, cancels = self.store.renew_leases(list(journals))
+        except Exception:  # a busy store this second: the lease stays fresh for 10 s, the next beat may pass
+            return
+        with self._lock:   # a run that is ending meanwhile (remove) is told nothing
+            for run_id, journal in journals.items():
+                if self._journals.get(run_id) is not journal:
+                    continue
+                lost = taken.get(run_id)
+                if lost is not None:
+                    journal.taken_over(lost)
+                    continue
+                journal.confirmed = asked
+                if run_id in cancels:
+                    journal.cancel()
+
+
 class DurableRun:
     """One execution of a durable run by this process."""
 
     def __init__(self, store: Any, run: RunRecord | None, resumed: bool,
-                 say: Callable[[str], None], claim: WorkerClaim | None = None) -> None:
+                 say: Callable[[str], None], claim: WorkerClaim | None = None,
+                 leases: LeaseKeeper | None = None) -> None:
         self.store = store            # the project's base.Store
         self.say = say                # where the run's notices go: its host's `err`
         self.run = run                # the record being resumed (None until `start` for a new run)
         self.resumed = resumed
         self.journal: Any = None
         self.runtime: Any = None
-        self._beating = threading.Event()
-        self._heart: threading.Thread | None = None
+        self.leases = leases if leases is not None else LeaseKeeper(store)   # keeps the lease while it runs
         self.version = ""             # the program version (SPEC §14.2), recorded with a new run
         self.claim = claim if resumed else None   # the claim of the worker executing this run
 
     @classmethod
     def prepare(cls, store: Any, resume: str | None, say: Callable[[str], None],
-                claim: WorkerClaim | None = None) -> "DurableRun":
+                claim: WorkerClaim | None = None, leases: LeaseKeeper | None = None) -> "DurableRun":
         """Before the program runs: find the run to resume and refuse one that has ended. `claim`: the worker's
-        claim the run executes under (sagepy.workers.child), whose lease it may take over."""
+        claim the run executes under (sagepy.workers.child), whose lease it may take over; `leases`: the
+        keeper it shares with other runs of this process on `store` (default: one of its own)."""
         if resume is None:
-            return cls(store, None, False, say)
+            return cls(store, None, False, say, leases=leases)
         run = find_run(store, resume)
         if run.status in (COMPLETED, FAILED):
             code = run.exit_code if run.exit_code is not None else 0
             raise DurableExit(code, f"run {run.id} already ended with exit code {code}", run.status)
         if run.status == CANCELLED:
             raise DurableExit(CANCELLED_EXIT, f"run {run.id} was cancelled", CANCELLED)
-        return cls(store, run, True, say, claim)
+        return cls(store, run, True, say, claim, leases)
 
     @property
     def run_id(self) -> str:
@@ -141,29 +199,17 @@ class DurableRun:
         self.journal = journal
         self.runtime = runtime
         runtime.replay_horizon = journal.horizon
-        self._heart = threading.Thread(target=self._heartbeat, name="sage-lease", daemon=True)
-        self._heart.start()
-
-    def _heartbeat(self) -> None:
-        journal = self.journal
-        while not self._beating.wait(HEARTBEAT_SECONDS) and not journal.stopped.is_set():
-            try:
-                journal.heartbeat()
-                if self.store.cancel_requested(self.run.id):   # `sage runs cancel`: stop before the next step
-                    journal.cancel()
-            except Exception:  # a busy store this second: the lease stays fresh for 10 s, the next beat may pass
-                continue
+        self.leases.add(journal)
 
     def finish(self, code: int, ending: str) -> None:
         """Record how this execution ended. `ending`: "completed", "failed" or "cancelled" (the run has ended),
         "halted", "paused" (waiting for a person: one line per waiting step on stderr), or "stopped" (a
         divergence or a signal: the run stays resumable, its lease released)."""
         from ..effects.journal import JournalStopped
-        self._beating.set()
-        if self._heart is not None:
-            self._heart.join(5)
         store = self.store
         journal = self.journal
+        if journal is not None:
+            self.leases.remove(journal)
         if self.runtime is not None:
             # the run's MCP servers end before its lease does: once another process may take the run, no call
             # of this one is still going on (an agent still busy past the shutdown's grace finds its writes

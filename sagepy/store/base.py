@@ -16,7 +16,7 @@ to and from Sage values is the caller's job, with the step's or field's type.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
 # Run statuses (SPEC §14). `interrupted` is never stored: it is how `running` with a stale lease is shown.
 RUNNING, COMPLETED, FAILED, HALTED, INTERRUPTED = "running", "completed", "failed", "halted", "interrupted"
@@ -164,6 +164,11 @@ class Store(Protocol):
         KeyError for an unknown run. From then on this store fences the run's writes with `token`."""
     def heartbeat(self, run_id: str) -> None:
         """Renew the lease on the store's clock; TakenOver when it is not this store's any more."""
+    def renew_leases(self, run_ids: Sequence[str]) -> tuple[dict[str, TakenOver], set[str]]:
+        """The heartbeat of many runs at once, in one transaction that need not wait for the disk: renews the
+        leases this store still holds; returns the runs taken over (each with its TakenOver) and the runs a
+        person asked to cancel (`sage runs cancel`). A run this store no longer holds (it ended) is left
+        alone."""
     def release_lease(self, run_id: str) -> None: ...
 
     def close(self) -> None: ...

@@ -9,7 +9,7 @@ import copy
 import threading
 import time
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .base import COMPLETED, FAILED, INTERRUPTED, PAUSED, RUNNING, WAITING, RunRecord, StepRecord
 from .queue import ENDED
@@ -147,6 +147,11 @@ class MemoryStore:
             run = self._runs.get(run_id)
             if run is not None and run.lease_pid is not None:
                 run.lease_heartbeat = time.time()
+
+    def renew_leases(self, run_ids: Sequence[str]) -> tuple[dict[str, Any], set[str]]:
+        for run_id in run_ids:
+            self.heartbeat(run_id)
+        return {}, set()
 
     def release_lease(self, run_id: str) -> None:
         with self._lock:

@@ -8,9 +8,11 @@ holds the format version, and a newer one is refused as SQLite's is.
 
 One connection (autocommit; explicit transactions where a write has several statements) serves every agent
 thread behind a reentrant lock; a write made while this thread has a transaction open (a field `set` inside
-an `update` function) joins it. Durability: a destructive step's intent, field writes and run records
-commit with `synchronous_commit = on` (the server's default); grouped outcome records with `off` (lost only
-when the database server itself crashes, and then performed again or halted on, never fired twice).
+an `update` function) joins it. Durability: a destructive step's intent, field writes and the records of runs
+submitted, cancelled or answered by a person commit with `synchronous_commit = on` (the server's default);
+grouped outcome records and a run's own bookkeeping (its claim, lease, status, end and output) with `off`:
+lost only when the database server itself crashes, and then only the last ones, in order (the log is one
+sequence), so a run is performed again or halted on, never fired twice.
 
 Clocks: heartbeats are the server's `now()` and a lease's age is `now() - heartbeat`, so machines whose clocks
 disagree still agree on who owns a run. Fencing: a journal write of a run this store holds the lease of
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 from ..core.json_text import compact_json, parse_json
 from . import crash
@@ -330,7 +332,7 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
             conn.execute(f"UPDATE {self._s}.runs SET lease_heartbeat = NULL, "
                          f"lease_token = NULL{assignments} WHERE project = %s AND id = %s",
                          (*values, self.project, run_id))
-        self._write(work, fence=run_id)
+        self._write(work, fence=run_id, durable=False)
         forget_lease(self._tokens, run_id)
 
     def prune_runs(self, keep: int) -> list[str]:
@@ -467,7 +469,7 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
             conn.execute(f"UPDATE {self._s}.runs SET lease_pid = %s, lease_host = %s, lease_heartbeat = now(), "
                          "lease_token = %s WHERE project = %s AND id = %s", (pid, host, token, self.project, run_id))
             return None
-        owner = self._write(work)
+        owner = self._write(work, durable=False)
         if owner is None:
             self._tokens[run_id] = token
         return owner
@@ -478,6 +480,32 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
                          (self.project, run_id))
         # synchronous_commit off: a heartbeat lost with the server only makes a lease stale sooner
         self._write(work, fence=run_id, durable=False)
+
+    def renew_leases(self, run_ids: Sequence[str]) -> tuple[dict[str, TakenOver], set[str]]:
+        held = [run_id for run_id in run_ids if self._tokens.get(run_id)]   # not released
+        s = self._s
+
+        def work(conn: Any) -> tuple[dict[str, TakenOver], set[str]]:
+            owners = {row[0]: row[1:] for row in conn.execute(
+                f"SELECT id, lease_token, lease_pid, lease_host FROM {s}.runs WHERE project = %s AND id = ANY(%s) "
+                "FOR SHARE", (self.project, held))}
+            taken: dict[str, TakenOver] = {}
+            mine = []
+            for run_id in held:
+                owner = owners.get(run_id)
+                if owner is None or owner[0] != self._tokens[run_id]:
+                    taken[run_id] = TakenOver(owner[1] if owner else None, owner[2] if owner else None)
+                else:
+                    mine.append(run_id)
+            conn.execute(f"UPDATE {s}.runs SET lease_heartbeat = now() WHERE project = %s AND id = ANY(%s)",
+                         (self.project, mine))
+            cancels = {row[0] for row in conn.execute(
+                f"SELECT run_id FROM {s}.run_queue WHERE project = %s AND run_id = ANY(%s) AND cancel",
+                (self.project, held))}
+            return taken, cancels
+        if not held:
+            return {}, set()
+        return self._write(work, durable=False)
 
     def close(self) -> None:
         with self._lock:

@@ -22,6 +22,8 @@ _RUN = ("r.id, r.started_at, r.status, r.exit_code, r.entry, r.lease_pid, r.leas
         "extract(epoch FROM r.lease_heartbeat)::float8, r.lease_token, r.ended_at, "
         "extract(epoch FROM now() - r.lease_heartbeat)::float8")
 _INFO = ", ".join(f"q.{c.strip()}" for c in INFO_COLUMNS.split(","))
+# A claim locks and looks at this many candidates first (SKIP LOCKED passes over other workers' claims)
+_FIRST_CANDIDATES = 16
 _RELEASED = "lease_pid = NULL, lease_host = NULL, lease_heartbeat = NULL, lease_token = NULL"
 _FRESH_SECONDS = 10   # store.leases.FRESH_SECONDS: a lease younger than this on another host is not looked at
 
@@ -98,14 +100,14 @@ class PostgresQueue:
 
     def note_owner(self, run_id: str, host: str) -> None:
         self._write(lambda conn: conn.execute(f"UPDATE {self._s}.run_queue SET host = %s WHERE project = %s AND "
-                                              "run_id = %s", (host, self.project, run_id)))
+                                              "run_id = %s", (host, self.project, run_id)), durable=False)
 
     def claim_run(self, queue: str, version: str | None, pid: int, host: str,
                   is_stale: Callable[[RunRecord], bool], skip: set[str], max_recoveries: int) -> Claim | None:
         s = self._s
         token = secrets.token_hex(16)
 
-        def work(conn: Any) -> Claim | None:
+        def work(conn: Any, limit: int | None = _FIRST_CANDIDATES) -> Claim | None:
             # candidates only: queued runs of the queue and running ones whose lease may be stale (none, old,
             # or on this host, whose process may have ended); locked rows are another worker's claim
             rows = conn.execute(
@@ -118,12 +120,13 @@ class PostgresQueue:
                 # released or ended and a person sent back to the queue is a candidate again
                 "AND NOT (r.lease_pid IS NOT DISTINCT FROM %s AND r.lease_host IS NOT DISTINCT FROM %s AND "
                 f"r.lease_heartbeat > now() - interval '{OWN_FRESH_SECONDS} seconds') "
-                'ORDER BY r.started_at, r.id COLLATE "C" FOR UPDATE OF r SKIP LOCKED',
-                (self.project, version or "", version is None, QUEUED, queue, RUNNING, host, pid, host)).fetchall()
+                "AND NOT (r.id = ANY(%s)) "
+                # the first few, locked; all of them only when none of those is claimable after all
+                'ORDER BY r.started_at, r.id COLLATE "C" LIMIT %s FOR UPDATE OF r SKIP LOCKED',
+                (self.project, version or "", version is None, QUEUED, queue, RUNNING, host, pid, host, list(skip),
+                 limit)).fetchall()
             for row in rows:
                 run, info = RunRecord(*row[:11]), info_from_row(row[11:])
-                if run.id in skip:
-                    continue
                 resumed = run.status == RUNNING
                 if not is_stale(run):   # held (a queued run `sage run --resume` took), or its last owner exiting
                     continue
@@ -140,8 +143,8 @@ class PostgresQueue:
                 self._put_info(conn, run.id, info)
                 run.status, run.lease_pid, run.lease_host, run.lease_token = RUNNING, pid, host, token
                 return Claim(run, info, resumed)
-            return None
-        claim = self._write(work)
+            return None if limit is None or len(rows) < limit else work(conn, None)
+        claim = self._write(work, durable=False)
         if claim is not None and not claim.gave_up:
             self._tokens[claim.run.id] = token   # the worker's heartbeats keep the claim until its child takes it
         return claim
@@ -160,14 +163,15 @@ class PostgresQueue:
 
     def mark_running(self, run_id: str) -> None:
         self._write(lambda conn: conn.execute(f"UPDATE {self._s}.runs SET status = %s, exit_code = NULL WHERE "
-                                              "project = %s AND id = %s", (RUNNING, self.project, run_id)))
+                                              "project = %s AND id = %s", (RUNNING, self.project, run_id)),
+                    durable=False)
 
     def forget_owner(self, run_id: str, pid: int, host: str) -> None:
         def work(conn: Any) -> None:
             conn.execute(f"UPDATE {self._s}.runs SET lease_pid = NULL, lease_host = NULL WHERE project = %s AND "
                          "id = %s AND lease_pid = %s AND lease_host = %s AND lease_heartbeat IS NULL",
                          (self.project, run_id, pid, host))
-        self._write(work)
+        self._write(work, durable=False)
 
     def unclaim_run(self, run_id: str, was_queued: bool) -> None:
         def work(conn: Any) -> None:

@@ -34,7 +34,7 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from ..core.json_text import compact_json, parse_json
 from ..secrecy import private_directory
@@ -47,6 +47,7 @@ from .pauses import SqlitePauses
 from .sqlite_queue import QUEUE_SCHEMA, QUEUE_TABLES, SqliteQueue
 
 CHECKPOINT_PAGES = 4000
+_IN_CHUNK = 500   # ids in one `IN (…)`: well under SQLite's limit of bound variables
 # One lock per database file of this process (see the module's docstring): realpath -> its RLock.
 _file_locks: dict[str, threading.RLock] = {}
 _file_locks_guard = threading.Lock()
@@ -385,6 +386,29 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
         # not flushed: a heartbeat lost with the machine's power only makes a lease stale sooner
         with self._write(flush=False, fence=run_id):
             self._db.execute("UPDATE runs SET lease_heartbeat = ? WHERE id = ?", (time.time(), run_id))
+
+    def renew_leases(self, run_ids: Sequence[str]) -> tuple[dict[str, TakenOver], set[str]]:
+        taken: dict[str, TakenOver] = {}
+        cancels: set[str] = set()
+        with self._write(flush=False):
+            held = [run_id for run_id in run_ids if self._tokens.get(run_id)]   # not released
+            for start in range(0, len(held), _IN_CHUNK):
+                chunk = held[start:start + _IN_CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                owners = {row[0]: row[1:] for row in self._db.execute(
+                    f"SELECT id, lease_token, lease_pid, lease_host FROM runs WHERE id IN ({marks})", chunk)}
+                mine = []
+                now = time.time()
+                for run_id in chunk:
+                    owner = owners.get(run_id)
+                    if owner is None or owner[0] != self._tokens[run_id]:
+                        taken[run_id] = TakenOver(owner[1] if owner else None, owner[2] if owner else None)
+                    else:
+                        mine.append((now, run_id))
+                self._db.executemany("UPDATE runs SET lease_heartbeat = ? WHERE id = ?", mine)
+                cancels.update(row[0] for row in self._db.execute(
+                    f"SELECT run_id FROM run_queue WHERE cancel != 0 AND run_id IN ({marks})", chunk))
+        return taken, cancels
 
     def release_lease(self, run_id: str) -> None:
         with self._write(flush=False, fence=run_id):
