@@ -31,7 +31,7 @@ PASS_MODULES = ("sagepy.check.checker", "sagepy.runtime.compile.compiler")
 ORDER: tuple[tuple[str, ...], ...] = (
     ("core",),                                   # values, errors, types, Sage<->JSON conversion, JSON text
     ("aio", "binding", "decisions", "deepstack", "diagnostics", "effect_builtins", "errorcodes", "render",
-     "resources", "secrecy", "terminal", "testfiles", "tls", "traceview", "version"),  # helpers that need nothing of sagepy but core; the trace viewer
+     "resources", "secrecy", "terminal", "testfiles", "tls", "traceview", "version", "wake"),  # helpers that need nothing of sagepy but core; the trace viewer
     ("approval_policy", "net", "progress"),      # helpers on helpers (binding, tls, render)
     ("syntax",),                                 # source -> AST
     ("fmt", "loader", "project", "variables"),   # the formatter; programs and their modules; the project; SAGE_*

@@ -35,6 +35,7 @@ from ..core.values import UNIT, ErrorValue
 from ..store import crash
 from ..store.base import (DONE, STARTED, STEP_FAILED, USAGE, USAGE_PATH, WAITING, Busy, StepRecord, TakenOver,
                           Unavailable, Unreachable)
+from ..wake import WakingEvent
 from .chain import Perform
 from .grouping import OutcomeGroups, groupable
 from .outcomes import args_hash, decode_error, decode_value, encode_error, encode_value
@@ -64,7 +65,7 @@ class Journal:
         self.records: dict[tuple[str, int], StepRecord] = {}
         self.horizon: dict[str, int] = {}   # agent path -> its last recorded step
         self.recorded_handles: set = set()
-        self.stopped = threading.Event()
+        self.stopped = WakingEvent()
         self.stop_code: int | None = None
         self.stop_message = ""
         self.kind = ""                  # "halted" | "diverged" | "cancelled" | "paused", once stopped

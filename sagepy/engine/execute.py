@@ -218,6 +218,28 @@ def _run(program: Program, host: Host, runtime: Runtime, target: Any, fields: di
                       _usage(effects))
 
 
+def _wait_for_any(finished: threading.Event, cancel: threading.Event, stopped: threading.Event | None) -> None:
+    """Until the entry agent finished, the run was told to stop or its journal stopped: woken by the events
+    themselves (sagepy.wake), or polled when the caller's cancel event is a plain one."""
+    from ..wake import WakingEvent
+    watched = [event for event in (finished, cancel, stopped) if event is not None]
+    if not all(isinstance(event, WakingEvent) for event in watched):
+        while not finished.wait(0.1):
+            if cancel.is_set() or (stopped is not None and stopped.is_set()):
+                return
+        return
+    wake = threading.Event()
+    for event in watched:
+        event.also_wake(wake)
+    try:
+        while not any(event.is_set() for event in watched):
+            wake.wait()
+            wake.clear()
+    finally:
+        for event in watched:
+            event.forget(wake)
+
+
 def _usage(effects: Any) -> dict:
     return effects.usage_summary()
 
@@ -230,7 +252,8 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any, fields: dict, journal: 
     from ..runtime.agents import AgentInstance
     from ..runtime.lifecycle import run_lifecycle
     from ..runtime.supervisors import SupervisorPlan, start_supervisor
-    finished = threading.Event()
+    from ..wake import WakingEvent
+    finished = WakingEvent()
     cancel = host.cancel
     if isinstance(agent, SupervisorPlan):
         inst = start_supervisor(runtime, agent, None, number=0)
@@ -248,12 +271,11 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any, fields: dict, journal: 
                 run_lifecycle(inst, entry=True)
             finally:
                 finished.set()
+    stopped = journal.stopped if journal is not None else None
     thread = start_thread(body, inst.display_name)
     if not isinstance(agent, SupervisorPlan):
         inst.thread = thread
-    while not finished.wait(0.1):
-        if cancel.is_set() or (journal is not None and journal.stopped.is_set()):
-            break
+    _wait_for_any(finished, cancel, stopped)
     if cancel.is_set() and not finished.is_set():
         runtime.stop_all()
         runtime.shutdown(grace_seconds=2.0)

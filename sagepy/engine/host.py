@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Mapping, TextIO
 
+from ..wake import WakingEvent
+
 Line = Callable[[str], None]
 
 
@@ -64,7 +66,7 @@ class Host:
         self.environ = environ
         self.clock = clock
         self.cassette = cassette
-        self.cancel = cancel if cancel is not None else threading.Event()
+        self.cancel = cancel if cancel is not None else WakingEvent()
         self.cancel_code = 130
         self.people = people
         self.mcp = mcp

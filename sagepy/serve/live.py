@@ -27,6 +27,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import AgentCancelled
 from ..core.json_text import compact_json
+from ..wake import WakingEvent
 
 if TYPE_CHECKING:
     from ..check.served import ServedAgent
@@ -59,7 +60,7 @@ class CallPorts:
         self.tool = tool
         self.log = log
         self.loop = anyio.lowlevel.current_token()   # the agents' threads are not the loop's workers
-        self.cancel = threading.Event()
+        self.cancel = WakingEvent()
         self.stopped = anyio.Event()   # set on the loop when the call is stopped: a pending question ends
         self.modern = session.protocol_version in MODERN_PROTOCOL_VERSIONS
         self.capabilities: types.ClientCapabilities | None = session.client_capabilities
