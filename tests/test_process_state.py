@@ -1,6 +1,6 @@
 """No process-wide mutable state but what docs/architecture.md lists with its reason (issue: runs share only
 what is safe to share, SPEC §20). A module-level variable counts when a function rebinds it (`global`) or when
-it holds a mutable container or a synchronisation object; `__all__` and upper-case tables that nothing rebinds
+it holds a mutable container, a synchronisation object or an instance of a class of its module; `__all__` and upper-case tables that nothing rebinds
 are constants."""
 from __future__ import annotations
 
@@ -23,13 +23,13 @@ def _module_name(path: Path) -> str:
     return ".".join(p for p in parts if p != "__init__")
 
 
-def _is_mutable(value: ast.expr | None) -> bool:
+def _is_mutable(value: ast.expr | None, classes: set[str]) -> bool:
     if isinstance(value, _MUTABLE_LITERALS):
         return True
     if isinstance(value, ast.Call):
         func = value.func
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-        return name in _MUTABLE_CALLS
+        return name in _MUTABLE_CALLS or (isinstance(func, ast.Name) and name in classes)
     return False
 
 
@@ -38,13 +38,14 @@ def found_state() -> set[tuple[str, str]]:
     for path in PACKAGE.rglob("*.py"):
         module = _module_name(path)
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}   # an instance holds state
         for node in ast.walk(tree):
             if isinstance(node, ast.Global):
                 found.update((module, name) for name in node.names)
         for node in tree.body:
-            if isinstance(node, ast.Assign) and _is_mutable(node.value):
+            if isinstance(node, ast.Assign) and _is_mutable(node.value, classes):
                 targets = node.targets
-            elif isinstance(node, ast.AnnAssign) and _is_mutable(node.value):
+            elif isinstance(node, ast.AnnAssign) and _is_mutable(node.value, classes):
                 targets = [node.target]
             else:
                 continue

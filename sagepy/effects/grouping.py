@@ -3,17 +3,20 @@ and are committed together, one transaction for many steps, instead of one each.
 
 A pending outcome is committed before the next destructive step's intent, before any `state` write, before
 a pause or halt and before the run ends (the journal calls `flush` there), and never waits longer than
-`MAX_WAIT_SECONDS`: a timer thread commits whatever is pending when its oldest record reaches that age. A
-crash can then lose only outcomes of steps that are safe to perform again, and since groups commit in the
-order their records were made, what survives a crash is always a prefix of the journal. Every agent of the
-run shares one group, so that one agent's intent also commits another agent's earlier outcomes.
+`MAX_WAIT_SECONDS`: a timer commits whatever is pending when its oldest record reaches that age. A crash can
+then lose only outcomes of steps that are safe to perform again, and since groups commit in the order their
+records were made, what survives a crash is always a prefix of the journal. Every agent of the run shares one
+group, so that one agent's intent also commits another agent's earlier outcomes. One timer thread serves the
+groups of every run of the process (a thread-mode worker's thousand runs start no thread each for it).
 
 A commit that fails keeps its records pending, in order (a journal never has a gap). On the timer's thread
-it cannot raise into the program: the failure is kept, the timer stops, and the next `add` or `flush`, on
-an agent's thread, raises it.
+it cannot raise into the program: the failure is kept, the group's timer stops, and the next `add` or
+`flush`, on an agent's thread, raises it.
 """
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
 import time
 from typing import Callable
@@ -30,22 +33,18 @@ class OutcomeGroups:
     def __init__(self, commit: Callable[[list[StepRecord]], None]) -> None:
         self._commit = commit                 # store.record_steps(run_id, records), one transaction
         self._pending: list[StepRecord] = []
-        self._oldest = 0.0                    # monotonic time the oldest pending record was added
         self._lock = threading.Lock()         # guards _pending
         self._flushing = threading.Lock()     # one commit at a time, in the order the records were made
-        self._wake = threading.Condition(self._lock)
         self._failure: BaseException | None = None
         self._closed = False
-        self._timer = threading.Thread(target=self._run_timer, name="sage-journal-group", daemon=True)
-        self._timer.start()
 
     def add(self, record: StepRecord) -> None:
         with self._lock:
             self._raise_failure()
-            if not self._pending:
-                self._oldest = time.monotonic()
-                self._wake.notify()
+            first = not self._pending
             self._pending.append(record)
+        if first:
+            _timer.commit_later(self, time.monotonic() + _TIMER_SECONDS)
 
     def flush(self) -> None:
         """Commit every pending record now (on the caller's thread); raises what a commit raised."""
@@ -70,30 +69,52 @@ class OutcomeGroups:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            self._wake.notify()
 
     def _raise_failure(self) -> None:
         failure, self._failure = self._failure, None
         if failure is not None:
             raise failure
 
-    def _run_timer(self) -> None:
-        while True:
-            with self._lock:
-                while not self._pending and not self._closed:
-                    self._wake.wait()
-                if self._closed:
-                    return
-                delay = self._oldest + _TIMER_SECONDS - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            try:
-                self.flush()
-            except BaseException as exc:  # kept for an agent's thread: see the module's docstring
-                with self._lock:
-                    self._failure = exc
-                    self._closed = True
+    def _due(self) -> None:
+        """The timer's commit: what is pending, unless the group was closed."""
+        with self._lock:
+            if self._closed:
                 return
+        try:
+            self.flush()
+        except BaseException as exc:  # kept for an agent's thread: see the module's docstring
+            with self._lock:
+                self._failure = exc
+                self._closed = True
+
+
+class _Timer:
+    """The one thread that commits the groups whose oldest pending record is due, soonest first."""
+
+    def __init__(self) -> None:
+        self._due: list[tuple[float, int, OutcomeGroups]] = []   # a heap: (when, order, group)
+        self._order = itertools.count()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def commit_later(self, group: OutcomeGroups, when: float) -> None:
+        with self._wake:
+            heapq.heappush(self._due, (when, next(self._order), group))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="sage-journal-group", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._due or self._due[0][0] > time.monotonic():
+                    self._wake.wait(self._due[0][0] - time.monotonic() if self._due else None)
+                group = heapq.heappop(self._due)[2]
+            group._due()
+
+
+_timer = _Timer()
 
 
 # Outcomes the program uses at once and that cannot be had again (`fresh` in sagepy.effect_builtins): never
