@@ -98,14 +98,11 @@ def _run(args: argparse.Namespace | SimpleNamespace) -> int:
         # program runs
         import gc
         gc.disable()
-    from .project_entry import entry_file, open_session
-    opened = open_session(args.path)
+    from .project_entry import open_entry
+    opened = open_entry(args.path)
     if isinstance(opened, int):
         return opened
-    session, explicit = opened
-    entry = entry_file(session, explicit)
-    if isinstance(entry, int):
-        return entry
+    session, entry = opened
     from .run import run_entry
     _progress()
     return run_entry(session, entry, trace_file=args.trace_file, trace_stderr=args.trace,

@@ -29,3 +29,13 @@ def entry_file(session: Session, explicit: str | None) -> str | int:
         sys.stderr.write(f"error: no entry file found (looked for {display_path(entry)})\n")
         return 1
     return entry
+
+
+def open_entry(path: str | None) -> tuple[Session, str] | int:
+    """`open_session` then `entry_file`: the session and the file to run, or exit code 1 after the error."""
+    opened = open_session(path)
+    if isinstance(opened, int):
+        return opened
+    session, explicit = opened
+    entry = entry_file(session, explicit)
+    return entry if isinstance(entry, int) else (session, entry)

@@ -31,14 +31,11 @@ def log_line(text: str) -> None:
 
 def run_serve(args: Any) -> int:
     from ..engine.program import CheckFailed, compile_session
-    from .project_entry import entry_file, open_session
-    opened = open_session(args.path)
+    from .project_entry import open_entry
+    opened = open_entry(args.path)
     if isinstance(opened, int):
         return opened
-    session, explicit = opened
-    entry = entry_file(session, explicit)
-    if isinstance(entry, int):
-        return entry
+    session, entry = opened
     try:
         program = compile_session(session, entry, require_run=False)
     except CheckFailed as failed:
