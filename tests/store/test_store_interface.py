@@ -260,3 +260,30 @@ def test_a_worker_claims_again_a_run_of_its_own_sent_back_to_the_queue(kind: str
         assert again is not None and again.run.id == "r1"
     finally:
         made.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_claim_looks_past_candidates_it_may_not_take(kind: str, request, tmp_path: Path) -> None:
+    # A claim reads its candidates a few at a time (the oldest first); one that none of the first few may take
+    # (their last owner still exiting, passed over by the worker, of another version) looks further.
+    import os
+    import socket
+
+    from sagepy.store.queue import QUEUED, RunInfo
+    made = make_store(kind, request, tmp_path)
+    pid, host = os.getpid(), socket.gethostname()
+    try:
+        for i in range(20):
+            made.submit_run(run(f"r{i:02}", float(i), QUEUED), RunInfo(version="v2" if i == 18 else "v1"))
+
+        def claim(skip: set[str]):
+            return made.claim_run("default", "v1", pid, host, lambda r: r.id >= "r17", skip, 3)
+
+        first = claim(set())
+        assert first is not None and first.run.id == "r17"
+        second = claim({"r19"})
+        assert second is None   # r18 is of another version, r19 passed over, r00-r16 not claimable
+        third = claim(set())
+        assert third is not None and third.run.id == "r19"
+    finally:
+        made.close()
