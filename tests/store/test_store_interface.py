@@ -287,3 +287,37 @@ def test_a_claim_looks_past_candidates_it_may_not_take(kind: str, request, tmp_p
         assert third is not None and third.run.id == "r19"
     finally:
         made.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_one_beat_renews_the_leases_it_holds_and_no_other(kind: str, request, tmp_path: Path) -> None:
+    # The heartbeat of a worker's runs, all at once: a lease another process took is reported, not renewed; a
+    # cancel request is reported; a run that ended (its lease released) is left alone — a late beat must
+    # never make an ended run's lease look fresh again.
+    import os
+    import socket
+
+    from sagepy.store.leases import lease_is_stale
+    from sagepy.store.queue import QUEUED, RunInfo
+    made = make_store(kind, request, tmp_path)
+    other = make_store(kind, request, tmp_path)
+    pid, host = os.getpid(), socket.gethostname()
+    try:
+        for name in ("kept", "taken", "ended", "cancelled"):
+            made.submit_run(run(name, 1.0, QUEUED), RunInfo(version="v1"))
+            assert made.acquire_lease(name, pid, host, f"token-{name}", lease_is_stale) is None
+            made.mark_running(name)
+        assert other.acquire_lease("taken", 4242, "elsewhere", "theirs", lambda r: True) is None
+        made.end_run("ended", base.COMPLETED, 0)
+        assert made.cancel_run("cancelled", lease_is_stale) is False   # running: asked to stop
+        before = {name: made.get_run(name).lease_heartbeat for name in ("kept", "taken", "ended", "cancelled")}
+        taken, cancels = made.renew_leases(["kept", "taken", "ended", "cancelled"])
+        assert set(taken) == {"taken"} and (taken["taken"].pid, taken["taken"].host) == (4242, "elsewhere")
+        assert cancels == {"cancelled"}
+        after = {name: made.get_run(name) for name in ("kept", "taken", "ended", "cancelled")}
+        assert after["kept"].lease_heartbeat >= before["kept"] and after["kept"].lease_token == "token-kept"
+        assert after["taken"].lease_token == "theirs" and after["taken"].lease_heartbeat == before["taken"]
+        assert after["ended"].lease_heartbeat is None and after["ended"].status == base.COMPLETED
+    finally:
+        made.close()
+        other.close()
