@@ -46,12 +46,12 @@ def main() -> int:
     options = parser.parse_args()
     backends = ["sqlite", "postgres"] if options.backend == "both" else [options.backend]
     results = [soak(options, backend) for backend in backends]
-    print("summary: " + "; ".join(results))
-    return 0 if all(result.endswith("OK") for result in results) else 1
+    print("summary: " + "; ".join(line for _, line in results))
+    return 0 if all(ok for ok, _ in results) else 1
 
 
-def soak(options: argparse.Namespace, backend: str) -> str:
-    """One soak on one backend; its one-line result, ending in OK or FAILED."""
+def soak(options: argparse.Namespace, backend: str) -> tuple[bool, str]:
+    """One soak on one backend: whether every invariant held, and its one-line result."""
     cluster = None
     with tempfile.TemporaryDirectory(prefix="sage-workers-load-") as tmp:
         try:
@@ -83,7 +83,7 @@ def soak(options: argparse.Namespace, backend: str) -> str:
           and report.lost_increments == 0 and report.overlaps == 0 and not left)
     verdict = "OK" if ok else "FAILED"
     print(verdict)
-    return (f"{backend} {options.isolation}: completed {report.completed}/{options.runs}, double fires "
+    return ok, (f"{backend} {options.isolation}: completed {report.completed}/{options.runs}, double fires "
             f"{report.double_fires}, lost increments {report.lost_increments}, overlaps {report.overlaps}, "
             f"left {len(left)}, {load.kills} kills, {load.seconds:.0f} s: {verdict} (target: all completed once, "
             f"0 double fires, 0 lost, 0 overlaps, 0 left)")
