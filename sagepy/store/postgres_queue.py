@@ -198,11 +198,6 @@ class PostgresQueue:
             return False
         return self._write(work)
 
-    def cancel_requested(self, run_id: str) -> bool:
-        rows = self._read(f"SELECT cancel FROM {self._s}.run_queue WHERE project = %s AND run_id = %s",
-                          (self.project, run_id))
-        return bool(rows and rows[0][0])
-
     def append_output(self, run_id: str, stream: str, line: str) -> None:
         s = self._s
 

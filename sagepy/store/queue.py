@@ -83,8 +83,6 @@ class QueueStore(Protocol):
     def cancel_run(self, run_id: str, is_stale: Callable[[RunRecord], bool]) -> bool:
         """Cancel a run that has not ended: a queued, halted, paused or interrupted one at once (True); a
         running one is asked to stop (False: its owner ends it as `cancelled`)."""
-    def cancel_requested(self, run_id: str) -> bool: ...
-
     def append_output(self, run_id: str, stream: str, line: str) -> None:
         """Store one line a run printed (`stream`: "stdout" or "stderr"), after the ones before it."""
     def output(self, run_id: str, after: int = 0) -> list[tuple[int, str, str]]:

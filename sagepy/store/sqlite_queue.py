@@ -151,10 +151,6 @@ class SqliteQueue:
                              (run_id,))
         return False
 
-    def cancel_requested(self, run_id: str) -> bool:
-        rows = self._read("SELECT cancel FROM run_queue WHERE run_id = ?", (run_id,))
-        return bool(rows and rows[0][0])
-
     def append_output(self, run_id: str, stream: str, line: str) -> None:
         # written to the log, not flushed: a line is as durable as the outcome of the step before it; a deposed
         # owner's lines are not stored (a process that released the lease may still say how its run ended)
