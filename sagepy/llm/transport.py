@@ -95,17 +95,16 @@ class ChatTransport:
 
     def post(self, body: dict, model: str | None = None, before: Callable[[], None] | None = None) -> Answer:
         """The answer to `body`, retrying transient failures; `before` is called before each attempt (the
-        rate limits wait there, SPEC §23)."""
+        rate limits wait there, SPEC §23), once its connection is in hand, so that the request leaves as soon
+        as the limits let it (a first request's client setup would otherwise delay it into the next burst)."""
         headers = self.provider.headers()
         pool = lanes()   # the first one imports httpx: before the status line's clock starts
         attempt = 0
         with waiting(f"waiting for model {model or self.config.model}", elapsed=True):
             while True:
                 attempt += 1
-                if before is not None:
-                    before()
                 try:
-                    return Answer(self._once(pool, body, headers, attempt > self.config.retries), attempt)
+                    return Answer(self._once(pool, body, headers, attempt > self.config.retries, before), attempt)
                 except _Retry as retry:
                     delay = self._backoff(attempt) if retry.delay is None else retry.delay
                     note(f"{retry.reason}, retrying in {delay:.3g} s")
@@ -119,12 +118,15 @@ class ChatTransport:
         lanes().close(self.origin)
 
     # ---------------------------------------------------------------- helpers
-    def _once(self, pool: Lanes, body: dict, headers: dict, final: bool) -> Any:
+    def _once(self, pool: Lanes, body: dict, headers: dict, final: bool,
+              before: Callable[[], None] | None) -> Any:
         """The decoded answer of one request; raises _Retry for a transient failure unless `final`."""
         import httpx
 
         try:
             with pool.lane(self.origin) as client:
+                if before is not None:
+                    before()
                 response = client.post(self.endpoint, json=body, headers=headers,
                                        timeout=self.config.timeout_ms / 1000)
         except httpx.TimeoutException:

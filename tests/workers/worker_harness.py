@@ -255,33 +255,43 @@ def drive_load(project: Path, env: dict[str, str], logs: Path, runs: int, worker
                kills: int, rng: Any, concurrency: int = 2, timeout: float = 900,
                isolation: str = "thread") -> LoadRun:
     """Queue `runs` runs of programs/load.sg, start `workers` workers, SIGKILL the first `killable` of them
-    `kills` times in all at random moments (each restarted at once), resolve halted runs from the ledger as an
-    operator would, until every run has ended; then stop the workers with SIGTERM."""
+    `kills` times in all (each restarted at once), resolve halted runs from the ledger as an operator would,
+    until every run has ended; then stop the workers with SIGTERM.
+
+    A kill waits for its moment (a random delay after the previous one) and then for a victim: a killable
+    worker executing a run at that instant. Killing on that event, not at a set time, means every kill lands
+    mid-run however fast the runs go (a kill scheduled by the clock alone came after the last run had ended
+    once the workers got quicker)."""
     load = LoadRun([f"r{i:03d}" for i in range(runs)])
     started = time.monotonic()
     submit_many(project, env, load.names)
     flags = ["--concurrency", str(concurrency), "--poll-ms", "100", "--isolation", isolation]
     pool = [start_worker(project, env, logs / f"worker{i}.log", *flags) for i in range(workers)]
-    next_kill = time.monotonic() + rng.uniform(0.5, 4.0)
+    next_kill = time.monotonic() + rng.uniform(0.2, 1.5)
+    next_listing = 0.0
     deadline = time.monotonic() + timeout
     try:
         while True:
             assert time.monotonic() < deadline, "the load did not finish in time"
-            listed = runs_json(project, env)
-            for run in listed:
-                if run["status"] == "halted":
-                    resolve_halted(project, env, run["id"])
-                    load.resolved += 1
-            if all(run["status"] in ("completed", "failed", "cancelled") for run in listed):
-                break
             if load.kills < kills and time.monotonic() >= next_kill:
-                victim = rng.randrange(killable)
-                pool[victim].process.kill()
-                pool[victim].process.wait()
-                load.kills += 1
-                pool[victim] = start_worker(project, env, logs / f"worker{victim}.log", *flags)
-                next_kill = time.monotonic() + rng.uniform(0.5, 4.0)
-            time.sleep(0.3)
+                busy = executing_workers(project, env, pool[:killable])
+                if busy:
+                    victim = rng.choice(busy)
+                    pool[victim].process.kill()
+                    pool[victim].process.wait()
+                    load.kills += 1
+                    pool[victim] = start_worker(project, env, logs / f"worker{victim}.log", *flags)
+                    next_kill = time.monotonic() + rng.uniform(0.2, 1.5)
+            if time.monotonic() >= next_listing:
+                listed = runs_json(project, env)
+                for run in listed:
+                    if run["status"] == "halted":
+                        resolve_halted(project, env, run["id"])
+                        load.resolved += 1
+                if all(run["status"] in ("completed", "failed", "cancelled") for run in listed):
+                    break
+                next_listing = time.monotonic() + 0.3
+            time.sleep(0.02)
     finally:
         for worker in pool:
             if worker.process.poll() is None:
@@ -294,6 +304,27 @@ def drive_load(project: Path, env: dict[str, str], logs: Path, runs: int, worker
                 worker.process.wait()
     load.seconds = time.monotonic() - started
     return load
+
+
+def executing_workers(project: Path, env: dict[str, str], pool: list[WorkerProcess]) -> list[int]:
+    """The indexes in `pool` of the workers executing a run now: the run's live lease is the worker's (thread
+    isolation) or that of a process the worker started (process isolation)."""
+    store = open_store(project, env)
+    try:
+        holders = {run.lease_pid for run in store.list_runs()
+                   if run.status == "running" and run.lease_heartbeat is not None}
+    finally:
+        store.close()
+    holders |= {_parent_pid(pid) for pid in holders if pid is not None}
+    return [i for i, worker in enumerate(pool) if worker.process.pid in holders]
+
+
+def _parent_pid(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])
 
 
 def open_store(project: Path, env: dict[str, str]) -> Any:
