@@ -51,8 +51,12 @@ class ReplayMiss(AgentCancelled):
     """A step the cassette has no outcome for: the run stops (SPEC §22.2); `Cassette.missed` says why."""
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""One encoder for every key (it keeps no state between calls): json.dumps would build one per call."""
+
+
 def canonical(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _CANONICAL.encode(data)
 
 
 HEADER = canonical({"kind": "cassette", "target": "sagepy", "key": None,

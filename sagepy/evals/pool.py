@@ -6,9 +6,13 @@ in its own thread, then takes another: nothing passes between threads for a case
 starts the workers and waits for them (Ctrl-C reaches it there). It starts one worker, and more while every
 worker is busy with a case and the process leaves the processor mostly idle (its cases wait for a model, a
 tool or a timer): their number doubles then, every `RAMP_S`, up to `--concurrency`. Cases that wait reach
-the full concurrency within milliseconds; cases that only compute (replayed ones) run on a worker or a few
-(more on a busy machine, where the process waits for the processor and looks idle), which serve them faster
-than dozens of threads taking turns at the interpreter lock would.
+the full concurrency within tens of milliseconds; cases that only compute (replayed ones) run on a worker or
+a few (more on a busy machine, where the process waits for the processor and looks idle), which serve them
+faster than dozens of threads taking turns at the interpreter lock would.
+
+`RAMP_S` spans a few of the kernel's scheduler ticks: the process's CPU time counts a thread running on
+another processor only at a tick (Linux adds a running thread's time at each tick, 4 ms at 250 Hz), so over a
+millisecond a worker computing flat out can look idle, and a replay would be shared among threads for nothing.
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from typing import Any, Callable, Iterator
 from ..deepstack import start_thread
 from .cases import CaseResult, CaseRunner, EvalSpec
 
-RAMP_S = 0.001
+RAMP_S = 0.01
 IDLE_SHARE = 0.5
 STOP_GRACE_S = 2.0
 """After Ctrl-C, how long the running cases have to stop; one still running then is reported as stopped."""
