@@ -251,12 +251,10 @@ def _watched_transport(httpx2: Any, inner: Any, status: HttpStatus) -> Any:
                 return await inner.handle_async_request(request)
             answer = status.current()
             try:
-                try:
-                    response = await inner.handle_async_request(request)
-                except httpx2.WriteError:
-                    # The request was not (wholly) written, so the server cannot have acted on it: most often a
-                    # kept-alive connection the server closed as it was reused. Sent once more, on another.
-                    response = await inner.handle_async_request(request)
+                # Never sent twice: httpcore2 does not raise a failure to write (it goes on to read an answer,
+                # which a server may give before reading the whole request), so a broken connection surfaces as
+                # a failure to read, which cannot show that the server did not act on the request.
+                response = await inner.handle_async_request(request)
                 if response.headers.get("content-type", "").startswith("text/event-stream"):
                     response.stream = WatchedBody(response.stream, answer)
                     return response
