@@ -194,11 +194,11 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
 
     # No read timeout: the server's event stream stays open; sagepy's own timer bounds every request. No pool
     # timeout either: the connection sends at most HTTP_IN_FLIGHT requests at once, and the pool has room for
-    # them, the event stream and a few notifications, each kept alive for the next. A connection that cannot
-    # be opened is tried again (nothing was sent on it).
+    # them, the event stream and a few notifications, each kept alive for the next (up to _KEEPALIVE_S idle).
+    # A connection that cannot be opened is tried again (nothing was sent on it).
     # Servers are verified against sagepy's one trust store, as the LLM client and the Http tool do.
     room = HTTP_IN_FLIGHT + 8
-    limits = httpx2.Limits(max_connections=room, max_keepalive_connections=room)
+    limits = httpx2.Limits(max_connections=room, max_keepalive_connections=room, keepalive_expiry=_KEEPALIVE_S)
     inner = httpx2.AsyncHTTPTransport(verify=trust_store(), limits=limits, retries=_CONNECT_RETRIES)
     transport = _watched_transport(httpx2, inner, status)
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(connect_s, read=None, pool=None), auth=auth,
@@ -208,6 +208,16 @@ async def _http(url: str, headers: dict[str, str], connect_s: float, status: Htt
 
 
 _CONNECT_RETRIES = 2
+
+# How long a connection may stay idle in the pool and still carry the next request. A server closes a kept-alive
+# connection after its own idle timeout (uvicorn, Node and Apache: 5 s; gunicorn: 2 s), and a request written as
+# it does so meets a reset that the client cannot tell from a server that read the request and then failed, so
+# it cannot be sent again. httpx's default (5 s) equals the commonest server timeout, and the server's clock
+# starts when it has written its answer, before the client has read it: under load the client reused
+# connections the server was closing, and now and then a call of bench/scale.py's 5,000 failed so. Well under
+# the shortest common timeout, a connection is closed by the client first; one idle longer costs only a new
+# connection.
+_KEEPALIVE_S = 1.0
 _FAILED_POST = "x-sagepy-transport-failure"
 
 
@@ -241,12 +251,10 @@ def _watched_transport(httpx2: Any, inner: Any, status: HttpStatus) -> Any:
                 return await inner.handle_async_request(request)
             answer = status.current()
             try:
-                try:
-                    response = await inner.handle_async_request(request)
-                except httpx2.WriteError:
-                    # The request was not (wholly) written, so the server cannot have acted on it: most often a
-                    # kept-alive connection the server closed as it was reused. Sent once more, on another.
-                    response = await inner.handle_async_request(request)
+                # Never sent twice: httpcore2 does not raise a failure to write (it goes on to read an answer,
+                # which a server may give before reading the whole request), so a broken connection surfaces as
+                # a failure to read, which cannot show that the server did not act on the request.
+                response = await inner.handle_async_request(request)
                 if response.headers.get("content-type", "").startswith("text/event-stream"):
                     response.stream = WatchedBody(response.stream, answer)
                     return response

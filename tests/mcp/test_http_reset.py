@@ -5,6 +5,10 @@ The suite server runs over Streamable HTTP behind a small TCP proxy of this file
 ways until it sees a trigger word: `reset-request` in a request (the server never sees the call) or
 `reset-response` in an answer (the server has run it, the client is reading); then it closes both sides with
 SO_LINGER 0, so the client gets a real RST, as from a crashed load balancer or a killed server host.
+
+A second proxy plays a server that closes idle kept-alive connections: a request that comes on a connection
+whose last answer was sent at least `idle_reset_s` before is reset unseen, as a server's idle close meets a request
+it crosses. Requests never cross a close of that server when sagepy drops idle connections first.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -25,10 +30,13 @@ TRIGGERS = {True: b"reset-request", False: b"reset-response"}   # by direction: 
 
 
 class ResettingProxy:
-    """Forwards 127.0.0.1:<port> to the server; resets both sides of a connection that carries a trigger."""
+    """Forwards 127.0.0.1:<port> to the server; resets both sides of a connection that carries a trigger, or
+    (with `idle_reset_s`) a request on a connection idle that long since its last answer."""
 
-    def __init__(self, upstream_port: int) -> None:
+    def __init__(self, upstream_port: int, idle_reset_s: float | None = None) -> None:
         self.upstream = ("127.0.0.1", upstream_port)
+        self.idle_reset_s = idle_reset_s
+        self.answered: dict[int, float] = {}   # by connection (its client socket's id): when its last answer came
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.resets = 0
@@ -53,7 +61,7 @@ class ResettingProxy:
                 data = source.recv(65536)
             except OSError:
                 data = b""
-            if TRIGGERS[watch] in data:
+            if TRIGGERS[watch] in data or (watch and data and self._idle_too_long(pair)):
                 self.resets += 1
                 # SO_LINGER 0 makes the close a reset. The other pump's thread is blocked in recv on one of these
                 # sockets, which holds the kernel's socket open past close(): SHUT_RD wakes it first.
@@ -74,6 +82,13 @@ class ResettingProxy:
                 sink.sendall(data)
             except OSError:
                 return
+            if not watch:
+                self.answered[id(pair[0])] = time.monotonic()
+
+    def _idle_too_long(self, pair: tuple) -> bool:
+        answered = self.answered.get(id(pair[0]))
+        return self.idle_reset_s is not None and answered is not None and \
+            time.monotonic() - answered >= self.idle_reset_s
 
     def close(self) -> None:
         self.listener.close()
@@ -131,3 +146,47 @@ def test_a_reset_during_a_call_is_an_io_error_at_once(proxy, tmp_path: Path, tri
         reason.startswith("peer closed connection without sending complete message body"), reason
     assert proxy.resets >= 1
     assert result.returncode == 0, result.stderr
+
+
+@pytest.fixture(scope="module")
+def idle_closing(tmp_path_factory):
+    """A server that closes a connection idle for 2 s (gunicorn's default, the shortest common keep-alive timeout)
+    and counts from when it wrote its answer, half a second before the client has read it under load: a request
+    on a connection idle 1.5 s by the proxy's clock may cross the close."""
+    server, port = start_http_suite(str(tmp_path_factory.mktemp("http-idle")))
+    front = ResettingProxy(port, idle_reset_s=1.5)
+    yield front
+    front.close()
+    server.kill()
+    server.wait(10)
+
+
+IDLE_PROGRAM = """\
+tool Remote {
+    fn echo(text: String) -> String
+}
+
+agent Main {
+    use Remote;
+    on start {
+        print(try Remote.echo("before"));
+        sleep_ms(1600);
+        print(Remote.echo("after") catch(e) { "{e}" });
+    }
+}
+run Main;
+"""
+
+
+def test_a_connection_left_idle_is_not_reused(idle_closing, tmp_path: Path) -> None:
+    # The 1.6 s pause is the idle time under test, not a wait for an event: the call after it must not go out
+    # on a connection the server may be closing, whatever the machine's load.
+    (tmp_path / "grove.toml").write_text(
+        '[project]\nname = "idle"\nentry = "main.sg"\n\n'
+        f'[tools.Remote]\nurl = "http://127.0.0.1:{idle_closing.port}/mcp"\n', encoding="utf-8")
+    (tmp_path / "main.sg").write_text(IDLE_PROGRAM, encoding="utf-8")
+    env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(REPO))
+    result = subprocess.run([sys.executable, "-m", "sagepy", "run", "."], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert (result.stdout, result.returncode) == ("before\nafter\n", 0), result.stdout + result.stderr
+    assert idle_closing.resets == 0
