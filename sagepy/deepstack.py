@@ -5,6 +5,7 @@ its small stack and does no deep recursion."""
 from __future__ import annotations
 
 import contextlib
+import queue
 import sys
 import threading
 import time
@@ -43,7 +44,16 @@ def deep_recursion() -> Iterator[None]:
                 sys.setrecursionlimit(_previous_limit)
 
 
+_deep = threading.local()
+
+
+def on_deep_stack() -> bool:
+    """Whether this thread was started by `start_thread`, so that Sage code may run on it directly."""
+    return getattr(_deep, "on", False)
+
+
 def _call_in_large_chunk(target: Callable[[], None]) -> None:
+    _deep.on = True
     with deep_recursion():
         target()
 
@@ -106,3 +116,43 @@ def call_on_deep_stack(fn: Callable[[], R], name: str) -> R:
     if not ok:
         raise value
     return value
+
+
+class DeepThreads:
+    """Large-stack threads kept for the next task: a server that runs each call on one of its own (`sage
+    serve`) starts a thread only when all of its threads are busy, and a thread idle for `idle_s` ends."""
+
+    def __init__(self, idle_s: float = 30.0) -> None:
+        self.idle_s = idle_s
+        self._tasks: queue.SimpleQueue[tuple[Callable[[], None], str, Callable[[], None]]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0   # threads waiting for a task that no submitted task has counted on yet
+
+    def submit(self, task: Callable[[], None], name: str, then: Callable[[], None]) -> None:
+        """Run `task()` on one of the threads, named `name` while it runs, then `then()` once the thread is
+        free for the next task (so a caller told by `then` that the task is done reuses the thread). Neither
+        may raise."""
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._tasks.put((task, name, then))
+        if start:
+            start_thread(self._serve, name)
+
+    def _serve(self) -> None:
+        me = threading.current_thread()
+        while True:
+            try:
+                task, name, then = self._tasks.get(timeout=self.idle_s)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0:   # no task counts on this thread: it ends
+                        self._idle -= 1
+                        return
+                task, name, then = self._tasks.get()   # a task was submitted for it just now
+            me.name = name
+            task()
+            with self._lock:
+                self._idle += 1
+            then()

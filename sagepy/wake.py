@@ -7,12 +7,19 @@ and the journal's are WakingEvents, and setting one also sets the event the engi
 from __future__ import annotations
 
 import threading
+from typing import Protocol
+
+
+class Settable(Protocol):
+    """What a WakingEvent sets besides itself: another event, or anything else that acts when set."""
+
+    def set(self) -> None: ...
 
 
 class WakingEvent(threading.Event):
     def __init__(self) -> None:
         super().__init__()
-        self._also: list[threading.Event] = []
+        self._also: list[Settable] = []
         self._also_lock = threading.Lock()
 
     def set(self) -> None:
@@ -22,14 +29,14 @@ class WakingEvent(threading.Event):
         for event in also:
             event.set()
 
-    def also_wake(self, event: threading.Event) -> None:
+    def also_wake(self, event: Settable) -> None:
         """From now on, setting this event sets `event` too (at once, when this one is set already)."""
         with self._also_lock:
             self._also.append(event)
         if self.is_set():
             event.set()
 
-    def forget(self, event: threading.Event) -> None:
+    def forget(self, event: Settable) -> None:
         with self._also_lock:
             if event in self._also:
                 self._also.remove(event)

@@ -240,6 +240,37 @@ def _wait_for_any(finished: threading.Event, cancel: threading.Event, stopped: t
             event.forget(wake)
 
 
+def _wakes(*events: threading.Event | None) -> bool:
+    from ..wake import WakingEvent
+    return all(event is None or isinstance(event, WakingEvent) for event in events)
+
+
+class _StopAgents:
+    """Set by the run's cancel event or its journal's stop event when the entry agent runs on the caller's
+    thread, which cannot wait for them: asks every agent of the run to stop before its next step."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def set(self) -> None:
+        self.runtime.stop_all()
+
+
+def _run_here(body: Any, runtime: Runtime, cancel: Any, stopped: Any) -> bool:
+    """Run the entry agent on this thread, a large-stack one already (a served call's, a worker's run): no
+    thread to start and none to wait for. Whether the run was told to stop before the agent finished."""
+    watched = [event for event in (cancel, stopped) if event is not None]
+    stop = _StopAgents(runtime)
+    for event in watched:
+        event.also_wake(stop)
+    try:
+        body()
+    finally:
+        for event in watched:
+            event.forget(stop)
+    return cancel.is_set()
+
+
 def _usage(effects: Any) -> dict:
     return effects.usage_summary()
 
@@ -248,7 +279,7 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any, fields: dict, journal: 
     """Run the entry agent or supervisor: (exit code, how the run ended: `completed`, `failed`, `halted`,
     `paused`, `cancelled` or `stopped` — told to stop, or a journal divergence, after which a durable run stays
     resumable —, the entry agent's instance)."""
-    from ..deepstack import start_thread
+    from ..deepstack import on_deep_stack, start_thread
     from ..runtime.agents import AgentInstance
     from ..runtime.lifecycle import run_lifecycle
     from ..runtime.supervisors import SupervisorPlan, start_supervisor
@@ -272,11 +303,16 @@ def _run_agent(host: Host, runtime: Runtime, agent: Any, fields: dict, journal: 
             finally:
                 finished.set()
     stopped = journal.stopped if journal is not None else None
-    thread = start_thread(body, inst.display_name)
-    if not isinstance(agent, SupervisorPlan):
-        inst.thread = thread
-    _wait_for_any(finished, cancel, stopped)
-    if cancel.is_set() and not finished.is_set():
+    if not isinstance(agent, SupervisorPlan) and on_deep_stack() and _wakes(cancel, stopped):
+        inst.thread = threading.current_thread()
+        told_to_stop = _run_here(body, runtime, cancel, stopped)
+    else:
+        thread = start_thread(body, inst.display_name)
+        if not isinstance(agent, SupervisorPlan):
+            inst.thread = thread
+        _wait_for_any(finished, cancel, stopped)
+        told_to_stop = cancel.is_set() and not finished.is_set()
+    if told_to_stop:
         runtime.stop_all()
         runtime.shutdown(grace_seconds=2.0)
         return host.cancel_code, "stopped", inst

@@ -1,6 +1,6 @@
 """One served call from its first request to its result (SPEC §21), and what its run reaches of the caller.
 
-A call's run lives on a worker thread, in a task of the server's own. Whatever it needs from the client — an elicitation (an approval,
+A call's run lives on a thread of its own, in a task of the server's own. Whatever it needs from the client — an elicitation (an approval,
 `ask`, a question of an MCP server the run calls) or a sampling request (`[serve] model = "client"`) — goes
 through `CallPorts.input`: on a handshake-era connection as a request the server sends on the call's stream;
 on the 2026-07-28 era (SEP-2322) the call is answered with an input-required result carrying the questions and
@@ -13,6 +13,7 @@ does (a durable run stays resumable).
 """
 from __future__ import annotations
 
+import asyncio
 import itertools
 import secrets
 import threading
@@ -21,12 +22,12 @@ from typing import TYPE_CHECKING, Any, Callable
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
-import anyio.to_thread
 import mcp_types as types
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..core.errors import AgentCancelled
 from ..core.json_text import compact_json
+from ..deepstack import DeepThreads
 from ..wake import WakingEvent
 
 if TYPE_CHECKING:
@@ -174,18 +175,33 @@ class LiveCall:
         self._ended = ended
         ports.live = self
 
-    async def run(self, runner: Runner, values: dict, threads: anyio.CapacityLimiter) -> None:
-        """Run the call on a worker thread (a task of the server's, outliving the call's requests) until it
-        ends; only the run's cancel event stops it, so its end is always reported."""
-        def work() -> Outcome:
-            try:
-                return runner(self.served, values, self.ports)
-            except BaseException as exc:   # noqa: BLE001 - a broken run is the call's error, never the server's
-                return Outcome("failed", error=f"internal error: {type(exc).__name__}: {exc}")
+    async def run(self, runner: Runner, values: dict, threads: DeepThreads) -> None:
+        """Run the call on one of the server's large-stack `threads` (in a task of the server's, outliving the
+        call's requests), on which the engine runs the agent itself, until it ends; only the run's cancel event
+        stops it, so its end is always reported."""
+        ended = anyio.Event()
+        # The thread tells the loop without waiting for it to listen (anyio.from_thread would make the thread
+        # wait for the loop's turn, two more hand-overs of the interpreter lock per call); the server runs
+        # on asyncio.
+        loop = asyncio.get_running_loop()
+        outcomes: list[Outcome] = []
 
+        def work() -> None:
+            try:
+                outcomes.append(runner(self.served, values, self.ports))
+            except BaseException as exc:   # noqa: BLE001 - a broken run is the call's error, never the server's
+                outcomes.append(Outcome("failed", error=f"internal error: {type(exc).__name__}: {exc}"))
+
+        def tell() -> None:
+            try:
+                loop.call_soon_threadsafe(ended.set)
+            except RuntimeError:   # the loop is closed: nothing waits for this call any more
+                pass
+
+        threads.submit(work, f"call of {self.served.name}", tell)
         with anyio.CancelScope(shield=True):
-            outcome = await anyio.to_thread.run_sync(work, limiter=threads)
-        self._finish(outcome)
+            await ended.wait()
+        self._finish(outcomes[0])
 
     def _finish(self, outcome: Outcome) -> None:
         self.outcome = outcome

@@ -25,6 +25,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
+from ..deepstack import DeepThreads
 from .arguments import BadArguments, check_arguments
 from .live import ANSWER_WAIT_S, CallPorts, LiveCall, Runner, error_result
 
@@ -61,7 +62,7 @@ class ServeApp:
         self.server.middleware = [RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=ANSWER_WAIT_S),
                                                        default_audience=name)]
         self._tasks: Any = None   # the task group the calls' runs live in (`serving`)
-        self._threads: anyio.CapacityLimiter | None = None
+        self._threads = DeepThreads()   # the threads the calls' runs run on
 
     async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.tools)
@@ -84,7 +85,6 @@ class ServeApp:
             return error_result(str(exc))
         if self._slots is None:
             self._slots = anyio.Semaphore(self.settings.max_concurrent_calls)
-            self._threads = anyio.CapacityLimiter(self.settings.max_concurrent_calls)
         await self._slots.acquire()
         call = LiveCall(served, CallPorts(ctx, served.name, self.log), self._ended)
         self.running.add(call)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import sagepy
+from sagepy.deepstack import call_on_deep_stack
 
 GREETER = """
 agent Greeter {
@@ -100,13 +101,52 @@ def test_an_uncaught_error_is_an_outcome_not_an_exception(program: sagepy.Progra
     assert any("unhandled error in agent Boom#0" in line for line in seen.err)
 
 
-def test_a_host_stops_a_run_before_its_next_step(program: sagepy.Program) -> None:
+@pytest.mark.parametrize("large_stack", [False, True], ids=["plain-caller", "large-stack-caller"])
+def test_a_host_stops_a_run_before_its_next_step(program: sagepy.Program, large_stack: bool) -> None:
     host = Captured().host()
     timer = threading.Timer(0.3, host.stop)
     timer.start()
-    outcome = program.run(entry="Forever", args={}, host=host)
+    run = lambda: program.run(entry="Forever", args={}, host=host)   # noqa: E731
+    outcome = call_on_deep_stack(run, "caller") if large_stack else run()
     timer.join()
     assert (outcome.status, outcome.exit_code) == ("cancelled", 130)
+
+
+def test_a_large_stack_caller_runs_the_entry_agent_itself_and_others_on_threads_of_their_own(
+        tmp_path: Path) -> None:
+    """A served call's thread (a large-stack one) runs its entry agent: no thread is started for it, and an
+    agent it summons still gets its own; from any other thread the entry agent gets one too."""
+    path = tmp_path / "threads.sg"
+    path.write_text("""
+agent Helper {
+    on start {
+        print("helper");
+        yield(1);
+    }
+}
+
+agent Entry {
+    on start {
+        print("entry");
+        let h = summon Helper {};
+        let one = try await h;
+        yield(one + 1);
+    }
+}
+""")
+    program = sagepy.compile(path, require_run=False)
+    for large_stack in (False, True):
+        printed: dict[str, threading.Thread] = {}
+        host = sagepy.Host(out=lambda line: printed.setdefault(line, threading.current_thread()), err=print)
+        callers: list[threading.Thread] = []
+
+        def run() -> sagepy.RunOutcome:
+            callers.append(threading.current_thread())
+            return program.run(entry="Entry", args={}, host=host)
+        outcome = call_on_deep_stack(run, "caller") if large_stack else run()
+        assert (outcome.status, outcome.value) == ("completed", 2)
+        assert (printed["entry"] is callers[0]) is large_stack
+        assert printed["helper"] is not callers[0]
 
 
 def test_a_program_cannot_be_changed(program: sagepy.Program) -> None:

@@ -6,7 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import sagepy
+from sagepy.deepstack import call_on_deep_stack
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -47,13 +50,26 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def test_a_durable_run_pauses_resumes_by_id_and_then_refuses_to_run_again(tmp_path: Path, monkeypatch) -> None:
+def caller_thread(run):
+    """A run called from a plain thread starts its entry agent on a thread of its own; from a large-stack one
+    (a served call's), the entry agent runs on the caller's thread: both behave the same."""
+    return run
+
+
+def large_stack(run):
+    return lambda *args, **kwargs: call_on_deep_stack(lambda: run(*args, **kwargs), "caller")
+
+
+@pytest.mark.parametrize("called", [caller_thread, large_stack], ids=["plain-caller", "large-stack-caller"])
+def test_a_durable_run_pauses_resumes_by_id_and_then_refuses_to_run_again(tmp_path: Path, monkeypatch,
+                                                                          called) -> None:
     root = project(tmp_path)
     monkeypatch.chdir(root)
     program = sagepy.compile(root)
+    run = called(program.run)
     out: list[str] = []
     err: list[str] = []
-    first = program.run(args=["a"], host=sagepy.Host(out=out.append, err=err.append))
+    first = run(args=["a"], host=sagepy.Host(out=out.append, err=err.append))
     assert (first.status, first.exit_code) == ("paused", 5)
     assert first.run_id and any(line == f"run id: {first.run_id}" for line in err)
     assert out == ["started with 1"]
@@ -68,13 +84,13 @@ def test_a_durable_run_pauses_resumes_by_id_and_then_refuses_to_run_again(tmp_pa
 
     out.clear()
     err.clear()
-    second = program.run(host=sagepy.Host(out=out.append, err=err.append), run_id=first.run_id, resume=True)
+    second = run(host=sagepy.Host(out=out.append, err=err.append), run_id=first.run_id, resume=True)
     assert (second.status, second.exit_code, second.value, second.run_id) == ("completed", 7, 7, first.run_id)
     assert out == ["wrote ()"] and (root / "out.txt").read_text() == "hello"
     assert f"resuming run {first.run_id}" in err
 
     err.clear()
-    third = program.run(host=sagepy.Host(out=out.append, err=err.append), run_id=first.run_id, resume=True)
+    third = run(host=sagepy.Host(out=out.append, err=err.append), run_id=first.run_id, resume=True)
     assert (third.status, third.exit_code) == ("completed", 7)
     assert err == [f"run {first.run_id} already ended with exit code 7"]
 
