@@ -43,6 +43,10 @@ _background_parked = False   # the background thread sleeps until the loop is le
 # is set, so a call appended just before the driver blocks is still seen.
 _inbox: deque[tuple[Coroutine[Any, Any, Any], "_Call"]] = deque()
 _selecting = False           # the driver is (or is about to be) blocked in select
+_CROWD = 50      # callers waiting at once from which the loop is crowded ...
+_UNCROWD = 10    # ... until no more than this many wait
+_crowded = False
+_on_crowd: Callable[[bool], None] | None = None   # told when the loop becomes crowded or no longer is
 
 
 class _Call:
@@ -111,6 +115,27 @@ def event_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+def watch_crowd(hook: Callable[[bool], None]) -> None:
+    """From now on `hook(crowded)` is told whether many callers wait for the loop at once: at once, and at
+    each change (under this module's lock, so it must be quick). The first hook stays; later ones are ignored."""
+    global _on_crowd
+    with _lock:
+        if _on_crowd is None:
+            _on_crowd = hook
+            hook(_crowded)
+
+
+def _count_waiting() -> None:
+    """With `_lock` held, after `_waiting` changed: tell the crowd hook when the loop became crowded or no
+    longer is (with some slack between the two, so that a count going up and down by one does not flap)."""
+    global _crowded
+    crowded = len(_waiting) > _UNCROWD if _crowded else len(_waiting) >= _CROWD
+    if crowded != _crowded:
+        _crowded = crowded
+        if _on_crowd is not None:
+            _on_crowd(crowded)
+
+
 def running_loop() -> asyncio.AbstractEventLoop | None:
     """The shared loop if it was ever created, without taking the lock (safe on a signal path)."""
     return _loop
@@ -140,6 +165,7 @@ def run(coro: Coroutine[Any, Any, Any], checkpoint: Callable[[], None] | None = 
         else:
             call.sleep()
             _waiting.append(call)
+            _count_waiting()
     try:
         if drive:
             _start(loop, coro, call)
@@ -213,6 +239,7 @@ async def _outcome(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, An
                 _waiting.remove(call)
             except ValueError:
                 pass
+            _count_waiting()
             call.signal.release()
 
 
@@ -230,6 +257,7 @@ def _abandon(loop: asyncio.AbstractEventLoop, call: _Call) -> None:
             _waiting.remove(call)
         except ValueError:
             pass
+        _count_waiting()
         call.done = True
         task = call.task
     if task is not None and not task.done():
@@ -250,6 +278,7 @@ def _hand_over(thread: int) -> None:
         _driver = None
         if len(_waiting) == 1:
             call = _waiting.popleft()
+            _count_waiting()
             if not call.done:
                 _driver = call.thread
                 call.promoted = True

@@ -136,3 +136,33 @@ def test_a_coroutine_running_on_the_loop_sees_that_it_must_not_wait_for_the_loop
         return loop.in_loop_thread()
 
     assert loop.run(inside()) is True
+
+
+def test_many_callers_waiting_at_once_make_the_loop_crowded_until_few_are_left(monkeypatch) -> None:
+    """The engine switches threads less often while the loop is crowded (thousands of agents calling one
+    server collapse otherwise): the crowd hook is told when 50 callers wait at once, and again once they
+    are done."""
+    told: list[bool] = []
+    monkeypatch.setattr(loop, "_on_crowd", None)
+    monkeypatch.setattr(loop, "_crowded", False)
+    loop.watch_crowd(told.append)
+    loop.watch_crowd(lambda crowded: told.append(not crowded))   # a later hook is ignored
+    assert told == [False]
+    release = threading.Event()
+
+    async def until_released() -> None:
+        while not release.is_set():
+            await asyncio.sleep(0.01)
+
+    callers = [threading.Thread(target=loop.run, args=(until_released(),)) for _ in range(60)]
+    for caller in callers:
+        caller.start()
+    deadline = time.monotonic() + 60
+    while told == [False] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert told == [False, True]
+    release.set()
+    for caller in callers:
+        caller.join(60)
+    assert not any(caller.is_alive() for caller in callers)
+    assert told == [False, True, False]

@@ -17,15 +17,20 @@ _SWITCH_INTERVAL_S = 0.0002   # see _lower_switch_interval
 
 
 def _lower_switch_interval() -> None:
-    """Lowered once a run first needs an MCP server, and never raised again: a caller that chose less keeps
-    it. An MCP call's answer comes from the thread driving the event loop, and the agent waiting for it then
-    waits for the GIL: CPython's default 5 ms makes it wait out the driver's bookkeeping (20 agents against
-    server-everything: 2.25x the raw SDK's time at 5 ms, 1.89x at 0.2 ms; 500 sequential calls to the suite
-    server: 1.35x against 1.09x). Not for every run: with hundreds of threads runnable at once (a thread-mode
-    worker's model-bound runs, an eval's cases, served calls) switching every 0.2 ms costs more than it gives
-    (200 queued runs of 3 model calls: 37 ms of CPU a run against 17 ms at 5 ms; an eval's replay 1.9x the
-    CPU a case)."""
-    sys.setswitchinterval(min(sys.getswitchinterval(), _SWITCH_INTERVAL_S))
+    """Lowered once a run first needs an MCP server, while few callers wait for the event loop at once; a caller
+    that chose less keeps it. An MCP call's answer comes from the thread driving the event loop, and the agent
+    waiting for it then waits for the GIL: CPython's default 5 ms makes it wait out the driver's bookkeeping (20
+    agents against server-everything: 2.25x the raw SDK's time at 5 ms, 1.89x at 0.2 ms; 500 sequential calls
+    to the suite server: 1.35x against 1.09x). Not with many threads runnable at once: switching every 0.2 ms
+    then costs more than it gives, so the interval goes back up while the loop is crowded (2,000 agents making
+    5 MCP calls each: 135 s, 90 s of it system time, at 0.2 ms; 35 s at 5 ms), and it is not lowered for runs
+    that never call an MCP server (200 queued runs of 3 model calls: 37 ms of CPU a run against 17 ms at 5 ms;
+    an eval's replay 1.9x the CPU a case)."""
+    from ..aio import watch_crowd
+    crowded = sys.getswitchinterval()
+    quiet = min(crowded, _SWITCH_INTERVAL_S)
+    watch_crowd(lambda now_crowded: sys.setswitchinterval(crowded if now_crowded else quiet))
+
 
 if TYPE_CHECKING:
     from ..runtime.agents import Runtime
