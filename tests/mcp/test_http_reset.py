@@ -96,14 +96,18 @@ class ResettingProxy:
             sock.close()
 
 
-@pytest.fixture(scope="module")
-def proxy(tmp_path_factory):
-    server, port = start_http_suite(str(tmp_path_factory.mktemp("http-reset")))
-    front = ResettingProxy(port)
+def suite_behind_proxy(tmp_path_factory, name: str, **proxy_options):
+    server, port = start_http_suite(str(tmp_path_factory.mktemp(name)))
+    front = ResettingProxy(port, **proxy_options)
     yield front
     front.close()
     server.kill()
     server.wait(10)
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory):
+    yield from suite_behind_proxy(tmp_path_factory, "http-reset")
 
 
 PROGRAM = """\
@@ -153,12 +157,7 @@ def idle_closing(tmp_path_factory):
     """A server that closes a connection idle for 2 s (gunicorn's default, the shortest common keep-alive timeout)
     and counts from when it wrote its answer, half a second before the client has read it under load: a request
     on a connection idle 1.5 s by the proxy's clock may cross the close."""
-    server, port = start_http_suite(str(tmp_path_factory.mktemp("http-idle")))
-    front = ResettingProxy(port, idle_reset_s=1.5)
-    yield front
-    front.close()
-    server.kill()
-    server.wait(10)
+    yield from suite_behind_proxy(tmp_path_factory, "http-idle", idle_reset_s=1.5)
 
 
 IDLE_PROGRAM = """\
