@@ -226,9 +226,8 @@ def _run(program: Program, host: Host, runtime: Runtime, target: Any, fields: di
 def _wait_for_any(finished: threading.Event, cancel: threading.Event, stopped: threading.Event | None) -> None:
     """Until the entry agent finished, the run was told to stop or its journal stopped: woken by the events
     themselves (sagepy.wake), or polled when the caller's cancel event is a plain one."""
-    from ..wake import WakingEvent
     watched = [event for event in (finished, cancel, stopped) if event is not None]
-    if not all(isinstance(event, WakingEvent) for event in watched):
+    if not _wakes(*watched):
         while not finished.wait(0.1):
             if cancel.is_set() or (stopped is not None and stopped.is_set()):
                 return
@@ -262,8 +261,8 @@ class _StopAgents:
 
 
 def _run_here(body: Any, runtime: Runtime, cancel: Any, stopped: Any) -> bool:
-    """Run the entry agent on this thread, a large-stack one already (a served call's, a worker's run): no
-    thread to start and none to wait for. Whether the run was told to stop before the agent finished."""
+    """Run the entry agent on this thread, a large-stack one already (a served call's): no thread to start and
+    none to wait for. Whether the run was told to stop before the agent finished."""
     watched = [event for event in (cancel, stopped) if event is not None]
     stop = _StopAgents(runtime)
     for event in watched:
