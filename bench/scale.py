@@ -15,20 +15,23 @@ round runs, in this order, each as a whole process:
 Wall time and peak RSS (the child's own, from wait4) are printed per process, and sage's time as a ratio to
 `threads` (target: at most 1.5x at N = 1,000). Every request must succeed: the bench stops otherwise.
 
-MCP calls (on by default). One streamable-HTTP server of the project's MCP test suite
-(tests/mcp/servers/suite.py) in a process of its own; `sage run` of a program whose N agents (`--mcp-agents`,
-default 1000 5000) each make 5 typed calls (`--mcp-calls`) of its `add` tool through one shared connection,
-against the MCP SDK's `Client` making the same calls from as many asyncio tasks over one connection (target:
-at most 1.5x at N = 1,000). The server (Python, one process) is what limits both.
+MCP calls (on by default). A server of the project's MCP test suite (tests/mcp/servers/suite.py): over
+streamable HTTP, one process of its own serving both clients; over stdio (`--mcp-transports`, default both),
+a child of each client. `sage run` of a program whose N agents (`--mcp-agents`, default 1000 5000) each make 5
+typed calls (`--mcp-calls`) of its `add` tool through one shared connection, against the MCP SDK's `Client`
+making the same calls from as many asyncio tasks over one connection (target: at most 1.5x at N = 1,000). The
+server (Python, one process) is what limits both.
 
 A summary of one line per workload and N ends the output.
 
     python bench/scale.py [--agents 100 1000 5000] [--calls 2] [--latency-ms 500] [--rounds 1]
-                          [--mcp-agents 1000 5000] [--mcp-calls 5] [--no-mcp] [--no-model]
+                          [--mcp-agents 1000 5000] [--mcp-calls 5] [--mcp-transports http stdio]
+                          [--no-mcp] [--no-model]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -155,17 +158,20 @@ def _threads_baseline(url: str, agents: int, calls: int, shared: bool) -> None:
         sys.exit(f"{len(failures)} of {agents} threads failed; first: {failures[0]!r}")
 
 
-def _mcp_baseline(url: str, agents: int, calls: int) -> None:
+def _mcp_baseline(server: str, agents: int, calls: int) -> None:
+    """`server`: the HTTP server's URL, or `stdio` for a suite server started as this process's child."""
     """The MCP SDK's client: `agents` asyncio tasks, each making `calls` calls of `add` over one connection."""
     import asyncio
 
     # This script's directory heads sys.path and holds bench/mcp.py: drop it, or `import mcp` finds that file.
     here = Path(__file__).resolve().parent
     sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != here]
-    from mcp import Client
+    from mcp import Client, StdioServerParameters
+
+    target = server if server != "stdio" else StdioServerParameters(command=sys.executable, args=[str(SUITE)])
 
     async def main() -> None:
-        async with Client(url) as client:
+        async with Client(target) as client:
             await client.call_tool("add", {"a": 0, "b": 0})
 
             async def caller(n: int) -> int:
@@ -290,21 +296,26 @@ def model_rounds(options: argparse.Namespace, env: dict[str, str], work: Path) -
         server.close()
 
 
-def mcp_rounds(options: argparse.Namespace, env: dict[str, str], work: Path) -> None:
-    port = free_port()
-    server = Server([sys.executable, str(SUITE), "--http", str(port), "--marker-dir", str(work)], work, port)
+def mcp_rounds(options: argparse.Namespace, env: dict[str, str], work: Path, transport: str) -> None:
+    server = None
+    if transport == "http":
+        port = free_port()
+        server = Server([sys.executable, str(SUITE), "--http", str(port), "--marker-dir", str(work)], work, port)
+        target, tool = server.url, f'url = "{server.url}"'
+    else:
+        target, tool = "stdio", f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([str(SUITE)])}"
     try:
-        print(f"\nMCP calls: N agents x {options.mcp_calls} typed calls to one streamable-HTTP server")
+        print(f"\nMCP calls: N agents x {options.mcp_calls} typed calls to one server over {transport}")
         print(f"{'N':>6} {'process':>8} {'wall s':>8} {'peak MiB':>9} {'sage/sdk':>9}")
         for agents in options.mcp_agents:
-            project = work / f"mcp{agents}"
+            project = work / f"mcp-{transport}-{agents}"
             (project / "src").mkdir(parents=True)
             (project / "grove.toml").write_text(
-                f'[project]\nname = "scale"\nentry = "src/main.sg"\n\n[tools.Calc]\nurl = "{server.url}"\n')
+                f'[project]\nname = "scale"\nentry = "src/main.sg"\n\n[tools.Calc]\n{tool}\n')
             (project / "src" / "main.sg").write_text(MCP_SG.format(agents=agents, calls=options.mcp_calls))
             sdk, sage = [], []
             for _ in range(options.rounds):
-                sdk.append(measure("sdk", [sys.executable, __file__, "--mcp-baseline", server.url,
+                sdk.append(measure("sdk", [sys.executable, __file__, "--mcp-baseline", target,
                                            str(agents), str(options.mcp_calls)], env, work))
                 sage.append(measure("sage", [*sage_command(), "run", "."], env, project))
             if {r.stdout for r in sdk + sage if r.stdout} != {sage[0].stdout}:
@@ -316,11 +327,12 @@ def mcp_rounds(options: argparse.Namespace, env: dict[str, str], work: Path) -> 
                 print(f"{agents:>6} {label:>8} {seconds:>8.2f} {max(r.rss_mb for r in measured):>9.0f} {ratio:>9}",
                       flush=True)
             seconds = statistics.median(r.seconds for r in sage)
-            SUMMARY.append(f"mcp   N={agents}: sage {seconds:.1f} s, sdk {base:.1f} s, ratio {seconds / base:.2f}x, "
+            SUMMARY.append(f"mcp {transport:<5} N={agents}: sage {seconds:.1f} s, sdk {base:.1f} s, ratio {seconds / base:.2f}x, "
                            f"peak {max(r.rss_mb for r in sage):.0f} MiB"
                            + (f" (target <= {TARGET}x)" if agents == 1000 else ""))
     finally:
-        server.close()
+        if server is not None:
+            server.close()
 
 
 def main() -> None:
@@ -339,6 +351,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--mcp-agents", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--mcp-calls", type=int, default=5)
+    parser.add_argument("--mcp-transports", nargs="+", choices=["http", "stdio"], default=["http", "stdio"])
     parser.add_argument("--no-mcp", action="store_true")
     parser.add_argument("--no-model", action="store_true")
     options = parser.parse_args()
@@ -348,7 +361,8 @@ def main() -> None:
         if not options.no_model:
             model_rounds(options, env, work)
         if not options.no_mcp:
-            mcp_rounds(options, env, work)
+            for transport in options.mcp_transports:
+                mcp_rounds(options, env, work, transport)
         print("\nsummary (the machine's load makes single runs noisy; compare ratios, not seconds):")
         for line in SUMMARY:
             print("  " + line)
