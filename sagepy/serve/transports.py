@@ -34,10 +34,8 @@ async def serve_stdio(app: ServeApp) -> int:
         tg.start_soon(_stop_on_signals, tg.cancel_scope, stopped)
         async with stdio_server(stdin=_stdin_lines(anyio.lowlevel.current_token())) as (read, write):
             app.log(f"serving {len(app.tools)} tool(s) over stdio")
-            messages, received = anyio.create_memory_object_stream(0)
-            tg.start_soon(_answer_malformed, read, write, messages, app.log)
             async with app.serving():
-                await server.run(received, write, server.create_initialization_options())
+                await server.run(ScreenedInput(read, write, app.log), write, server.create_initialization_options())
         tg.cancel_scope.cancel()
     return stopped[0] if stopped else 0
 
@@ -77,20 +75,53 @@ async def _stop_on_signals(scope: anyio.CancelScope, stopped: list[int]) -> None
             return
 
 
-async def _answer_malformed(read: Any, write: Any, messages: Any, log: Callable[[str], None]) -> None:
-    """Pass the client's messages on to the server; a line that is no JSON-RPC message gets the JSON-RPC
-    parse error (id null) and a log line, and the session goes on."""
-    import mcp_types as types
-    from mcp.shared.message import SessionMessage
-    async with messages:
-        async for item in read:
+class ScreenedInput:
+    """The client's messages as the server reads them (the SDK's `ReadStream`): a line that is no JSON-RPC
+    message gets the JSON-RPC parse error (id null) and a log line, and the session goes on. Screened as the
+    server reads, with no task of its own between the transport and the server, and with each message's
+    sender context (`last_context`) passed on."""
+
+    def __init__(self, read: Any, write: Any, log: Callable[[str], None]) -> None:
+        self._read = read
+        self._write = write
+        self._log = log
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._read, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._read.receive()
             if not isinstance(item, Exception):
-                await messages.send(item)
-                continue
-            log(f"refused a message that is not JSON-RPC: {str(item).splitlines()[0][:200]}")
-            error = types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
-                code=types.PARSE_ERROR, message="Parse error: the message is not a JSON-RPC 2.0 message"))
-            await write.send(SessionMessage(error))
+                return item
+            await self._refuse(item)
+
+    async def _refuse(self, item: Exception) -> None:
+        import mcp_types as types
+        from mcp.shared.message import SessionMessage
+        self._log(f"refused a message that is not JSON-RPC: {str(item).splitlines()[0][:200]}")
+        error = types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
+            code=types.PARSE_ERROR, message="Parse error: the message is not a JSON-RPC 2.0 message"))
+        await self._write.send(SessionMessage(error))
+
+    async def aclose(self) -> None:
+        await self._read.aclose()
+
+    def __aiter__(self) -> ScreenedInput:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> ScreenedInput:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 def bind(host: str, port: int) -> socket.socket:
