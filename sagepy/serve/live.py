@@ -1,12 +1,12 @@
 """One served call from its first request to its result (SPEC §21), and what its run reaches of the caller.
 
-A call's run lives on a thread of its own, in a task of the server's own. Whatever it needs from the client — an elicitation (an approval,
-`ask`, a question of an MCP server the run calls) or a sampling request (`[serve] model = "client"`) — goes
-through `CallPorts.input`: on a handshake-era connection as a request the server sends on the call's stream;
-on the 2026-07-28 era (SEP-2322) the call is answered with an input-required result carrying the questions and
-a request state that names this `LiveCall`, and the run waits until the client retries the call with its
-answers, which then continues the same run (`ServeApp.call_tool` finds it by that state). Output printed while
-no request of the call is open is held and sent with the next one.
+A call's run lives on a thread of its own, apart from the requests of the call. Whatever it needs from the
+client — an elicitation (an approval, `ask`, a question of an MCP server the run calls) or a sampling request
+(`[serve] model = "client"`) — goes through `CallPorts.input`: on a handshake-era connection as a request the
+server sends on the call's stream; on the 2026-07-28 era (SEP-2322) the call is answered with an input-required
+result carrying the questions and a request state that names this `LiveCall`, and the run waits until the
+client retries the call with its answers, which then continues the same run (`ServeApp.call_tool` finds it by
+that state). Output printed while no request of the call is open is held and sent with the next one.
 
 A question no retry answers within `ANSWER_WAIT_S` stops the run before its next step, as a cancelled call
 does (a durable run stays resumable).
@@ -175,11 +175,10 @@ class LiveCall:
         self._ended = ended
         ports.live = self
 
-    async def run(self, runner: Runner, values: dict, threads: DeepThreads) -> None:
-        """Run the call on one of the server's large-stack `threads` (in a task of the server's, outliving the
-        call's requests), on which the engine runs the agent itself, until it ends; only the run's cancel event
-        stops it, so its end is always reported."""
-        ended = anyio.Event()
+    def start(self, runner: Runner, values: dict, threads: DeepThreads) -> None:
+        """Run the call on one of the server's large-stack `threads`, on which the engine runs the agent itself;
+        the run outlives the call's requests, and only the run's cancel event stops it. However it ends, its
+        outcome reaches the loop (`_finish`)."""
         # The thread tells the loop without waiting for it to listen (anyio.from_thread would make the thread
         # wait for the loop's turn, two more hand-overs of the interpreter lock per call); the server runs
         # on asyncio.
@@ -194,14 +193,11 @@ class LiveCall:
 
         def tell() -> None:
             try:
-                loop.call_soon_threadsafe(ended.set)
+                loop.call_soon_threadsafe(self._finish, outcomes[0])
             except RuntimeError:   # the loop is closed: nothing waits for this call any more
                 pass
 
         threads.submit(work, f"call of {self.served.name}", tell)
-        with anyio.CancelScope(shield=True):
-            await ended.wait()
-        self._finish(outcomes[0])
 
     def _finish(self, outcome: Outcome) -> None:
         self.outcome = outcome

@@ -61,7 +61,6 @@ class ServeApp:
         # nowhere (the runs of `sage serve` are traced by sagepy); what remains seals the request state.
         self.server.middleware = [RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=ANSWER_WAIT_S),
                                                        default_audience=name)]
-        self._tasks: Any = None   # the task group the calls' runs live in (`serving`)
         self._threads = DeepThreads()   # the threads the calls' runs run on
 
     async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
@@ -88,7 +87,7 @@ class ServeApp:
         await self._slots.acquire()
         call = LiveCall(served, CallPorts(ctx, served.name, self.log), self._ended)
         self.running.add(call)
-        self._tasks.start_soon(call.run, self.runner, values, self._threads)
+        call.start(self.runner, values, self._threads)
         return await self._round(call, ctx)
 
     async def _retried(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
@@ -124,12 +123,10 @@ class ServeApp:
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:
-        """While the transport serves: the calls' runs live here; at the end each is stopped and waited for."""
-        async with anyio.create_task_group() as tasks:
-            self._tasks = tasks
-            try:
-                yield
-            finally:
-                with anyio.CancelScope(shield=True):
-                    for call in list(self.running):
-                        await call.stop("stopped with the server")
+        """While the transport serves; at the end each call's run is stopped and waited for."""
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                for call in list(self.running):
+                    await call.stop("stopped with the server")
