@@ -229,6 +229,30 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
     def _read(self, query: str, args: tuple = ()) -> list[tuple]:
         return self._call(lambda conn: conn.execute(query, args).fetchall(), False)
 
+    def _round_trip(self, statements: list[tuple[str, tuple]], durable: bool) -> list[tuple[int, list[tuple]]]:
+        """The statements in one transaction sent as one query text — BEGIN, the commit level, the statements,
+        COMMIT — with their values bound on this side (psycopg's ClientCursor quotes them), so that it costs one
+        round trip and one exchange with libpq; each statement's rows affected and rows returned. Only for
+        statements that may run again as a whole after a lost connection."""
+        level = "on" if durable else "off"
+        text = "; ".join(["BEGIN", f"SET LOCAL synchronous_commit = {level}", *(query for query, _ in statements),
+                          "COMMIT"])
+        values = tuple(value for _, args in statements for value in args)
+
+        def work(conn: Any) -> list[tuple[int, list[tuple]]]:
+            cursor = self._psycopg.ClientCursor(conn)
+            try:
+                cursor.execute(text, values)
+            except self._psycopg.Error:
+                if not self._lost() and conn.info.transaction_status == self._psycopg.pq.TransactionStatus.INERROR:
+                    conn.execute("ROLLBACK")   # the failed statement left the BEGIN's transaction open
+                raise
+            results = []
+            while cursor.nextset():   # from the SET's result to the COMMIT's (the first is the BEGIN's)
+                results.append((cursor.rowcount, cursor.fetchall() if cursor.description else []))
+            return results[1:-1]
+        return self._call(work, False)
+
     def _check_fence(self, conn: Any, run_id: str, released_ok: bool = False) -> None:
         """TakenOver unless this store holds the run's lease (`released_ok`: or released it, and nobody holds it
         since)."""
@@ -398,9 +422,9 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
         return run_id in self._tokens and not crash.active()
 
     def _fenced(self, run_id: str, steps: list[StepRecord], durable: bool, replace: bool) -> bool:
-        """Insert (or, `replace`, upsert) the records in one transaction sent as one pipeline — BEGIN, the
-        commit level, each record's INSERT conditional on the lease (whose row it locks FOR SHARE), COMMIT —
-        so that a step's record costs one round trip to the server. False when not every record was written
+        """Insert (or, `replace`, upsert) the records in one transaction sent at once (`_round_trip`) — each
+        record's INSERT conditional on the lease, whose row it locks FOR SHARE — so that a step's record costs
+        one round trip to the server. False when not every record was written
         (the lease was lost, or an intent found a record there); nothing then needs undoing, since a lost
         lease writes nothing and the caller's slow path sorts out which it was."""
         s = self._s
@@ -422,18 +446,8 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
         else:
             rows = [(*self._step_row(run_id, step), self.project, run_id, token) for step in steps]
             expected = len(rows)
-
-        def work(conn: Any) -> int:
-            cursors = []
-            with conn.pipeline():
-                conn.execute("BEGIN")
-                conn.execute("SET LOCAL synchronous_commit = " + ("on" if durable else "off"))
-                for row in rows:
-                    cursors.append(conn.execute(query, row))
-                conn.execute("COMMIT")
-            return sum(cursor.rowcount for cursor in cursors)   # known once the pipeline has synced
         # an upsert writes every row unless the lease is lost (the slow path then raises TakenOver)
-        return self._call(work, False) == expected
+        return sum(count for count, _ in self._round_trip([(query, row) for row in rows], durable)) == expected
 
     def delete_step(self, run_id: str, path: str, number: int) -> None:
         self._write(lambda conn: conn.execute(f"DELETE FROM {self._s}.steps WHERE project = %s AND run_id = %s "
