@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..store.leases import this_host
 from ..workers.child import WorkerClaim
@@ -21,6 +21,7 @@ from ..workers.worker import Execution
 from .host import Host
 
 if TYPE_CHECKING:
+    from ..store.queue import Claim
     from .program import Program
 
 
@@ -55,8 +56,8 @@ class StoredOutput:
 
 
 class ThreadLauncher:
-    """Starts each claimed run as a thread of this process. `state`: the runs' own connection to the store (a
-    `sagepy.runtime.persistence.StateStore`'s backend)."""
+    """Starts each claimed run as a thread of this process. `backend`: the runs' own connection to the store
+    (a `sagepy.runtime.persistence.StateStore`'s backend)."""
     in_process = True
 
     def __init__(self, program: Program, backend: Any, version: str) -> None:
@@ -66,14 +67,15 @@ class ThreadLauncher:
         self.version = version
         self.leases = LeaseKeeper(backend)   # one heartbeat a second for all the runs
 
-    def __call__(self, run_id: str, version: str, resumed: bool, wake: threading.Event) -> Execution:
+    def __call__(self, claim: Claim, ended: Callable[[Execution], None]) -> Execution:
         from ..runtime.persistence import StateStore
         backend = self.backend
+        run_id, resumed = claim.run.id, claim.resumed
         host = Host(out=StoredOutput(backend, run_id, "stdout"), err=StoredOutput(backend, run_id, "stderr"),
                     store=StateStore(backend), durable=True)
         host.claim = WorkerClaim(os.getpid(), self.version, not resumed)
         host.leases = self.leases
-        execution = ThreadExecution(run_id, version, was_queued=not resumed, host=host)
+        execution = ThreadExecution(run_id, claim.info.version, was_queued=not resumed, host=host)
 
         def run() -> None:
             try:
@@ -88,7 +90,6 @@ class ThreadLauncher:
                     backend.forget_owner(run_id, os.getpid(), this_host())
                 except Exception as exc:  # the store's failure leaves the run to a restart of the worker
                     host.err(f"warning: could not record the end of run {run_id}: {exc}")
-                execution.ended.set()
-                wake.set()
+                ended(execution)
         threading.Thread(target=run, name=f"sage-run-{run_id}", daemon=True).start()
         return execution

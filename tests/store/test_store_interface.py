@@ -247,17 +247,19 @@ def test_a_worker_claims_again_a_run_of_its_own_sent_back_to_the_queue(kind: str
         made.submit_run(run("r1", 1.0, QUEUED), RunInfo(version="v1"))
 
         def claim():
-            return made.claim_run("default", "v1", pid, host, lease_is_claimable, set(), 3)
+            return made.claim_runs("default", "v1", pid, host, lease_is_claimable, set(), 3, 32)
 
         first = claim()
-        assert first is not None and first.run.id == "r1"
-        assert claim() is None   # held by this very process under a fresh lease
+        assert [c.run.id for c in first] == ["r1"] and not first[0].journaled
+        assert claim() == []   # held by this very process under a fresh lease
+        made.record_step("r1", step("Main", 1))
         made.end_run("r1", base.HALTED, 1)
         assert made.requeue_run("r1")
-        assert claim() is None   # the process that ran it may still be closing what it opened
+        assert claim() == []   # the process that ran it may still be closing what it opened
         made.forget_owner("r1", pid, host)
         again = claim()
-        assert again is not None and again.run.id == "r1"
+        assert [c.run.id for c in again] == ["r1"]
+        assert again[0].journaled and not again[0].resumed   # queued again, with a journal to carry on from
     finally:
         made.close()
 
@@ -277,14 +279,11 @@ def test_a_claim_looks_past_candidates_it_may_not_take(kind: str, request, tmp_p
             made.submit_run(run(f"r{i:02}", float(i), QUEUED), RunInfo(version="v2" if i == 18 else "v1"))
 
         def claim(skip: set[str]):
-            return made.claim_run("default", "v1", pid, host, lambda r: r.id >= "r17", skip, 3)
+            return made.claim_runs("default", "v1", pid, host, lambda r: r.id >= "r17", skip, 3, 1)
 
-        first = claim(set())
-        assert first is not None and first.run.id == "r17"
-        second = claim({"r19"})
-        assert second is None   # r18 is of another version, r19 passed over, r00-r16 not claimable
-        third = claim(set())
-        assert third is not None and third.run.id == "r19"
+        assert [c.run.id for c in claim(set())] == ["r17"]
+        assert claim({"r19"}) == []   # r18 is of another version, r19 passed over, r00-r16 not claimable
+        assert [c.run.id for c in claim(set())] == ["r19"]
     finally:
         made.close()
 
@@ -321,3 +320,59 @@ def test_one_beat_renews_the_leases_it_holds_and_no_other(kind: str, request, tm
     finally:
         made.close()
         other.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_claims_take_at_most_their_limit_and_never_one_run_twice(kind: str, request, tmp_path: Path) -> None:
+    # Two workers claiming at once, each a batch at a time on its own connection: every queued run is claimed
+    # once, by one of them, under its lease, and no batch holds more runs than it asked for.
+    from sagepy.store.leases import lease_is_claimable
+    from sagepy.store.queue import QUEUED, RunInfo
+    stores = [make_store(kind, request, tmp_path) for _ in range(2)]
+    try:
+        for i in range(100):
+            stores[0].submit_run(run(f"r{i:03}", float(i), QUEUED), RunInfo(version="v1"))
+        claimed: list[list[str]] = [[], []]
+        sizes: list[int] = []
+        start = threading.Barrier(2)
+
+        def claimer(n: int) -> None:
+            start.wait()
+            while batch := stores[n].claim_runs("default", "v1", 1000 + n, f"host-{n}", lease_is_claimable, set(),
+                                                3, 7):
+                sizes.append(len(batch))
+                claimed[n].extend(claim.run.id for claim in batch)
+
+        threads = [threading.Thread(target=claimer, args=(n,)) for n in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+            assert not thread.is_alive()
+        assert sorted(claimed[0] + claimed[1]) == [f"r{i:03}" for i in range(100)]
+        assert max(sizes) <= 7
+        owners = {r.id: (r.lease_pid, r.lease_host, r.status) for r in stores[0].list_runs()}
+        for n in range(2):
+            assert {owners[run_id] for run_id in claimed[n]} <= {(1000 + n, f"host-{n}", base.RUNNING)}
+    finally:
+        for made in stores:
+            made.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_forgotten_claim_is_no_longer_renewed(kind: str, request, tmp_path: Path) -> None:
+    # A worker forgets the token of a claim whose run has ended (its memory does not grow with the runs it
+    # claimed): its beats no longer touch that run.
+    from sagepy.store.leases import lease_is_claimable
+    from sagepy.store.queue import QUEUED, RunInfo
+    made = make_store(kind, request, tmp_path)
+    try:
+        for name in ("kept", "done"):
+            made.submit_run(run(name, 1.0, QUEUED), RunInfo(version="v1"))
+        assert len(made.claim_runs("default", "v1", 7, "host-a", lease_is_claimable, set(), 3, 32)) == 2
+        before = made.get_run("done").lease_heartbeat
+        made.forget_claim("done")
+        assert made.renew_leases(["kept", "done"]) == ({}, set())
+        assert made.get_run("done").lease_heartbeat == before
+    finally:
+        made.close()
