@@ -3,9 +3,10 @@ compiled once, and each claimed run is a `Program.run` of it on a thread, with a
 output with the run and stops the run when the worker is told to stop.
 
 The runs share the compiled program, one connection to the store (a second one, apart from the worker's own,
-so that a run's lease and the worker's claim of it stay distinct), one heartbeat for all their leases and the
-model client's connection pool;
-each has its own agents, journal and output. A run that fails with an internal error ends that run alone.
+so that the worker's bookkeeping never waits for its runs' writes), one heartbeat for all their leases and the
+model client's connection pool; each has its own agents, journal and output. A run takes its worker's claim
+over as it is: its connection fences the run's writes with the claim's token, and the run reads nothing the
+claim read. A run that fails with an internal error ends that run alone.
 """
 from __future__ import annotations
 
@@ -73,9 +74,10 @@ class ThreadLauncher:
         run_id, resumed = claim.run.id, claim.resumed
         host = Host(out=StoredOutput(backend, run_id, "stdout"), err=StoredOutput(backend, run_id, "stderr"),
                     store=StateStore(backend), durable=True)
-        host.claim = WorkerClaim(os.getpid(), self.version, not resumed)
-        host.leases = self.leases
         execution = ThreadExecution(run_id, claim.info.version, was_queued=not resumed, host=host)
+        host.claim = WorkerClaim(os.getpid(), self.version, not resumed, held=claim,
+                                 taken=execution.run_holds_lease)
+        host.leases = self.leases
 
         def run() -> None:
             try:

@@ -5,10 +5,11 @@ store (`[persistence] backend = "sqlite"`), `postgres.py` for a PostgreSQL datab
 (`backend = "postgres"`, SPEC §14.1) and `memory.py` for the in-process one (no `[persistence]`, or under
 `sage test`); `config.py` says which one a project uses and opens it.
 
-Fencing (SPEC §14.1): a store that took a run's lease (`create_run` with a token, `acquire_lease`) makes
-every later journal write of that run (`record_step`, `record_steps`, `record_intent`, a field write with
-a step, `heartbeat`, `end_run`, `release_lease`) conditional on still holding it, and raises TakenOver
-when another process took the run over meanwhile.
+Fencing (SPEC §14.1): a store that took a run's lease (`create_run` with a token, `acquire_lease`, a claim
+of the queue), or holds a lease another store of the process took (`hold_lease`), makes every later journal
+write of that run (`record_step`, `record_steps`, `record_intent`, a field write with a step, `heartbeat`,
+`end_run`, `release_lease`) conditional on still holding it, and raises TakenOver when another process took
+the run over meanwhile.
 
 Values cross the interface as JSON data (SPEC §5: dict, list, str, int, float, bool, None); converting them
 to and from Sage values is the caller's job, with the step's or field's type.
@@ -162,6 +163,10 @@ class Store(Protocol):
         """Take the run's lease when it is free or `is_stale(run)` (the run read in the same transaction, its
         `lease_age` on the store's clock), and return None; else return the run as it is (the owner).
         KeyError for an unknown run. From then on this store fences the run's writes with `token`."""
+    def hold_lease(self, run_id: str, token: str) -> None:
+        """From now on this store fences the run's writes with `token`, the lease another store of this process
+        took (a thread-mode worker's claim, which its run takes over as it is): nothing is read or written, so
+        a lease lost meanwhile shows at the run's first write (TakenOver)."""
     def heartbeat(self, run_id: str) -> None:
         """Renew the lease on the store's clock; TakenOver when it is not this store's any more."""
     def renew_leases(self, run_ids: Sequence[str]) -> tuple[dict[str, TakenOver], set[str]]:

@@ -142,6 +142,9 @@ class MemoryStore:
             run.lease_pid, run.lease_host, run.lease_heartbeat, run.lease_token = pid, host, time.time(), token
             return None
 
+    def hold_lease(self, run_id: str, token: str) -> None:
+        """Nothing to do: this store fences no write."""
+
     def heartbeat(self, run_id: str) -> None:
         with self._lock:
             run = self._runs.get(run_id)

@@ -488,6 +488,9 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
             self._tokens[run_id] = token
         return owner
 
+    def hold_lease(self, run_id: str, token: str) -> None:
+        self._tokens[run_id] = token
+
     def heartbeat(self, run_id: str) -> None:
         def work(conn: Any) -> None:
             conn.execute(f"UPDATE {self._s}.runs SET lease_heartbeat = now() WHERE project = %s AND id = %s",

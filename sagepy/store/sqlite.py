@@ -382,6 +382,9 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
         self._tokens[run_id] = token
         return None
 
+    def hold_lease(self, run_id: str, token: str) -> None:
+        self._tokens[run_id] = token
+
     def heartbeat(self, run_id: str) -> None:
         # not flushed: a heartbeat lost with the machine's power only makes a lease stale sooner
         with self._write(flush=False, fence=run_id):

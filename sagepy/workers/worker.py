@@ -3,10 +3,11 @@
 or, with a launcher of the engine's (sagepy.engine.queued), each a run of the worker's own process.
 
 A claim puts the run under the worker's own lease, which the worker keeps fresh until the child takes it over
-(the child may take its worker's lease and no other). The child dies with the worker, so a killed worker
-leaves runs whose leases go stale — interrupted runs that any worker then claims, counting a recovery. A
-graceful stop (SIGTERM, SIGINT) claims nothing more, forwards SIGTERM to the children, which stop before their
-next step and release their leases, and exits 143 or 130; a second signal kills the children at once.
+(the child may take its worker's lease and no other; a run of the worker's own process takes the claim over as
+it is). The child dies with the worker, so a killed worker leaves runs whose leases go stale — interrupted runs
+that any worker then claims, counting a recovery. A graceful stop (SIGTERM, SIGINT) claims nothing more,
+forwards SIGTERM to the children, which stop before their next step and release their leases, and exits 143 or
+130; a second signal kills the children at once.
 
 Runs are claimed up to `CLAIM_BATCH` in one transaction, and looked for again only when there may be some: a
 free slot after a full batch, a run queued (PostgreSQL's NOTIFY), the poll interval past, or no run left.
@@ -68,6 +69,10 @@ class Execution(ABC):
     @abstractmethod
     def signal(self, signum: int) -> None:
         """SIGTERM: stop before the next step, releasing the lease; SIGKILL: at once."""
+
+    def run_holds_lease(self) -> None:
+        """The run took the lease over: its own heartbeat renews it from now on, not the worker's."""
+        self.claimed = False
 
 
 @dataclass

@@ -376,3 +376,38 @@ def test_a_forgotten_claim_is_no_longer_renewed(kind: str, request, tmp_path: Pa
         assert made.get_run("done").lease_heartbeat == before
     finally:
         made.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_store_holding_another_stores_claim_is_fenced_by_it(kind: str, request, tmp_path: Path) -> None:
+    # A thread-mode worker's run takes its worker's claim over as it is: the run's own connection holds the
+    # claim's token without a round trip and writes with it; once another process has taken the run over (the
+    # lease went stale), it writes nothing more, and says who holds the run.
+    from sagepy.store.leases import lease_is_claimable
+    from sagepy.store.queue import QUEUED, RunInfo
+    claimer, runner, other = (make_store(kind, request, tmp_path) for _ in range(3))
+    try:
+        claimer.submit_run(run("r1", 1.0, QUEUED), RunInfo(version="v1"))
+        [claim] = claimer.claim_runs("default", "v1", 7, "host-a", lease_is_claimable, set(), 3, 32)
+        runner.hold_lease("r1", claim.run.lease_token)
+        runner.record_step("r1", step("Main", 1))
+        runner.record_steps("r1", [step("Main", 2)])
+        runner.append_output("r1", "stdout", "one")
+        assert other.acquire_lease("r1", 4242, "elsewhere", "theirs", lambda owner: True) is None
+        writes = (lambda: runner.record_step("r1", step("Main", 3)),
+                  lambda: runner.record_steps("r1", [step("Main", 3)]),
+                  lambda: runner.record_intent("r1", step("Main", 3, status=base.STARTED)),
+                  lambda: runner.append_output("r1", "stdout", "two"),
+                  lambda: runner.set_field("Main", "n", 1, step("Main", 3, kind="state"), "r1"),
+                  lambda: runner.end_run("r1", base.COMPLETED, 0))
+        for write in writes:
+            with pytest.raises(base.TakenOver) as lost:
+                write()
+            assert (lost.value.pid, lost.value.host) == (4242, "elsewhere")
+        assert [s.number for s in other.steps("r1")] == [1, 2]
+        assert [line for _, _, line in other.output("r1")] == ["one"]
+        assert other.get_field("Main", "n") == (False, None)
+        assert (other.get_run("r1").status, other.get_run("r1").lease_token) == (base.RUNNING, "theirs")
+    finally:
+        for made in (claimer, runner, other):
+            made.close()
