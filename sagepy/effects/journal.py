@@ -90,7 +90,7 @@ class Journal:
         usage = self.records.get((USAGE_PATH, 1))
         if usage is not None and self.world is not None:   # a resumed run counts on from its recorded usage
             self.world.usage.restore(usage.outcome)
-        self.groups = OutcomeGroups(lambda group: self.store.record_steps(run_id, group))
+        self.groups = OutcomeGroups(self.store, run_id)
         # Under the crash-sweep hooks each outcome commits at once, so that a crash at the k-th journal write
         # happens at the same place of the program on every execution (what the sweep's checks rest on).
         self.grouped = not crash.active()

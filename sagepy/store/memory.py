@@ -9,9 +9,9 @@ import copy
 import threading
 import time
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from .base import COMPLETED, FAILED, INTERRUPTED, PAUSED, RUNNING, WAITING, RunRecord, StepRecord
+from .base import COMPLETED, FAILED, INTERRUPTED, PAUSED, RUNNING, WAITING, Pending, RunRecord, StepRecord
 from .queue import ENDED
 
 
@@ -100,6 +100,13 @@ class MemoryStore:
     def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
         for step in steps:
             self.record_step(run_id, step)
+
+    def record_steps_of(self, pending: Mapping[str, Pending]) -> dict[str, Any]:
+        # no leases to fence with, and no output lines to keep: process memory journals no run (`durable`)
+        with self._lock:
+            for run_id, each in pending.items():
+                self.record_steps(run_id, each.steps)
+        return {}
 
     def record_intent(self, run_id: str, step: StepRecord) -> bool:
         with self._lock:

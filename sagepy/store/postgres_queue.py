@@ -228,16 +228,16 @@ class PostgresQueue:
         return self._write(work)
 
     def append_output(self, run_id: str, stream: str, line: str) -> None:
-        s = self._s
-
-        def work(conn: Any) -> None:
-            conn.execute(f"INSERT INTO {s}.run_output (project, run_id, number, stream, line) VALUES (%s, %s, "
-                         f"(SELECT COALESCE(MAX(number), 0) + 1 FROM {s}.run_output WHERE project = %s AND "
-                         "run_id = %s), %s, %s)", (self.project, run_id, self.project, run_id, stream,
-                                                            storable_line(line)))
         # as durable as the outcome of the step before it (synchronous_commit off); a deposed owner's lines are
         # not stored (a process that released the lease may still say how its run ended)
-        self._write(work, durable=False, fence=run_id, released_ok=True)
+        self._write(lambda conn: self._put_output(conn, run_id, stream, line), durable=False, fence=run_id,
+                    released_ok=True)
+
+    def _put_output(self, conn: Any, run_id: str, stream: str, line: str) -> None:
+        s = self._s
+        conn.execute(f"INSERT INTO {s}.run_output (project, run_id, number, stream, line) VALUES (%s, %s, "
+                     f"(SELECT COALESCE(MAX(number), 0) + 1 FROM {s}.run_output WHERE project = %s AND "
+                     "run_id = %s), %s, %s)", (self.project, run_id, self.project, run_id, stream, storable_line(line)))
 
     def output(self, run_id: str, after: int = 0) -> list[tuple[int, str, str]]:
         rows = self._read(f"SELECT number, stream, line FROM {self._s}.run_output WHERE project = %s AND "

@@ -172,9 +172,12 @@ class SqliteQueue:
         # written to the log, not flushed: a line is as durable as the outcome of the step before it; a deposed
         # owner's lines are not stored (a process that released the lease may still say how its run ended)
         with self._write(flush=False, fence=run_id, released_ok=True):
-            self._db.execute("INSERT INTO run_output (run_id, number, stream, line) VALUES (?, (SELECT "
-                             "COALESCE(MAX(number), 0) + 1 FROM run_output WHERE run_id = ?), ?, ?)",
-                             (run_id, run_id, stream, storable_line(line)))
+            self._put_output(run_id, stream, line)
+
+    def _put_output(self, run_id: str, stream: str, line: str) -> None:
+        self._db.execute("INSERT INTO run_output (run_id, number, stream, line) VALUES (?, (SELECT "
+                         "COALESCE(MAX(number), 0) + 1 FROM run_output WHERE run_id = ?), ?, ?)",
+                         (run_id, run_id, stream, storable_line(line)))
 
     def output(self, run_id: str, after: int = 0) -> list[tuple[int, str, str]]:
         return [tuple(row) for row in self._read("SELECT number, stream, line FROM run_output WHERE run_id = ? "

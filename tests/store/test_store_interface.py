@@ -411,3 +411,45 @@ def test_a_store_holding_another_stores_claim_is_fenced_by_it(kind: str, request
     finally:
         for made in (claimer, runner, other):
             made.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_one_grouped_commit_writes_many_runs_and_fences_each(kind: str, request, tmp_path: Path) -> None:
+    # The grouped commits' timer writes what every run held back in one transaction: each run's records and
+    # output lines only while its lease is this store's; a run taken over meanwhile gets nothing and is told
+    # who holds it, the others are written all the same. A run this store holds no lease of is not fenced.
+    import os
+    import socket
+
+    from sagepy.store.leases import lease_is_stale
+    made = make_store(kind, request, tmp_path)
+    other = make_store(kind, request, tmp_path)
+    pid, host = os.getpid(), socket.gethostname()
+    try:
+        for name in ("a", "b", "c", "free"):
+            made.create_run(run(name, 1.0))
+        for name in ("a", "b", "c"):
+            assert made.acquire_lease(name, pid, host, f"token-{name}", lease_is_stale) is None
+        assert other.acquire_lease("b", 4242, "elsewhere", "theirs", lambda owner: True) is None
+        usage = step(base.USAGE_PATH, 1, outcome={"turns": 1}, kind=base.USAGE)
+        taken = made.record_steps_of({
+            "a": base.Pending([step("Main", 1), usage, replace(usage, outcome={"turns": 2})],
+                              [("stdout", "a1"), ("stderr", "a2")]),
+            "b": base.Pending([step("Main", 1)], [("stdout", "b1")]),
+            "c": base.Pending([], [("stdout", "c1")]),
+            "empty": base.Pending()})
+        assert set(taken) == {"b"} and (taken["b"].pid, taken["b"].host) == (4242, "elsewhere")
+        # the same with a run it holds no lease of (PostgreSQL takes another path then)
+        taken = made.record_steps_of({"a": base.Pending([step("Main", 2)], [("stdout", "a3")]),
+                                      "b": base.Pending([step("Main", 2)]),
+                                      "free": base.Pending([step("Main", 1)], [("stdout", "f1")])})
+        assert set(taken) == {"b"}
+        assert [(s.path, s.number, s.outcome) for s in other.steps("a")] == [
+            (base.USAGE_PATH, 1, {"turns": 2}), ("Main", 1, None), ("Main", 2, None)]
+        assert other.output("a") == [(1, "stdout", "a1"), (2, "stderr", "a2"), (3, "stdout", "a3")]
+        assert other.steps("b") == [] and other.output("b") == []
+        assert other.steps("c") == [] and other.output("c") == [(1, "stdout", "c1")]
+        assert len(other.steps("free")) == 1 and other.output("free") == [(1, "stdout", "f1")]
+    finally:
+        made.close()
+        other.close()
