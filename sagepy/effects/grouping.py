@@ -1,9 +1,10 @@
 """Grouped outcome commits (SPEC §14): the outcome records of read-only and idempotent steps wait in memory
-and are committed together, one transaction for many steps, instead of one each.
+and are committed together, one transaction for many steps, instead of one each. A worker's run keeps the
+lines it prints in the same group (sagepy.engine.queued): each is stored with the outcomes made around it.
 
 A pending outcome is committed before the next destructive step's intent, before any `state` write, before
-a pause or halt and before the run ends (the journal calls `flush` there), and never waits longer than
-`MAX_WAIT_SECONDS`: a timer commits whatever is pending when its
+a pause or halt and with the run's end (the journal calls `flush` there, or takes the last of it with
+`take_last`), and never waits longer than `MAX_WAIT_SECONDS`: a timer commits whatever is pending when its
 oldest record reaches that age. A crash can then lose only outcomes of steps that are safe to perform again,
 and since groups commit in the order their records were made, what survives a crash is always a prefix of the
 journal. Every agent of the run shares one group, so that one agent's intent also commits another agent's
@@ -52,6 +53,18 @@ class OutcomeGroups:
         if first:
             _timer.commit_later(self, time.monotonic() + _TIMER_SECONDS)
 
+    def add_line(self, stream: str, line: str) -> bool:
+        """A line the run printed, committed with the pending outcomes; False when the group takes no more
+        (closed, or its last commit failed): the caller stores the line itself."""
+        with self._lock:
+            if self._closed:
+                return False
+            first = not self._pending
+            self._pending.output.append((stream, line))
+        if first:
+            _timer.commit_later(self, time.monotonic() + _TIMER_SECONDS)
+        return True
+
     def flush(self) -> None:
         """Commit every pending record now (on the caller's thread); raises what a commit raised."""
         with self._flushing:
@@ -66,6 +79,16 @@ class OutcomeGroups:
                     raise
                 if self.run_id in taken:
                     raise taken[self.run_id]
+
+    def take_last(self) -> Pending:
+        """Close the group and hand over what is pending, once any commit under way has ended: the caller
+        commits it with the run's end, in one transaction. Raises what a commit raised."""
+        with self._flushing:
+            with self._lock:
+                self._closed = True
+                self._raise_failure()
+                pending, self._pending = self._pending, Pending()
+        return pending
 
     def discard(self) -> None:
         """Forget the pending records (the run lost its lease: they must not be written) and stop the timer."""

@@ -20,6 +20,7 @@ from ..store.leases import this_host
 from ..workers.child import WorkerClaim
 from ..workers.worker import Execution
 from .host import Host
+from .outcome import COMPLETED
 
 if TYPE_CHECKING:
     from ..store.queue import Claim
@@ -41,15 +42,22 @@ class ThreadExecution(Execution):
 
 
 class StoredOutput:
-    """One of a run's output streams, stored line by line with the run (`sage runs logs`) as it is printed."""
+    """One of a run's output streams, stored line by line with the run (`sage runs logs`) as it is printed:
+    with the journal's pending outcomes while the run's journal takes lines (one transaction for both), else
+    on its own."""
 
-    def __init__(self, store: Any, run_id: str, name: str) -> None:
+    def __init__(self, host: Host, store: Any, run_id: str, name: str) -> None:
+        self.host = host
         self.store = store
         self.run_id = run_id
         self.name = name
 
     def __call__(self, text: str) -> None:
+        effects = self.host.effects
+        journal = effects.journal if effects is not None else None
         for line in text.split("\n"):
+            if journal is not None and journal.output(self.name, line):
+                continue
             try:
                 self.store.append_output(self.run_id, self.name, line)
             except Exception:  # the store failed this once: the run's next journal write reports it
@@ -71,27 +79,32 @@ class ThreadLauncher:
     def __call__(self, claim: Claim, ended: Callable[[Execution], None]) -> Execution:
         from ..runtime.persistence import StateStore
         backend = self.backend
-        run_id, resumed = claim.run.id, claim.resumed
-        host = Host(out=StoredOutput(backend, run_id, "stdout"), err=StoredOutput(backend, run_id, "stderr"),
-                    store=StateStore(backend), durable=True)
-        execution = ThreadExecution(run_id, claim.info.version, was_queued=not resumed, host=host)
-        host.claim = WorkerClaim(os.getpid(), self.version, not resumed, held=claim,
+        run_id = claim.run.id
+        host = Host(store=StateStore(backend), durable=True)
+        host.out = StoredOutput(host, backend, run_id, "stdout")
+        host.err = StoredOutput(host, backend, run_id, "stderr")
+        execution = ThreadExecution(run_id, claim.info.version, was_queued=not claim.resumed, host=host)
+        host.claim = WorkerClaim(os.getpid(), self.version, not claim.resumed, held=claim,
                                  taken=execution.run_holds_lease)
         host.leases = self.leases
 
         def run() -> None:
+            status = None
             try:
-                execution.code = self.program.run(host=host, run_id=run_id, resume=True).exit_code
+                outcome = self.program.run(host=host, run_id=run_id, resume=True)
+                execution.code, status = outcome.exit_code, outcome.status
             except BaseException as exc:  # a bug of sagepy's in this run ends this run, not the worker
                 execution.code = 1
                 host.err(f"internal error: {type(exc).__name__}: {exc}")
             finally:
                 # the run is over in this process: a lease it released no longer waits for the process to
                 # exit (it never will), so a run sent back to the queue can be claimed again, here or elsewhere
-                try:
-                    backend.forget_owner(run_id, os.getpid(), this_host())
-                except Exception as exc:  # the store's failure leaves the run to a restart of the worker
-                    host.err(f"warning: could not record the end of run {run_id}: {exc}")
+                # (a completed run is never claimed again)
+                if status != COMPLETED:
+                    try:
+                        backend.forget_owner(run_id, os.getpid(), this_host())
+                    except Exception as exc:  # the store's failure leaves the run to a restart of the worker
+                        host.err(f"warning: could not record the end of run {run_id}: {exc}")
                 ended(execution)
         threading.Thread(target=run, name=f"sage-run-{run_id}", daemon=True).start()
         return execution

@@ -236,11 +236,13 @@ class DurableRun:
             journal.close()   # the run is another process's now, or the database is out of reach
             return
         try:
+            if ending in (COMPLETED, FAILED, HALTED, CANCELLED):
+                # the outcomes and output lines still pending commit with the end: one transaction
+                store.end_run(self.run.id, ending, code, journal.last_writes() if journal is not None else None)
+                return
             if journal is not None:
                 journal.close()
-            if ending in (COMPLETED, FAILED, HALTED, CANCELLED):
-                store.end_run(self.run.id, ending, code)
-            elif ending == PAUSED:
+            if ending == PAUSED:
                 for step in store.pause_run(self.run.id):
                     self.say(paused_line(self.run.id, step))
             else:

@@ -140,9 +140,10 @@ class Store(Protocol):
     def newest_run(self) -> RunRecord | None: ...
     def list_runs(self) -> list[RunRecord]:
         """Newest first."""
-    def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
+    def end_run(self, run_id: str, status: str, exit_code: int | None, pending: Pending | None = None) -> None:
         """Sets the status and exit code and releases the lease (its heartbeat and token; the last owner's
-        pid and host stay, for `sage runs` and for a deposed owner's message)."""
+        pid and host stay, for `sage runs` and for a deposed owner's message); `pending`: what the run's
+        journal held back, committed first in the same transaction."""
     def prune_runs(self, keep: int) -> list[str]:
         """Deletes ended runs (completed, failed, cancelled) beyond the newest `keep` ended ones, with their steps;
         returns their ids, newest first."""

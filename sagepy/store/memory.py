@@ -72,8 +72,10 @@ class MemoryStore:
             return [_read(run) for run in sorted(self._runs.values(), key=lambda r: (r.started_at, r.id),
                                                    reverse=True)]
 
-    def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
+    def end_run(self, run_id: str, status: str, exit_code: int | None, pending: Pending | None = None) -> None:
         with self._lock:
+            if pending:
+                self.record_steps(run_id, pending.steps)
             run = self._runs.get(run_id)
             if run is not None:
                 run.status, run.exit_code = status, exit_code

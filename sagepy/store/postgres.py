@@ -341,19 +341,32 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
                           (self.project,))
         return [RunRecord(*row) for row in rows]
 
-    def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
+    def end_run(self, run_id: str, status: str, exit_code: int | None, pending: Pending | None = None) -> None:
         self._set_lease_free(run_id, ", status = %s, exit_code = %s, ended_at = extract(epoch FROM now())",
-                             (status, exit_code))
+                             (status, exit_code), pending)
 
     def release_lease(self, run_id: str) -> None:
         self._set_lease_free(run_id, "", ())
 
-    def _set_lease_free(self, run_id: str, assignments: str, values: tuple) -> None:
+    def _set_lease_free(self, run_id: str, assignments: str, values: tuple, pending: Pending | None = None) -> None:
+        """The run's lease released, with what `pending` holds committed first: one round trip (its last output
+        line and its end together) unless the lease was lost, which the slow path then reports."""
+        query = (f"UPDATE {self._s}.runs SET lease_heartbeat = NULL, lease_token = NULL{assignments} "
+                 "WHERE project = %s AND id = %s")
+        args = (*values, self.project, run_id)
+        if self._fast(run_id):
+            statements = pending_statements(self._s, self.project, self._tokens, {run_id: pending}) if pending else []
+            statements.append((query + " AND lease_token = %s", (*args, self._tokens[run_id])))
+            if self._round_trip(statements, durable=False)[-1][0] == 1:
+                forget_lease(self._tokens, run_id)
+                return
+            # the lease is lost, so nothing was written: the slow path says who holds it
+
         def work(conn: Any) -> None:
-            conn.execute(f"UPDATE {self._s}.runs SET lease_heartbeat = NULL, "
-                         f"lease_token = NULL{assignments} WHERE project = %s AND id = %s",
-                         (*values, self.project, run_id))
-        self._write(work, fence=run_id, durable=False)
+            if pending:
+                self._put_pending(conn, run_id, pending)
+            conn.execute(query, args)
+        self._write(work, journal=journal_records(pending.steps) if pending else 0, fence=run_id, durable=False)
         forget_lease(self._tokens, run_id)
 
     def prune_runs(self, keep: int) -> list[str]:

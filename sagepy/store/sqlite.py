@@ -311,8 +311,10 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
     def list_runs(self) -> list[RunRecord]:
         return [_run(row) for row in self._read(f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST}")]
 
-    def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
-        with self._write(flush=False, fence=run_id):
+    def end_run(self, run_id: str, status: str, exit_code: int | None, pending: Pending | None = None) -> None:
+        with self._write(journal=journal_records(pending.steps) if pending else 0, flush=False, fence=run_id):
+            if pending:
+                self._put_pending(run_id, pending)
             self._db.execute("UPDATE runs SET status = ?, exit_code = ?, ended_at = ?, "
                              "lease_heartbeat = NULL, lease_token = NULL WHERE id = ?",
                              (status, exit_code, time.time(), run_id))

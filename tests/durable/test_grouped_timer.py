@@ -1,6 +1,7 @@
 """The grouped commits' timer (SPEC §14), in this process on both backends: when it wakes, it commits what the
 groups of every run pending on a store hold in ONE transaction (`record_steps_of`), each run fenced by its own
-lease: a run taken over meanwhile gets nothing written and learns it at its next record."""
+lease — a run taken over meanwhile gets nothing written and learns it at its next record — and the output
+lines a run keeps in its group go with its outcomes."""
 from __future__ import annotations
 
 import os
@@ -69,8 +70,10 @@ def test_one_transaction_commits_the_groups_of_every_run(stores, monkeypatch: py
     with grouping._timer._wake:   # the timer cannot look at its groups before all of them are pending
         for group in groups:
             group.add(record(1))
-    wait_until(lambda: all(reader.steps(name) for name in names), "every run's commit")
+            group.add_line("stdout", f"line of {group.run_id}")
+    wait_until(lambda: all(reader.steps(name) and reader.output(name) for name in names), "every run's commit")
     assert commits == [set(names)]
+    assert reader.output("r07") == [(1, "stdout", "line of r07")]
 
 
 def test_a_run_taken_over_gets_nothing_written_and_learns_it(stores) -> None:
@@ -81,6 +84,7 @@ def test_a_run_taken_over_gets_nothing_written_and_learns_it(stores) -> None:
     with grouping._timer._wake:
         for group in (kept, taken):
             group.add(record(1))
+            group.add_line("stdout", "printed")
     wait_until(lambda: reader.steps("kept"), "the other run's commit")
 
     def told() -> base.TakenOver | None:
@@ -91,4 +95,19 @@ def test_a_run_taken_over_gets_nothing_written_and_learns_it(stores) -> None:
         return None
     lost = wait_until(told, "the taken run to learn it")
     assert (lost.pid, lost.host) == (4242, "elsewhere")
-    assert reader.steps("taken") == []
+    assert not taken.add_line("stdout", "after")   # its group takes no more lines: the caller's write is fenced
+    assert reader.steps("taken") == [] and reader.output("taken") == []
+    assert reader.output("kept") == [(1, "stdout", "printed")]
+
+
+def test_the_last_writes_of_a_run_are_handed_to_its_end_and_its_group_takes_no_more(stores) -> None:
+    made, reader = stores
+    leased(made, ["r1"])
+    group = OutcomeGroups(made, "r1")
+    group.add(record(1))
+    group.add_line("stdout", "last")
+    last = group.take_last()
+    assert [r.number for r in last.steps] == [1] and last.output == [("stdout", "last")]
+    assert not group.add_line("stdout", "late")   # closed: a line printed now is stored on its own
+    made.end_run("r1", base.COMPLETED, 0, last)
+    assert [r.number for r in reader.steps("r1")] == [1] and reader.output("r1") == [(1, "stdout", "last")]

@@ -453,3 +453,33 @@ def test_one_grouped_commit_writes_many_runs_and_fences_each(kind: str, request,
     finally:
         made.close()
         other.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_run_ends_with_its_last_writes_or_not_at_all(kind: str, request, tmp_path: Path) -> None:
+    # The end of a run commits what its journal still held back (outcomes, its last output lines) with the
+    # end itself; a deposed owner's end writes none of it.
+    import os
+    import socket
+
+    from sagepy.store.leases import lease_is_stale
+    made = make_store(kind, request, tmp_path)
+    other = make_store(kind, request, tmp_path)
+    pid, host = os.getpid(), socket.gethostname()
+    try:
+        for name in ("r1", "r2"):
+            made.create_run(run(name, 1.0))
+            assert made.acquire_lease(name, pid, host, f"token-{name}", lease_is_stale) is None
+        made.end_run("r1", base.COMPLETED, 0, base.Pending([step("Main", 1)], [("stdout", "bye")]))
+        ended = other.get_run("r1")
+        assert (ended.status, ended.exit_code, ended.lease_token, ended.lease_heartbeat) == (base.COMPLETED, 0, None,
+                                                                                              None)
+        assert len(other.steps("r1")) == 1 and other.output("r1") == [(1, "stdout", "bye")]
+        assert other.acquire_lease("r2", 4242, "elsewhere", "theirs", lambda owner: True) is None
+        with pytest.raises(base.TakenOver):
+            made.end_run("r2", base.COMPLETED, 0, base.Pending([step("Main", 1)], [("stdout", "late")]))
+        assert other.steps("r2") == [] and other.output("r2") == []
+        assert (other.get_run("r2").status, other.get_run("r2").lease_token) == (base.RUNNING, "theirs")
+    finally:
+        made.close()
+        other.close()
