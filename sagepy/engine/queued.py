@@ -1,6 +1,7 @@
 """A worker's runs in the worker's own process (SPEC §14.2, `sage worker --isolation thread`): the program is
-compiled once, and each claimed run is a `Program.run` of it on a thread, with a Host that stores the run's
-output with the run and stops the run when the worker is told to stop.
+compiled once, and each claimed run is a `Program.run` of it on a large-stack thread of its own (the engine
+runs the entry agent right there), with a Host that stores the run's output with the run and stops the run
+when the worker is told to stop.
 
 The runs share the compiled program, one connection to the store (a second one, apart from the worker's own,
 so that the worker's bookkeeping never waits for its runs' writes), one heartbeat for all their leases and the
@@ -12,10 +13,10 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..deepstack import start_thread
 from ..store.leases import this_host
 from ..workers.child import WorkerClaim
 from ..workers.worker import Execution
@@ -106,5 +107,5 @@ class ThreadLauncher:
                     except Exception as exc:  # the store's failure leaves the run to a restart of the worker
                         host.err(f"warning: could not record the end of run {run_id}: {exc}")
                 ended(execution)
-        threading.Thread(target=run, name=f"sage-run-{run_id}", daemon=True).start()
+        start_thread(run, f"sage-run-{run_id}")
         return execution
