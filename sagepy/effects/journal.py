@@ -33,7 +33,7 @@ from typing import Any, Callable
 from ..core.errors import AgentCancelled, SageRaise
 from ..core.values import UNIT, ErrorValue
 from ..store import crash
-from ..store.base import (DONE, STARTED, STEP_FAILED, USAGE, USAGE_PATH, WAITING, Busy, StepRecord, TakenOver,
+from ..store.base import (DONE, STARTED, STEP_FAILED, USAGE, USAGE_PATH, WAITING, Busy, Pending, StepRecord, TakenOver,
                           Unavailable, Unreachable)
 from ..wake import WakingEvent
 from .chain import Perform
@@ -90,7 +90,7 @@ class Journal:
         usage = self.records.get((USAGE_PATH, 1))
         if usage is not None and self.world is not None:   # a resumed run counts on from its recorded usage
             self.world.usage.restore(usage.outcome)
-        self.groups = OutcomeGroups(lambda group: self.store.record_steps(run_id, group))
+        self.groups = OutcomeGroups(self.store, run_id)
         # Under the crash-sweep hooks each outcome commits at once, so that a crash at the k-th journal write
         # happens at the same place of the program on every execution (what the sweep's checks rest on).
         self.grouped = not crash.active()
@@ -151,6 +151,20 @@ class Journal:
         """Commit the pending outcomes: before a `state` write, a pause, a halt and the end of the run."""
         with _store_errors(self):
             self.groups.flush()
+
+    def output(self, stream: str, line: str) -> bool:
+        """Store a line the run printed (`sage runs logs`) with its pending outcomes: committed with them, within
+        50 ms and never after the record of the run's next step. False when the journal takes no line (not
+        started, closed, or committing each outcome at once): the caller stores it itself."""
+        return self.grouped and self.groups is not None and self.groups.add_line(stream, line)
+
+    def last_writes(self) -> Pending:
+        """The end of this execution, when the run ends: what is pending, which the store commits with the run's
+        end in one transaction; the timer stopped."""
+        if self.groups is None:
+            return Pending()
+        with _store_errors(self):
+            return self.groups.take_last()
 
     def close(self) -> None:
         """The end of this execution: commit what is pending (unless the lease was lost) and stop the timer."""

@@ -132,7 +132,9 @@ class DurableRun:
         keeper it shares with other runs of this process on `store` (default: one of its own)."""
         if resume is None:
             return cls(store, None, False, say, leases=leases)
-        run = find_run(store, resume)
+        held = claim.held if claim is not None else None
+        # a claim of this process's own worker hands the run over as it read it: `running`, nothing to look up
+        run = held.run if held is not None else find_run(store, resume)
         if run.status in (COMPLETED, FAILED):
             code = run.exit_code if run.exit_code is not None else 0
             raise DurableExit(code, f"run {run.id} already ended with exit code {code}", run.status)
@@ -164,22 +166,18 @@ class DurableRun:
         if self.resumed:
             run = self.run
             claim = self.claim
-
-            def is_stale(owner: RunRecord) -> bool:
-                return lease_is_stale(owner) or (claim is not None and claim.may_take(owner, host))
-            owner = store.acquire_lease(run.id, pid, host, token, is_stale)
-            if owner is not None:
-                raise DurableExit(1, f"error: run {run.id} is being executed by process {owner.lease_pid} "
-                                     f"on {owner.lease_host}")
-            if run.status in (HALTED, QUEUED, PAUSED):   # resolved, submitted or answered since (or not): running again
-                store.mark_running(run.id)
-            store.note_owner(run.id, host)
-            info = store.run_info(run.id)
+            held = claim.held if claim is not None else None
+            if held is not None:   # the claim's lease, taken over as it is: the claim made the run `running`,
+                # recorded this host and read the queue row, and said whether there is a journal to read
+                store.hold_lease(run.id, held.run.lease_token)
+                info = held.info
+                records = store.steps(run.id) if held.journaled else []
+            else:
+                info, records = self._take_lease(run, claim, pid, host, token)
             if info is not None and info.args is not None:
                 runtime.program_args = record_arguments(info)
             elif info is None:   # a run journaled before arguments were recorded
                 store.set_run_info(run.id, RunInfo(version=self.version, args=list(runtime.program_args), host=host))
-            records = store.steps(run.id)
             if claim is None:   # a worker says so itself (`run <id>: resumed`)
                 self.say(f"resuming run {run.id}")
             elif claim.capture:   # a run's own process: what it prints from now on is stored with the run
@@ -200,6 +198,25 @@ class DurableRun:
         self.runtime = runtime
         runtime.replay_horizon = journal.horizon
         self.leases.add(journal)
+        if self.claim is not None and self.claim.taken is not None:
+            self.claim.taken()
+
+    def _take_lease(self, run: RunRecord, claim: WorkerClaim | None, pid: int, host: str,
+                    token: str) -> tuple[RunInfo | None, list]:
+        """Take the lease of a run being resumed (a fresh one is refused), make it `running` again and read its
+        queue row and journal."""
+        store = self.store
+
+        def is_stale(owner: RunRecord) -> bool:
+            return lease_is_stale(owner) or (claim is not None and claim.may_take(owner, host))
+        owner = store.acquire_lease(run.id, pid, host, token, is_stale)
+        if owner is not None:
+            raise DurableExit(1, f"error: run {run.id} is being executed by process {owner.lease_pid} "
+                                 f"on {owner.lease_host}")
+        if run.status in (HALTED, QUEUED, PAUSED):   # resolved, submitted or answered since (or not): running again
+            store.mark_running(run.id)
+        store.note_owner(run.id, host)
+        return store.run_info(run.id), store.steps(run.id)
 
     def finish(self, code: int, ending: str) -> None:
         """Record how this execution ended. `ending`: "completed", "failed" or "cancelled" (the run has ended),
@@ -219,11 +236,13 @@ class DurableRun:
             journal.close()   # the run is another process's now, or the database is out of reach
             return
         try:
+            if ending in (COMPLETED, FAILED, HALTED, CANCELLED):
+                # the outcomes and output lines still pending commit with the end: one transaction
+                store.end_run(self.run.id, ending, code, journal.last_writes() if journal is not None else None)
+                return
             if journal is not None:
                 journal.close()
-            if ending in (COMPLETED, FAILED, HALTED, CANCELLED):
-                store.end_run(self.run.id, ending, code)
-            elif ending == PAUSED:
+            if ending == PAUSED:
                 for step in store.pause_run(self.run.id):
                     self.say(paused_line(self.run.id, step))
             else:

@@ -5,10 +5,11 @@ store (`[persistence] backend = "sqlite"`), `postgres.py` for a PostgreSQL datab
 (`backend = "postgres"`, SPEC §14.1) and `memory.py` for the in-process one (no `[persistence]`, or under
 `sage test`); `config.py` says which one a project uses and opens it.
 
-Fencing (SPEC §14.1): a store that took a run's lease (`create_run` with a token, `acquire_lease`) makes
-every later journal write of that run (`record_step`, `record_steps`, `record_intent`, a field write with
-a step, `heartbeat`, `end_run`, `release_lease`) conditional on still holding it, and raises TakenOver
-when another process took the run over meanwhile.
+Fencing (SPEC §14.1): a store that took a run's lease (`create_run` with a token, `acquire_lease`, a claim
+of the queue), or holds a lease another store of the process took (`hold_lease`), makes every later journal
+write of that run (`record_step`, `record_steps`, `record_steps_of`, `record_intent`, a field write with a
+step, `heartbeat`, `end_run`, `release_lease`) conditional on still holding it, and raises TakenOver (or, for
+the runs of `record_steps_of`, reports it) when another process took the run over meanwhile.
 
 Values cross the interface as JSON data (SPEC §5: dict, list, str, int, float, bool, None); converting them
 to and from Sage values is the caller's job, with the step's or field's type.
@@ -16,7 +17,7 @@ to and from Sage values is the caller's job, with the step's or field's type.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 # Run statuses (SPEC §14). `interrupted` is never stored: it is how `running` with a stale lease is shown.
 RUNNING, COMPLETED, FAILED, HALTED, INTERRUPTED = "running", "completed", "failed", "halted", "interrupted"
@@ -64,6 +65,18 @@ class StepRecord:
     safety: str
     status: str              # started | done | failed
     outcome: Any = None      # done: the value's JSON; failed: {"kind", "message", "code"?}
+
+
+@dataclass
+class Pending:
+    """What a run's journal holds back to commit in one transaction (grouped commits, SPEC §14): outcome records
+    of read-only and idempotent steps, and lines the run printed (`stream`, `line`), each list in the order it
+    was made."""
+    steps: list[StepRecord] = field(default_factory=list)
+    output: list[tuple[str, str]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.steps or self.output)
 
 
 # Every method may raise Busy or Unavailable; opening a file (SqliteStore(path)) raises Unavailable or
@@ -127,9 +140,10 @@ class Store(Protocol):
     def newest_run(self) -> RunRecord | None: ...
     def list_runs(self) -> list[RunRecord]:
         """Newest first."""
-    def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
+    def end_run(self, run_id: str, status: str, exit_code: int | None, pending: Pending | None = None) -> None:
         """Sets the status and exit code and releases the lease (its heartbeat and token; the last owner's
-        pid and host stay, for `sage runs` and for a deposed owner's message)."""
+        pid and host stay, for `sage runs` and for a deposed owner's message); `pending`: what the run's
+        journal held back, committed first in the same transaction."""
     def prune_runs(self, keep: int) -> list[str]:
         """Deletes ended runs (completed, failed, cancelled) beyond the newest `keep` ended ones, with their steps;
         returns their ids, newest first."""
@@ -142,6 +156,11 @@ class Store(Protocol):
     def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
         """Insert or replace outcome records of read_only and idempotent steps, in ONE transaction that may
         commit without waiting for the disk (grouped outcome commits, SPEC §14)."""
+    def record_steps_of(self, pending: Mapping[str, Pending]) -> dict[str, TakenOver]:
+        """What the journals of many runs held back (outcome records as `record_steps` writes them, output lines
+        as `append_output` does), in ONE transaction that may commit without waiting for the disk, each run's
+        fenced by its own lease: a run taken over meanwhile gets nothing written and is returned with its
+        TakenOver (the grouped commits' timer, for every run of the process at once)."""
     def record_intent(self, run_id: str, step: StepRecord) -> bool:
         """Insert the `started` record of a destructive step, durably, never replacing one: False when the
         step has a record already (another process claimed it, SPEC §14.1 "Claims")."""
@@ -162,6 +181,10 @@ class Store(Protocol):
         """Take the run's lease when it is free or `is_stale(run)` (the run read in the same transaction, its
         `lease_age` on the store's clock), and return None; else return the run as it is (the owner).
         KeyError for an unknown run. From then on this store fences the run's writes with `token`."""
+    def hold_lease(self, run_id: str, token: str) -> None:
+        """From now on this store fences the run's writes with `token`, the lease another store of this process
+        took (a thread-mode worker's claim, which its run takes over as it is): nothing is read or written, so
+        a lease lost meanwhile shows at the run's first write (TakenOver)."""
     def heartbeat(self, run_id: str) -> None:
         """Renew the lease on the store's clock; TakenOver when it is not this store's any more."""
     def renew_leases(self, run_ids: Sequence[str]) -> tuple[dict[str, TakenOver], set[str]]:

@@ -9,9 +9,9 @@ import copy
 import threading
 import time
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from .base import COMPLETED, FAILED, INTERRUPTED, PAUSED, RUNNING, WAITING, RunRecord, StepRecord
+from .base import COMPLETED, FAILED, INTERRUPTED, PAUSED, RUNNING, WAITING, Pending, RunRecord, StepRecord
 from .queue import ENDED
 
 
@@ -72,8 +72,10 @@ class MemoryStore:
             return [_read(run) for run in sorted(self._runs.values(), key=lambda r: (r.started_at, r.id),
                                                    reverse=True)]
 
-    def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
+    def end_run(self, run_id: str, status: str, exit_code: int | None, pending: Pending | None = None) -> None:
         with self._lock:
+            if pending:
+                self.record_steps(run_id, pending.steps)
             run = self._runs.get(run_id)
             if run is not None:
                 run.status, run.exit_code = status, exit_code
@@ -100,6 +102,13 @@ class MemoryStore:
     def record_steps(self, run_id: str, steps: list[StepRecord]) -> None:
         for step in steps:
             self.record_step(run_id, step)
+
+    def record_steps_of(self, pending: Mapping[str, Pending]) -> dict[str, Any]:
+        # no leases to fence with, and no output lines to keep: process memory journals no run (`durable`)
+        with self._lock:
+            for run_id, each in pending.items():
+                self.record_steps(run_id, each.steps)
+        return {}
 
     def record_intent(self, run_id: str, step: StepRecord) -> bool:
         with self._lock:
@@ -141,6 +150,9 @@ class MemoryStore:
                 return _read(run)
             run.lease_pid, run.lease_host, run.lease_heartbeat, run.lease_token = pid, host, time.time(), token
             return None
+
+    def hold_lease(self, run_id: str, token: str) -> None:
+        """Nothing to do: this store fences no write."""
 
     def heartbeat(self, run_id: str) -> None:
         with self._lock:

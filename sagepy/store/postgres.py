@@ -32,14 +32,15 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from ..core.json_text import compact_json, parse_json
 from . import crash
-from .base import (RELEASED, Busy, forget_lease, journal_records, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, Unreachable, COMPLETED,
-                   FAILED, STARTED)
+from .base import (RELEASED, Busy, forget_lease, journal_records, NewerFormat, Pending, RunRecord, StepRecord, TakenOver,
+                   Unavailable, Unreachable, COMPLETED, FAILED, STARTED)
 from .buckets import PostgresBuckets
 from .pauses import PostgresPauses
+from .postgres_grouped import STEP_COLUMNS, UPDATE_STEP, pending_statements, steps_statement
 from .postgres_queue import PostgresQueue
 from .queue import CANCELLED
 
@@ -54,11 +55,7 @@ _Result = TypeVar("_Result")
 _RUN_COLUMNS = ("id, started_at, status, exit_code, entry, lease_pid, lease_host, "
                 "extract(epoch FROM lease_heartbeat)::float8, lease_token, ended_at, "
                 "extract(epoch FROM now() - lease_heartbeat)::float8")
-_STEP_COLUMNS = "path, number, kind, target, args_hash, safety, status, outcome"
 _NEWEST_FIRST = 'ORDER BY started_at DESC, id COLLATE "C" DESC'
-_UPDATE_STEP = ("DO UPDATE SET kind = excluded.kind, target = excluded.target, args_hash = excluded.args_hash, "
-                "safety = excluded.safety, status = excluded.status, outcome = excluded.outcome, "
-                "token = excluded.token")
 
 
 def _schema_statements(s: str) -> list[str]:
@@ -229,6 +226,30 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
     def _read(self, query: str, args: tuple = ()) -> list[tuple]:
         return self._call(lambda conn: conn.execute(query, args).fetchall(), False)
 
+    def _round_trip(self, statements: list[tuple[str, tuple]], durable: bool) -> list[tuple[int, list[tuple]]]:
+        """The statements in one transaction sent as one query text — BEGIN, the commit level, the statements,
+        COMMIT — with their values bound on this side (psycopg's ClientCursor quotes them), so that it costs one
+        round trip and one exchange with libpq; each statement's rows affected and rows returned. Only for
+        statements that may run again as a whole after a lost connection."""
+        level = "on" if durable else "off"
+        text = "; ".join(["BEGIN", f"SET LOCAL synchronous_commit = {level}", *(query for query, _ in statements),
+                          "COMMIT"])
+        values = tuple(value for _, args in statements for value in args)
+
+        def work(conn: Any) -> list[tuple[int, list[tuple]]]:
+            cursor = self._psycopg.ClientCursor(conn)
+            try:
+                cursor.execute(text, values)
+            except self._psycopg.Error:
+                if not self._lost() and conn.info.transaction_status == self._psycopg.pq.TransactionStatus.INERROR:
+                    conn.execute("ROLLBACK")   # the failed statement left the BEGIN's transaction open
+                raise
+            results = []
+            while cursor.nextset():   # from the SET's result to the COMMIT's (the first is the BEGIN's)
+                results.append((cursor.rowcount, cursor.fetchall() if cursor.description else []))
+            return results[1:-1]
+        return self._call(work, False)
+
     def _check_fence(self, conn: Any, run_id: str, released_ok: bool = False) -> None:
         """TakenOver unless this store holds the run's lease (`released_ok`: or released it, and nobody holds it
         since)."""
@@ -320,19 +341,32 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
                           (self.project,))
         return [RunRecord(*row) for row in rows]
 
-    def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
+    def end_run(self, run_id: str, status: str, exit_code: int | None, pending: Pending | None = None) -> None:
         self._set_lease_free(run_id, ", status = %s, exit_code = %s, ended_at = extract(epoch FROM now())",
-                             (status, exit_code))
+                             (status, exit_code), pending)
 
     def release_lease(self, run_id: str) -> None:
         self._set_lease_free(run_id, "", ())
 
-    def _set_lease_free(self, run_id: str, assignments: str, values: tuple) -> None:
+    def _set_lease_free(self, run_id: str, assignments: str, values: tuple, pending: Pending | None = None) -> None:
+        """The run's lease released, with what `pending` holds committed first: one round trip (its last output
+        line and its end together) unless the lease was lost, which the slow path then reports."""
+        query = (f"UPDATE {self._s}.runs SET lease_heartbeat = NULL, lease_token = NULL{assignments} "
+                 "WHERE project = %s AND id = %s")
+        args = (*values, self.project, run_id)
+        if self._fast(run_id):
+            statements = pending_statements(self._s, self.project, self._tokens, {run_id: pending}) if pending else []
+            statements.append((query + " AND lease_token = %s", (*args, self._tokens[run_id])))
+            if self._round_trip(statements, durable=False)[-1][0] == 1:
+                forget_lease(self._tokens, run_id)
+                return
+            # the lease is lost, so nothing was written: the slow path says who holds it
+
         def work(conn: Any) -> None:
-            conn.execute(f"UPDATE {self._s}.runs SET lease_heartbeat = NULL, "
-                         f"lease_token = NULL{assignments} WHERE project = %s AND id = %s",
-                         (*values, self.project, run_id))
-        self._write(work, fence=run_id, durable=False)
+            if pending:
+                self._put_pending(conn, run_id, pending)
+            conn.execute(query, args)
+        self._write(work, journal=journal_records(pending.steps) if pending else 0, fence=run_id, durable=False)
         forget_lease(self._tokens, run_id)
 
     def prune_runs(self, keep: int) -> list[str]:
@@ -352,7 +386,7 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
     # ---------------------------------------------------------------- journal steps
 
     def steps(self, run_id: str) -> list[StepRecord]:
-        rows = self._read(f"SELECT {_STEP_COLUMNS} FROM {self._s}.steps WHERE project = %s AND run_id = %s "
+        rows = self._read(f"SELECT {STEP_COLUMNS} FROM {self._s}.steps WHERE project = %s AND run_id = %s "
                           'ORDER BY path COLLATE "C", number', (self.project, run_id))
         return [StepRecord(*row[:7], outcome=parse_json(row[7])) for row in rows]
 
@@ -373,13 +407,53 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
                 cursor.executemany(self._upsert_step, [self._step_row(run_id, step) for step in steps])
         self._write(work, journal=journal_records(steps), fence=run_id, durable=False)
 
+    def record_steps_of(self, pending: Mapping[str, Pending]) -> dict[str, TakenOver]:
+        writes = {run_id: each for run_id, each in pending.items() if each}
+        if not writes:
+            return {}
+        if crash.active() or not all(run_id in self._tokens for run_id in writes):
+            return self._write(lambda conn: self._put_pending_of(conn, writes), durable=False,
+                               journal=sum(journal_records(each.steps) for each in writes.values()))
+        # one round trip: the runs' rows locked and read (who holds each lease), then every run's records and
+        # lines, each written only while its run's lease is this store's
+        owners = (f"SELECT id, lease_token, lease_pid, lease_host FROM {self._s}.runs WHERE project = %s "
+                  "AND id = ANY(%s) FOR SHARE")
+        results = self._round_trip([(owners, (self.project, list(writes))),
+                                    *pending_statements(self._s, self.project, self._tokens, writes)], durable=False)
+        found = {row[0]: row[1:] for row in results[0][1]}
+        taken = {}
+        for run_id in writes:
+            token, pid, host = found.get(run_id, (None, None, None))
+            if token != self._tokens[run_id]:
+                taken[run_id] = TakenOver(pid, host)
+        return taken
+
+    def _put_pending_of(self, conn: Any, writes: Mapping[str, Pending]) -> dict[str, TakenOver]:
+        taken = {}
+        for run_id, each in writes.items():
+            if run_id in self._tokens:
+                try:
+                    self._check_fence(conn, run_id)
+                except TakenOver as exc:   # this run's records are not written; the others' are
+                    taken[run_id] = exc
+                    self._journaled -= journal_records(each.steps)
+                    continue
+            self._put_pending(conn, run_id, each)
+        return taken
+
+    def _put_pending(self, conn: Any, run_id: str, pending: Pending) -> None:
+        for step in pending.steps:
+            self._put_step(conn, run_id, step)
+        for stream, line in pending.output:
+            self._put_output(conn, run_id, stream, line)
+
     def record_intent(self, run_id: str, step: StepRecord) -> bool:
         if self._fast(run_id) and self._fenced(run_id, [step], True, replace=False):
             return True
         # a record is there already, or the lease is lost: the slow path tells which, in a transaction
 
         def work(conn: Any) -> bool:
-            cursor = conn.execute(f"INSERT INTO {self._s}.steps (project, run_id, {_STEP_COLUMNS}, token) "
+            cursor = conn.execute(f"INSERT INTO {self._s}.steps (project, run_id, {STEP_COLUMNS}, token) "
                                   "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                                   "ON CONFLICT (project, run_id, path, number) DO NOTHING",
                                   self._step_row(run_id, step))
@@ -398,42 +472,25 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
         return run_id in self._tokens and not crash.active()
 
     def _fenced(self, run_id: str, steps: list[StepRecord], durable: bool, replace: bool) -> bool:
-        """Insert (or, `replace`, upsert) the records in one transaction sent as one pipeline — BEGIN, the
-        commit level, each record's INSERT conditional on the lease (whose row it locks FOR SHARE), COMMIT —
-        so that a step's record costs one round trip to the server. False when not every record was written
+        """Insert (or, `replace`, upsert) the records in one transaction sent at once (`_round_trip`) — each
+        record's INSERT conditional on the lease, whose row it locks FOR SHARE — so that a step's record costs
+        one round trip to the server. False when not every record was written
         (the lease was lost, or an intent found a record there); nothing then needs undoing, since a lost
         lease writes nothing and the caller's slow path sorts out which it was."""
         s = self._s
-        query = (f"INSERT INTO {s}.steps (project, run_id, {_STEP_COLUMNS}, token) SELECT %s, %s, %s, %s::integer, "
+        query = (f"INSERT INTO {s}.steps (project, run_id, {STEP_COLUMNS}, token) SELECT %s, %s, %s, %s::integer, "
                  f"%s, %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM {s}.runs WHERE project = %s AND id = %s "
                  "AND lease_token = %s FOR SHARE) ON CONFLICT (project, run_id, path, number) "
-                 + (_UPDATE_STEP if replace else "DO NOTHING"))
+                 + (UPDATE_STEP if replace else "DO NOTHING"))
         token = self._tokens[run_id]
         if len(steps) > 1 and replace:   # a group: one statement over arrays, not one per record
-            latest = {(step.path, step.number): step for step in steps}   # a key twice: its last record
-            columns = list(zip(*(self._step_row(run_id, step)[2:10] for step in latest.values())))
-            query = (f"INSERT INTO {s}.steps (project, run_id, {_STEP_COLUMNS}, token) SELECT %s, %s, u.* , %s "
-                     "FROM unnest(%s::text[], %s::integer[], %s::text[], %s::text[], %s::text[], %s::text[], "
-                     f"%s::text[], %s::text[]) AS u WHERE EXISTS (SELECT 1 FROM {s}.runs WHERE project = %s "
-                     "AND id = %s AND lease_token = %s FOR SHARE) ON CONFLICT (project, run_id, path, number) "
-                     + _UPDATE_STEP)
-            rows = [(self.project, run_id, token, *(list(c) for c in columns), self.project, run_id, token)]
-            expected = len(latest)
+            query, args, expected = steps_statement(s, self.project, [(run_id, token, step) for step in steps])
+            statements = [(query, args)]
         else:
-            rows = [(*self._step_row(run_id, step), self.project, run_id, token) for step in steps]
-            expected = len(rows)
-
-        def work(conn: Any) -> int:
-            cursors = []
-            with conn.pipeline():
-                conn.execute("BEGIN")
-                conn.execute("SET LOCAL synchronous_commit = " + ("on" if durable else "off"))
-                for row in rows:
-                    cursors.append(conn.execute(query, row))
-                conn.execute("COMMIT")
-            return sum(cursor.rowcount for cursor in cursors)   # known once the pipeline has synced
+            statements = [(query, (*self._step_row(run_id, step), self.project, run_id, token)) for step in steps]
+            expected = len(statements)
         # an upsert writes every row unless the lease is lost (the slow path then raises TakenOver)
-        return self._call(work, False) == expected
+        return sum(count for count, _ in self._round_trip(statements, durable)) == expected
 
     def delete_step(self, run_id: str, path: str, number: int) -> None:
         self._write(lambda conn: conn.execute(f"DELETE FROM {self._s}.steps WHERE project = %s AND run_id = %s "
@@ -441,9 +498,9 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
 
     @property
     def _upsert_step(self) -> str:
-        return (f"INSERT INTO {self._s}.steps (project, run_id, {_STEP_COLUMNS}, token) "
+        return (f"INSERT INTO {self._s}.steps (project, run_id, {STEP_COLUMNS}, token) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (project, run_id, path, number) "
-                + _UPDATE_STEP)
+                + UPDATE_STEP)
 
     def _put_step(self, conn: Any, run_id: str | None, step: StepRecord) -> None:
         conn.execute(self._upsert_step, self._step_row(run_id, step))
@@ -473,6 +530,9 @@ class PostgresStore(PostgresQueue, PostgresPauses, PostgresBuckets):
         if owner is None:
             self._tokens[run_id] = token
         return owner
+
+    def hold_lease(self, run_id: str, token: str) -> None:
+        self._tokens[run_id] = token
 
     def heartbeat(self, run_id: str) -> None:
         def work(conn: Any) -> None:

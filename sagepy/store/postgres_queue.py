@@ -102,16 +102,16 @@ class PostgresQueue:
         self._write(lambda conn: conn.execute(f"UPDATE {self._s}.run_queue SET host = %s WHERE project = %s AND "
                                               "run_id = %s", (host, self.project, run_id)), durable=False)
 
-    def claim_run(self, queue: str, version: str | None, pid: int, host: str,
-                  is_stale: Callable[[RunRecord], bool], skip: set[str], max_recoveries: int) -> Claim | None:
+    def claim_runs(self, queue: str, version: str | None, pid: int, host: str, is_stale: Callable[[RunRecord], bool],
+                   skip: set[str], max_recoveries: int, limit: int) -> list[Claim]:
         s = self._s
-        token = secrets.token_hex(16)
 
-        def work(conn: Any, limit: int | None = _FIRST_CANDIDATES) -> Claim | None:
+        def work(conn: Any, first: int | None = max(limit, _FIRST_CANDIDATES), wanted: int = limit) -> list[Claim]:
             # candidates only: queued runs of the queue and running ones whose lease may be stale (none, old,
             # or on this host, whose process may have ended); locked rows are another worker's claim
             rows = conn.execute(
-                f"SELECT {_RUN}, {_INFO} FROM {s}.runs r JOIN {s}.run_queue q ON q.project = r.project "
+                f"SELECT {_RUN}, {_INFO}, EXISTS (SELECT 1 FROM {s}.steps t WHERE t.project = r.project AND "
+                f"t.run_id = r.id) FROM {s}.runs r JOIN {s}.run_queue q ON q.project = r.project "
                 "AND q.run_id = r.id WHERE r.project = %s AND (q.version = %s OR %s) AND "
                 "((r.status = %s AND q.queue = %s) OR (r.status = %s AND (r.lease_heartbeat IS NULL OR r.lease_host = %s "
                 f"OR r.lease_heartbeat < now() - interval '{_FRESH_SECONDS} seconds'))) "
@@ -121,33 +121,62 @@ class PostgresQueue:
                 "AND NOT (r.lease_pid IS NOT DISTINCT FROM %s AND r.lease_host IS NOT DISTINCT FROM %s AND "
                 f"r.lease_heartbeat > now() - interval '{OWN_FRESH_SECONDS} seconds') "
                 "AND NOT (r.id = ANY(%s)) "
-                # the first few, locked; all of them only when none of those is claimable after all
+                # the first few, locked; all of them only when too few of those are claimable after all
                 'ORDER BY r.started_at, r.id COLLATE "C" LIMIT %s FOR UPDATE OF r SKIP LOCKED',
                 (self.project, version or "", version is None, QUEUED, queue, RUNNING, host, pid, host, list(skip),
-                 limit)).fetchall()
+                 first)).fetchall()
+            claims = []
             for row in rows:
-                run, info = RunRecord(*row[:11]), info_from_row(row[11:])
-                resumed = run.status == RUNNING
-                if not is_stale(run):   # held (a queued run `sage run --resume` took), or its last owner exiting
-                    continue
-                if resumed and run.lease_heartbeat is not None:   # taken over from a crashed owner
-                    if info.recoveries >= max_recoveries:
-                        conn.execute(f"UPDATE {s}.runs SET status = 'failed', exit_code = 1, {_RELEASED} "
-                                     "WHERE project = %s AND id = %s", (self.project, run.id))
-                        return Claim(run, info, True, gave_up=True)
-                    info.recoveries += 1
-                info.by_worker, info.host = True, host
-                conn.execute(f"UPDATE {s}.runs SET status = %s, lease_pid = %s, lease_host = %s, "
-                             "lease_heartbeat = now(), lease_token = %s WHERE project = %s AND id = %s",
-                             (RUNNING, pid, host, token, self.project, run.id))
-                self._put_info(conn, run.id, info)
-                run.status, run.lease_pid, run.lease_host, run.lease_token = RUNNING, pid, host, token
-                return Claim(run, info, resumed)
-            return None if limit is None or len(rows) < limit else work(conn, None)
-        claim = self._write(work, durable=False)
-        if claim is not None and not claim.gave_up:
-            self._tokens[claim.run.id] = token   # the worker's heartbeats keep the claim until its child takes it
-        return claim
+                run = RunRecord(*row[:11])
+                if is_stale(run):   # else held (a queued run `sage run --resume` took), or its last owner exiting
+                    claims.append(self._claim(conn, run, info_from_row(row[11:18]), bool(row[18]), host,
+                                              max_recoveries))
+                    if len(claims) == wanted:
+                        break
+            self._hold_claims(conn, [claim for claim in claims if not claim.gave_up], pid, host)
+            if len(claims) == wanted or first is None or len(rows) < first:
+                return claims
+            # the rows claimed here are this process's fresh leases now: the second look passes over them
+            return claims + work(conn, None, wanted - len(claims))
+        claims = self._write(work, durable=False)
+        for claim in claims:
+            if not claim.gave_up:   # the worker's heartbeats keep the claim until the run takes it over
+                self._tokens[claim.run.id] = claim.run.lease_token
+        return claims
+
+    def _claim(self, conn: Any, run: RunRecord, info: RunInfo, journaled: bool, host: str,
+               max_recoveries: int) -> Claim:
+        """The claim of a run found claimable, which `_hold_claims` writes; or, when it was recovered too
+        often, the run marked failed."""
+        resumed = run.status == RUNNING
+        if resumed and run.lease_heartbeat is not None:   # taken over from a crashed owner
+            if info.recoveries >= max_recoveries:
+                conn.execute(f"UPDATE {self._s}.runs SET status = 'failed', exit_code = 1, {_RELEASED} "
+                             "WHERE project = %s AND id = %s", (self.project, run.id))
+                return Claim(run, info, True, journaled, gave_up=True)
+            info.recoveries += 1
+        info.by_worker, info.host = True, host
+        run.status, run.lease_host, run.lease_token = RUNNING, host, secrets.token_hex(16)
+        return Claim(run, info, resumed, journaled)
+
+    def _hold_claims(self, conn: Any, claims: list[Claim], pid: int, host: str) -> None:
+        """Put the claimed runs under the worker's leases and note their owner: one statement per table."""
+        if not claims:
+            return
+        s = self._s
+        ids = [claim.run.id for claim in claims]
+        conn.execute(f"UPDATE {s}.runs r SET status = %s, lease_pid = %s, lease_host = %s, lease_heartbeat = now(), "
+                     "lease_token = u.token FROM unnest(%s::text[], %s::text[]) AS u(id, token) "
+                     "WHERE r.project = %s AND r.id = u.id",
+                     (RUNNING, pid, host, ids, [claim.run.lease_token for claim in claims], self.project))
+        conn.execute(f"UPDATE {s}.run_queue q SET recoveries = u.recoveries, by_worker = true, host = %s FROM "
+                     "unnest(%s::text[], %s::integer[]) AS u(id, recoveries) WHERE q.project = %s AND q.run_id = u.id",
+                     (host, ids, [claim.info.recoveries for claim in claims], self.project))
+        for claim in claims:
+            claim.run.lease_pid = pid
+
+    def forget_claim(self, run_id: str) -> None:
+        self._tokens.pop(run_id, None)
 
     def requeue_run(self, run_id: str) -> bool:
         def work(conn: Any) -> bool:
@@ -199,16 +228,16 @@ class PostgresQueue:
         return self._write(work)
 
     def append_output(self, run_id: str, stream: str, line: str) -> None:
-        s = self._s
-
-        def work(conn: Any) -> None:
-            conn.execute(f"INSERT INTO {s}.run_output (project, run_id, number, stream, line) VALUES (%s, %s, "
-                         f"(SELECT COALESCE(MAX(number), 0) + 1 FROM {s}.run_output WHERE project = %s AND "
-                         "run_id = %s), %s, %s)", (self.project, run_id, self.project, run_id, stream,
-                                                            storable_line(line)))
         # as durable as the outcome of the step before it (synchronous_commit off); a deposed owner's lines are
         # not stored (a process that released the lease may still say how its run ended)
-        self._write(work, durable=False, fence=run_id, released_ok=True)
+        self._write(lambda conn: self._put_output(conn, run_id, stream, line), durable=False, fence=run_id,
+                    released_ok=True)
+
+    def _put_output(self, conn: Any, run_id: str, stream: str, line: str) -> None:
+        s = self._s
+        conn.execute(f"INSERT INTO {s}.run_output (project, run_id, number, stream, line) VALUES (%s, %s, "
+                     f"(SELECT COALESCE(MAX(number), 0) + 1 FROM {s}.run_output WHERE project = %s AND "
+                     "run_id = %s), %s, %s)", (self.project, run_id, self.project, run_id, stream, storable_line(line)))
 
     def output(self, run_id: str, after: int = 0) -> list[tuple[int, str, str]]:
         rows = self._read(f"SELECT number, stream, line FROM {self._s}.run_output WHERE project = %s AND "

@@ -38,12 +38,15 @@ class RunInfo:
 
 @dataclass
 class Claim:
-    """What `claim_run` took: the run (now `running` under the worker's lease), its queue row, whether it was
-    interrupted (`resumed`) rather than queued, and `gave_up` when it had been recovered too often and was
-    marked failed instead (its `recoveries` then says how many times)."""
+    """One run `claim_runs` took: the run (now `running` under the worker's lease, whose token is
+    `run.lease_token`), its queue row, whether it was interrupted (`resumed`) rather than queued, whether it
+    has journal records (`journaled`: a queued run queued again after a pause or a halt carries on), and
+    `gave_up` when it had been recovered too often and was marked failed instead (its `recoveries` then says
+    how many times)."""
     run: RunRecord
     info: RunInfo
     resumed: bool
+    journaled: bool = False
     gave_up: bool = False
 
 
@@ -61,14 +64,20 @@ class QueueStore(Protocol):
     def note_owner(self, run_id: str, host: str) -> None:
         """Record the host of a process that took the run's lease."""
 
-    def claim_run(self, queue: str, version: str | None, pid: int, host: str,
-                  is_stale: Callable[[RunRecord], bool], skip: set[str], max_recoveries: int) -> Claim | None:
-        """Atomically take the oldest run a worker may execute: `queued` in `queue`, or `running` with a stale
-        lease in any queue, for which `is_stale(run)` (the run read in the claim's transaction, with or without
-        a lease; leases.lease_is_claimable) holds; of program `version` (None: any). The run becomes `running` under a lease of
-        (pid, host) with a new token that this store holds (its heartbeats keep the claim fresh until the
-        run's own process takes the lease over, TakenOver from then on); a stale lease that was held (a crash, not a release) counts one recovery, and a run
-        past `max_recoveries` is marked `failed` (exit 1) and returned with `gave_up`. None: nothing to claim."""
+    def claim_runs(self, queue: str, version: str | None, pid: int, host: str, is_stale: Callable[[RunRecord], bool],
+                   skip: set[str], max_recoveries: int, limit: int) -> list[Claim]:
+        """Atomically take the oldest runs a worker may execute, at most `limit`, in one transaction: `queued`
+        in `queue`, or `running` with a stale lease in any queue, for which `is_stale(run)` (the run read in
+        the claim's transaction, with or without a lease; leases.lease_is_claimable) holds, of program
+        `version` (None: any), and not in `skip`. Each becomes `running` under a lease of (pid, host) with a
+        token of its own that this store holds (its heartbeats keep the claim fresh until the run takes the
+        lease over, TakenOver from then on); a stale lease that was held (a crash, not a release) counts one
+        recovery, and a run past `max_recoveries` is marked `failed` (exit 1) and returned with `gave_up`.
+        Fewer than `limit` (none: nothing to claim) when no other run may be taken now."""
+    def forget_claim(self, run_id: str) -> None:
+        """The worker is done with its claim of the run (the run's execution ended): the store forgets the
+        claim's token, so that a worker's memory does not grow with the runs it has claimed. Only for a store
+        that writes nothing more of that run (a worker's own)."""
     def requeue_run(self, run_id: str) -> bool:
         """Make a halted or paused run that a worker was executing `queued` again, so that a worker resumes
         it (`sage runs resolve`, and `approve`, `deny`, `answer` once the answer is recorded): True; the last

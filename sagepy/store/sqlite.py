@@ -34,13 +34,13 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..core.json_text import compact_json, parse_json
 from ..secrecy import private_directory
 from . import crash
-from .base import (RELEASED, Busy, forget_lease, journal_records, NewerFormat, RunRecord, StepRecord, TakenOver, Unavailable, COMPLETED, FAILED,
-                   STARTED)
+from .base import (RELEASED, Busy, forget_lease, journal_records, NewerFormat, Pending, RunRecord, StepRecord, TakenOver,
+                   Unavailable, COMPLETED, FAILED, STARTED)
 from .queue import CANCELLED
 from .buckets import SqliteBuckets
 from .pauses import SqlitePauses
@@ -311,8 +311,10 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
     def list_runs(self) -> list[RunRecord]:
         return [_run(row) for row in self._read(f"SELECT {_RUN_COLUMNS} FROM runs {_NEWEST_FIRST}")]
 
-    def end_run(self, run_id: str, status: str, exit_code: int | None) -> None:
-        with self._write(flush=False, fence=run_id):
+    def end_run(self, run_id: str, status: str, exit_code: int | None, pending: Pending | None = None) -> None:
+        with self._write(journal=journal_records(pending.steps) if pending else 0, flush=False, fence=run_id):
+            if pending:
+                self._put_pending(run_id, pending)
             self._db.execute("UPDATE runs SET status = ?, exit_code = ?, ended_at = ?, "
                              "lease_heartbeat = NULL, lease_token = NULL WHERE id = ?",
                              (status, exit_code, time.time(), run_id))
@@ -343,6 +345,28 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
         if steps:
             with self._write(journal=journal_records(steps), flush=False, fence=run_id):
                 self._db.executemany(_PUT_STEP, [self._step_row(run_id, step) for step in steps])
+
+    def record_steps_of(self, pending: Mapping[str, Pending]) -> dict[str, TakenOver]:
+        taken: dict[str, TakenOver] = {}
+        writes = {run_id: each for run_id, each in pending.items() if each}
+        if not writes:
+            return taken
+        with self._write(journal=sum(journal_records(each.steps) for each in writes.values()), flush=False):
+            for run_id, each in writes.items():
+                if run_id in self._tokens:
+                    try:
+                        self._check_fence(run_id)
+                    except TakenOver as exc:   # this run's records are not written; the others' are
+                        taken[run_id] = exc
+                        self._journaled -= journal_records(each.steps)
+                        continue
+                self._put_pending(run_id, each)
+        return taken
+
+    def _put_pending(self, run_id: str, pending: Pending) -> None:
+        self._db.executemany(_PUT_STEP, [self._step_row(run_id, step) for step in pending.steps])
+        for stream, line in pending.output:
+            self._put_output(run_id, stream, line)
 
     def record_intent(self, run_id: str, step: StepRecord) -> bool:
         with self._write(journal=1, fence=run_id):
@@ -381,6 +405,9 @@ class SqliteStore(SqliteQueue, SqlitePauses, SqliteBuckets):
                              "WHERE id = ?", (pid, host, time.time(), token, run_id))
         self._tokens[run_id] = token
         return None
+
+    def hold_lease(self, run_id: str, token: str) -> None:
+        self._tokens[run_id] = token
 
     def heartbeat(self, run_id: str) -> None:
         # not flushed: a heartbeat lost with the machine's power only makes a lease stale sooner

@@ -70,49 +70,66 @@ class SqliteQueue:
         with self._write(flush=False):
             self._db.execute("UPDATE run_queue SET host = ? WHERE run_id = ?", (host, run_id))
 
-    def claim_run(self, queue: str, version: str | None, pid: int, host: str,
-                  is_stale: Callable[[RunRecord], bool], skip: set[str], max_recoveries: int) -> Claim | None:
+    def claim_runs(self, queue: str, version: str | None, pid: int, host: str, is_stale: Callable[[RunRecord], bool],
+                   skip: set[str], max_recoveries: int, limit: int) -> list[Claim]:
+        claims: list[Claim] = []
         with self._write(flush=False):
             # Candidates only: not the runs this very process holds under a fresh lease (never claimable by it,
             # and a worker of a thousand runs would look at every one of them at every claim). A run it released
             # or ended and a person sent back to the queue (`sage runs resolve`) is a candidate again. A running
             # run is one only when its lease may be stale: none, old, or on this host (its process may have ended).
-            # Read row by row: the first claimable one ends the search.
+            # Read row by row: the search ends once `limit` are found.
             now = time.time()
             rows = self._db.execute(
-                f"SELECT {_RUN}, {_INFO} FROM runs r JOIN run_queue q ON q.run_id = r.id "
+                f"SELECT {_RUN}, {_INFO}, EXISTS (SELECT 1 FROM steps s WHERE s.run_id = r.id) FROM runs r "
+                "JOIN run_queue q ON q.run_id = r.id "
                 "WHERE (q.version = ? OR ?) AND ((r.status = ? AND q.queue = ?) OR (r.status = ? AND "
                 "(r.lease_heartbeat IS NULL OR r.lease_host = ? OR r.lease_heartbeat < ?))) AND NOT (r.lease_pid IS ? "
                 "AND r.lease_host IS ? AND r.lease_heartbeat > ?) "
                 "ORDER BY r.started_at, r.id",
                 (version or "", version is None, QUEUED, queue, RUNNING, host, now - FRESH_SECONDS, pid, host,
                  now - OWN_FRESH_SECONDS))
-            found = None
+            found = []
             for row in rows:
-                run, info = _record(row[:10]), info_from_row(row[10:])
+                run = _record(row[:10])
                 # not stale: held (a queued run `sage run --resume` took), or its last owner exiting
                 if run.id not in skip and is_stale(run):
-                    found = run, info
-                    break
+                    found.append((run, info_from_row(row[10:17]), bool(row[17])))
+                    if len(found) == limit:
+                        break
             rows.close()   # before the writes below
-            if found is None:
-                return None
-            run, info = found
-            resumed = run.status == RUNNING
-            if resumed and run.lease_heartbeat is not None:   # taken over from a crashed owner, not a released one
-                if info.recoveries >= max_recoveries:
-                    self._db.execute(f"UPDATE runs SET status = 'failed', exit_code = 1, {_RELEASED} "
-                                     "WHERE id = ?", (run.id,))
-                    return Claim(run, info, True, gave_up=True)
-                info.recoveries += 1
-            info.by_worker, info.host = True, host
-            token = secrets.token_hex(16)
-            self._db.execute("UPDATE runs SET status = ?, lease_pid = ?, lease_host = ?, lease_heartbeat = ?, "
-                             "lease_token = ? WHERE id = ?", (RUNNING, pid, host, time.time(), token, run.id))
-            self._put_info(run.id, info)
-            run.status, run.lease_pid, run.lease_host, run.lease_token = RUNNING, pid, host, token
-        self._tokens[run.id] = token   # the worker's heartbeats keep the claim until its child takes it
-        return Claim(run, info, resumed)
+            for run, info, journaled in found:
+                claims.append(self._claim(run, info, journaled, host, max_recoveries))
+            held = [claim for claim in claims if not claim.gave_up]
+            now = time.time()
+            self._db.executemany("UPDATE runs SET status = ?, lease_pid = ?, lease_host = ?, lease_heartbeat = ?, "
+                                 "lease_token = ? WHERE id = ?",
+                                 [(RUNNING, pid, host, now, claim.run.lease_token, claim.run.id) for claim in held])
+            self._db.executemany("UPDATE run_queue SET recoveries = ?, by_worker = 1, host = ? WHERE run_id = ?",
+                                 [(claim.info.recoveries, host, claim.run.id) for claim in held])
+            for claim in held:
+                claim.run.lease_pid = pid
+        for claim in claims:
+            if not claim.gave_up:   # the worker's heartbeats keep the claim until the run takes it over
+                self._tokens[claim.run.id] = claim.run.lease_token
+        return claims
+
+    def _claim(self, run: RunRecord, info: RunInfo, journaled: bool, host: str, max_recoveries: int) -> Claim:
+        """The claim of a run found claimable, which `claim_runs` writes; or, when it was recovered too often,
+        the run marked failed."""
+        resumed = run.status == RUNNING
+        if resumed and run.lease_heartbeat is not None:   # taken over from a crashed owner, not a released one
+            if info.recoveries >= max_recoveries:
+                self._db.execute(f"UPDATE runs SET status = 'failed', exit_code = 1, {_RELEASED} "
+                                 "WHERE id = ?", (run.id,))
+                return Claim(run, info, True, journaled, gave_up=True)
+            info.recoveries += 1
+        info.by_worker, info.host = True, host
+        run.status, run.lease_host, run.lease_token = RUNNING, host, secrets.token_hex(16)
+        return Claim(run, info, resumed, journaled)
+
+    def forget_claim(self, run_id: str) -> None:
+        self._tokens.pop(run_id, None)
 
     def requeue_run(self, run_id: str) -> bool:
         with self._write():
@@ -155,9 +172,12 @@ class SqliteQueue:
         # written to the log, not flushed: a line is as durable as the outcome of the step before it; a deposed
         # owner's lines are not stored (a process that released the lease may still say how its run ended)
         with self._write(flush=False, fence=run_id, released_ok=True):
-            self._db.execute("INSERT INTO run_output (run_id, number, stream, line) VALUES (?, (SELECT "
-                             "COALESCE(MAX(number), 0) + 1 FROM run_output WHERE run_id = ?), ?, ?)",
-                             (run_id, run_id, stream, storable_line(line)))
+            self._put_output(run_id, stream, line)
+
+    def _put_output(self, run_id: str, stream: str, line: str) -> None:
+        self._db.execute("INSERT INTO run_output (run_id, number, stream, line) VALUES (?, (SELECT "
+                         "COALESCE(MAX(number), 0) + 1 FROM run_output WHERE run_id = ?), ?, ?)",
+                         (run_id, run_id, stream, storable_line(line)))
 
     def output(self, run_id: str, after: int = 0) -> list[tuple[int, str, str]]:
         return [tuple(row) for row in self._read("SELECT number, stream, line FROM run_output WHERE run_id = ? "

@@ -15,9 +15,12 @@ import os
 import signal
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..store.base import RunRecord
+
+if TYPE_CHECKING:
+    from ..store.queue import Claim
 
 WORKER_VAR = "SAGE_WORKER_PARENT"
 LEFT_EXIT = 75          # the run was left for a worker of its version
@@ -30,13 +33,21 @@ _READ: list["WorkerClaim | None"] = []   # the claim, once read: the variable is
 class WorkerClaim:
     """The claim a worker holds on a run it executes: the worker's pid and program version, whether the run was
     queued (else interrupted), and whether the run has a process of its own whose output is to be stored (a
-    thread-mode worker's runs store theirs through their hosts)."""
+    thread-mode worker's runs store theirs through their hosts).
 
-    def __init__(self, pid: int, version: str, was_queued: bool, capture: bool = False) -> None:
+    `held`: the claim as the worker's store made it (a queue.Claim), when the run executes in the worker's own
+    process: the run takes its lease over as it is — its store fences with the claim's token, and the run
+    reads nothing the claim read — instead of taking a lease of its own. `taken`: called once the run holds
+    the lease and its own heartbeat renews it (the worker's heartbeats then leave it alone)."""
+
+    def __init__(self, pid: int, version: str, was_queued: bool, capture: bool = False, held: Claim | None = None,
+                 taken: Callable[[], None] | None = None) -> None:
         self.pid = pid
         self.version = version
         self.was_queued = was_queued
         self.capture = capture
+        self.held = held
+        self.taken = taken
 
     @classmethod
     def from_environment(cls) -> "WorkerClaim | None":

@@ -3,13 +3,19 @@
 or, with a launcher of the engine's (sagepy.engine.queued), each a run of the worker's own process.
 
 A claim puts the run under the worker's own lease, which the worker keeps fresh until the child takes it over
-(the child may take its worker's lease and no other). The child dies with the worker, so a killed worker
-leaves runs whose leases go stale — interrupted runs that any worker then claims, counting a recovery. A
-graceful stop (SIGTERM, SIGINT) claims nothing more, forwards SIGTERM to the children, which stop before their
-next step and release their leases, and exits 143 or 130; a second signal kills the children at once.
+(the child may take its worker's lease and no other; a run of the worker's own process takes the claim over as
+it is). The child dies with the worker, so a killed worker leaves runs whose leases go stale — interrupted runs
+that any worker then claims, counting a recovery. A graceful stop (SIGTERM, SIGINT) claims nothing more,
+forwards SIGTERM to the children, which stop before their next step and release their leases, and exits 143 or
+130; a second signal kills the children at once.
+
+Runs are claimed up to `CLAIM_BATCH` in one transaction, and looked for again only when there may be some: a
+free slot after a full batch, a run queued (PostgreSQL's NOTIFY), the poll interval past, or no run left.
 """
 from __future__ import annotations
 
+import collections
+import math
 import os
 import signal
 import socket
@@ -19,12 +25,19 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ..store.leases import HEARTBEAT_SECONDS, lease_is_claimable
+from ..wake import WakingEvent
 from .child import LEFT_EXIT, WORKER_VAR
 
+if TYPE_CHECKING:
+    from ..store.queue import Claim
+
 STOP_GRACE_S = 9.0   # SPEC: a stopped worker exits within 10 s
+# Runs claimed in one transaction at most: a worker with a thousand free slots makes about 30 claims, not a
+# thousand, while each transaction stays short for the other workers
+CLAIM_BATCH = 32
 
 
 @dataclass
@@ -57,6 +70,10 @@ class Execution(ABC):
     def signal(self, signum: int) -> None:
         """SIGTERM: stop before the next step, releasing the lease; SIGKILL: at once."""
 
+    def run_holds_lease(self) -> None:
+        """The run took the lease over: its own heartbeat renews it from now on, not the worker's."""
+        self.claimed = False
+
 
 @dataclass
 class ProcessExecution(Execution):
@@ -74,11 +91,11 @@ class ProcessExecution(Execution):
 
 
 class Launcher(Protocol):
-    """Starts the execution of a claimed run; sets `wake` when it has ended. `in_process`: its runs are
-    threads of the worker's process, which a forced stop ends with them."""
+    """Starts the execution of a claimed run; calls `ended(execution)` when it has ended. `in_process`: its
+    runs are threads of the worker's process, which a forced stop ends with them."""
     in_process: bool
 
-    def __call__(self, run_id: str, version: str, resumed: bool, wake: threading.Event) -> Execution: ...
+    def __call__(self, claim: Claim, ended: Callable[[Execution], None]) -> Execution: ...
 
 
 class ProcessLauncher:
@@ -89,7 +106,8 @@ class ProcessLauncher:
         self.path = path
         self.version = version
 
-    def __call__(self, run_id: str, version: str, resumed: bool, wake: threading.Event) -> Execution:
+    def __call__(self, claim: Claim, ended: Callable[[Execution], None]) -> Execution:
+        run_id, resumed = claim.run.id, claim.resumed
         command = [sys.executable, "-m", "sagepy", "run"]
         if self.path is not None:
             command.append(self.path)
@@ -100,12 +118,11 @@ class ProcessLauncher:
         # a session of its own: a Ctrl-C at the worker's terminal reaches the worker, which stops its runs
         process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, start_new_session=True)
-        execution = ProcessExecution(run_id, version, was_queued=not resumed, process=process)
+        execution = ProcessExecution(run_id, claim.info.version, was_queued=not resumed, process=process)
 
         def wait() -> None:
             process.wait()
-            execution.ended.set()
-            wake.set()
+            ended(execution)
         threading.Thread(target=wait, name=f"sage-run-{run_id}", daemon=True).start()
         return execution
 
@@ -124,8 +141,12 @@ class Worker:
         self.pid = os.getpid()
         self.host = socket.gethostname()
         self.children: dict[str, Execution] = {}
+        self.ended: collections.deque[Execution] = collections.deque()   # ended, not yet reaped
         self.skip: set[str] = set()        # runs left for another version or stopped for a person to look at
         self.wake = threading.Event()      # a child ended, a signal came, or (PostgreSQL) a run was queued
+        self.queued = WakingEvent()        # (PostgreSQL) a run became claimable
+        self.queued.also_wake(self.wake)
+        self.looked = -math.inf            # when a claim last found fewer runs than it could take
         self.signals: list[int] = []
         self.lock = threading.RLock()      # also taken by the signal handler, on the main thread
 
@@ -141,7 +162,7 @@ class Worker:
         heart.start()
         listening = getattr(self.store, "listen_for_runs", None)
         if listening is not None:   # PostgreSQL: NOTIFY wakes the loop as soon as a run becomes claimable
-            listening(self.wake)
+            listening(self.queued)
         try:
             return self._loop()
         finally:
@@ -155,12 +176,11 @@ class Worker:
             self._reap()
             if self.signals:
                 return self._stop()
-            exhausted = False
-            outdated = self.changed is not None and self.changed()
-            while len(self.children) < options.concurrency and not self.signals and not outdated:
-                if not self._claim_one():
-                    exhausted = True
-                    break
+            exhausted, outdated = True, False
+            free = options.concurrency - len(self.children)
+            if free > 0 and self._may_find_runs():
+                outdated = self.changed is not None and self.changed()
+                exhausted = outdated or self._claim(free)
             if outdated and not self.children:
                 say("worker: program files changed; restart the worker")
                 return 0
@@ -170,36 +190,57 @@ class Worker:
             self.wake.wait(options.poll_s)
             self.wake.clear()
 
-    def _claim_one(self) -> bool:
-        """Claim and start one run; False when there is nothing to claim."""
-        options = self.options
-        claim = self.store.claim_run(options.queue, None if options.any_version else self.version, self.pid,
-                                     self.host, lease_is_claimable, self.skip, options.max_recoveries)
-        if claim is None:
-            return False
-        run_id = claim.run.id
-        if claim.gave_up:
-            say(f"run {run_id}: gave up after {claim.info.recoveries} recoveries")
-            return True
-        # a queued run with a journal was queued again (`sage runs approve`, `resolve`): it carries on. Read
-        # before its process starts, which writes the journal of a new run.
-        resumed = claim.resumed or bool(self.store.steps(run_id))
-        self._start(run_id, claim.info.version, claim.resumed)
-        say(f"run {run_id}: {'resumed' if resumed else 'started'}")
-        return True
+    def _may_find_runs(self) -> bool:
+        """Whether a claim may find a run now. A run that ends frees a slot but queues nothing: while some runs
+        go on, the queue is looked at again only after a full batch, when a run was queued (NOTIFY) or once
+        the poll interval has passed; with none left, at every turn of the loop."""
+        return (not self.children or self.queued.is_set()
+                or time.monotonic() - self.looked >= self.options.poll_s)
 
-    def _start(self, run_id: str, version: str, resumed: bool) -> None:
+    def _claim(self, free: int) -> bool:
+        """Claim and start runs for up to `free` slots, a batch at a time; True when no more could be claimed."""
+        options = self.options
+        while free > 0 and not self.signals:
+            self.queued.clear()
+            wanted = min(CLAIM_BATCH, free)
+            claims = self.store.claim_runs(options.queue, None if options.any_version else self.version, self.pid,
+                                           self.host, lease_is_claimable, self.skip, options.max_recoveries, wanted)
+            for claim in claims:
+                if claim.gave_up:
+                    say(f"run {claim.run.id}: gave up after {claim.info.recoveries} recoveries")
+                    continue
+                self._start(claim)
+                free -= 1
+            if len(claims) < wanted:
+                self.looked = time.monotonic()
+                return True
+            self.looked = -math.inf
+        return False
+
+    def _start(self, claim: Claim) -> None:
+        run_id = claim.run.id
         with self.lock:   # registered before it can end: the signal handler sees every execution
-            child = self.launch(run_id, version, resumed, self.wake)
+            child = self.launch(claim, self._ended)
             self.children[run_id] = child
+        # a queued run with a journal was queued again (`sage runs approve`, `resolve`): it carries on
+        say(f"run {run_id}: {'resumed' if claim.resumed or claim.journaled else 'started'}")
+
+    def _ended(self, child: Execution) -> None:
+        child.ended.set()
+        self.ended.append(child)
+        self.wake.set()
 
     def _reap(self) -> None:
         with self.lock:
-            ended = [child for child in self.children.values() if child.ended.is_set()]
-            for child in ended:
-                del self.children[child.run_id]
+            ended = []
+            while self.ended:
+                child = self.ended.popleft()
+                if self.children.get(child.run_id) is child:
+                    del self.children[child.run_id]
+                    ended.append(child)
         for child in ended:
             self._report(child)
+            self.store.forget_claim(child.run_id)
 
     def _report(self, child: Execution) -> None:
         run_id, code = child.run_id, child.returncode
@@ -231,18 +272,20 @@ class Worker:
         # else its process was killed alone: its lease goes stale and a worker recovers it
 
     def _heartbeat(self, stop: threading.Event) -> None:
-        """Keep the worker's claims fresh until each child takes its run's lease over."""
-        from ..store.base import TakenOver
+        """Keep the worker's claims fresh until each child takes its run's lease over: one transaction a second
+        for all of them."""
         while not stop.wait(HEARTBEAT_SECONDS):
             with self.lock:
-                claimed = [child for child in self.children.values() if child.claimed and not child.ended.is_set()]
-            for child in claimed:
-                try:
-                    self.store.heartbeat(child.run_id)
-                except TakenOver:   # the run's own process holds the lease now
-                    child.claimed = False
-                except Exception:  # busy this second: a claim stays fresh for 10 s
-                    continue
+                claimed = {child.run_id: child for child in self.children.values()
+                           if child.claimed and not child.ended.is_set()}
+            if not claimed:
+                continue
+            try:
+                taken, _ = self.store.renew_leases(list(claimed))
+            except Exception:  # busy this second: a claim stays fresh for 10 s
+                continue
+            for run_id in taken:   # the run's own process holds the lease now
+                claimed[run_id].claimed = False
 
     # ---------------------------------------------------------------- stopping
 

@@ -247,17 +247,19 @@ def test_a_worker_claims_again_a_run_of_its_own_sent_back_to_the_queue(kind: str
         made.submit_run(run("r1", 1.0, QUEUED), RunInfo(version="v1"))
 
         def claim():
-            return made.claim_run("default", "v1", pid, host, lease_is_claimable, set(), 3)
+            return made.claim_runs("default", "v1", pid, host, lease_is_claimable, set(), 3, 32)
 
         first = claim()
-        assert first is not None and first.run.id == "r1"
-        assert claim() is None   # held by this very process under a fresh lease
+        assert [c.run.id for c in first] == ["r1"] and not first[0].journaled
+        assert claim() == []   # held by this very process under a fresh lease
+        made.record_step("r1", step("Main", 1))
         made.end_run("r1", base.HALTED, 1)
         assert made.requeue_run("r1")
-        assert claim() is None   # the process that ran it may still be closing what it opened
+        assert claim() == []   # the process that ran it may still be closing what it opened
         made.forget_owner("r1", pid, host)
         again = claim()
-        assert again is not None and again.run.id == "r1"
+        assert [c.run.id for c in again] == ["r1"]
+        assert again[0].journaled and not again[0].resumed   # queued again, with a journal to carry on from
     finally:
         made.close()
 
@@ -277,14 +279,11 @@ def test_a_claim_looks_past_candidates_it_may_not_take(kind: str, request, tmp_p
             made.submit_run(run(f"r{i:02}", float(i), QUEUED), RunInfo(version="v2" if i == 18 else "v1"))
 
         def claim(skip: set[str]):
-            return made.claim_run("default", "v1", pid, host, lambda r: r.id >= "r17", skip, 3)
+            return made.claim_runs("default", "v1", pid, host, lambda r: r.id >= "r17", skip, 3, 1)
 
-        first = claim(set())
-        assert first is not None and first.run.id == "r17"
-        second = claim({"r19"})
-        assert second is None   # r18 is of another version, r19 passed over, r00-r16 not claimable
-        third = claim(set())
-        assert third is not None and third.run.id == "r19"
+        assert [c.run.id for c in claim(set())] == ["r17"]
+        assert claim({"r19"}) == []   # r18 is of another version, r19 passed over, r00-r16 not claimable
+        assert [c.run.id for c in claim(set())] == ["r19"]
     finally:
         made.close()
 
@@ -318,6 +317,169 @@ def test_one_beat_renews_the_leases_it_holds_and_no_other(kind: str, request, tm
         assert after["kept"].lease_heartbeat >= before["kept"] and after["kept"].lease_token == "token-kept"
         assert after["taken"].lease_token == "theirs" and after["taken"].lease_heartbeat == before["taken"]
         assert after["ended"].lease_heartbeat is None and after["ended"].status == base.COMPLETED
+    finally:
+        made.close()
+        other.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_claims_take_at_most_their_limit_and_never_one_run_twice(kind: str, request, tmp_path: Path) -> None:
+    # Two workers claiming at once, each a batch at a time on its own connection: every queued run is claimed
+    # once, by one of them, under its lease, and no batch holds more runs than it asked for.
+    from sagepy.store.leases import lease_is_claimable
+    from sagepy.store.queue import QUEUED, RunInfo
+    stores = [make_store(kind, request, tmp_path) for _ in range(2)]
+    try:
+        for i in range(100):
+            stores[0].submit_run(run(f"r{i:03}", float(i), QUEUED), RunInfo(version="v1"))
+        claimed: list[list[str]] = [[], []]
+        sizes: list[int] = []
+        start = threading.Barrier(2)
+
+        def claimer(n: int) -> None:
+            start.wait()
+            while batch := stores[n].claim_runs("default", "v1", 1000 + n, f"host-{n}", lease_is_claimable, set(),
+                                                3, 7):
+                sizes.append(len(batch))
+                claimed[n].extend(claim.run.id for claim in batch)
+
+        threads = [threading.Thread(target=claimer, args=(n,)) for n in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+            assert not thread.is_alive()
+        assert sorted(claimed[0] + claimed[1]) == [f"r{i:03}" for i in range(100)]
+        assert max(sizes) <= 7
+        owners = {r.id: (r.lease_pid, r.lease_host, r.status) for r in stores[0].list_runs()}
+        for n in range(2):
+            assert {owners[run_id] for run_id in claimed[n]} <= {(1000 + n, f"host-{n}", base.RUNNING)}
+    finally:
+        for made in stores:
+            made.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_forgotten_claim_is_no_longer_renewed(kind: str, request, tmp_path: Path) -> None:
+    # A worker forgets the token of a claim whose run has ended (its memory does not grow with the runs it
+    # claimed): its beats no longer touch that run.
+    from sagepy.store.leases import lease_is_claimable
+    from sagepy.store.queue import QUEUED, RunInfo
+    made = make_store(kind, request, tmp_path)
+    try:
+        for name in ("kept", "done"):
+            made.submit_run(run(name, 1.0, QUEUED), RunInfo(version="v1"))
+        assert len(made.claim_runs("default", "v1", 7, "host-a", lease_is_claimable, set(), 3, 32)) == 2
+        before = made.get_run("done").lease_heartbeat
+        made.forget_claim("done")
+        assert made.renew_leases(["kept", "done"]) == ({}, set())
+        assert made.get_run("done").lease_heartbeat == before
+    finally:
+        made.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_store_holding_another_stores_claim_is_fenced_by_it(kind: str, request, tmp_path: Path) -> None:
+    # A thread-mode worker's run takes its worker's claim over as it is: the run's own connection holds the
+    # claim's token without a round trip and writes with it; once another process has taken the run over (the
+    # lease went stale), it writes nothing more, and says who holds the run.
+    from sagepy.store.leases import lease_is_claimable
+    from sagepy.store.queue import QUEUED, RunInfo
+    claimer, runner, other = (make_store(kind, request, tmp_path) for _ in range(3))
+    try:
+        claimer.submit_run(run("r1", 1.0, QUEUED), RunInfo(version="v1"))
+        [claim] = claimer.claim_runs("default", "v1", 7, "host-a", lease_is_claimable, set(), 3, 32)
+        runner.hold_lease("r1", claim.run.lease_token)
+        runner.record_step("r1", step("Main", 1))
+        runner.record_steps("r1", [step("Main", 2)])
+        runner.append_output("r1", "stdout", "one")
+        assert other.acquire_lease("r1", 4242, "elsewhere", "theirs", lambda owner: True) is None
+        writes = (lambda: runner.record_step("r1", step("Main", 3)),
+                  lambda: runner.record_steps("r1", [step("Main", 3)]),
+                  lambda: runner.record_intent("r1", step("Main", 3, status=base.STARTED)),
+                  lambda: runner.append_output("r1", "stdout", "two"),
+                  lambda: runner.set_field("Main", "n", 1, step("Main", 3, kind="state"), "r1"),
+                  lambda: runner.end_run("r1", base.COMPLETED, 0))
+        for write in writes:
+            with pytest.raises(base.TakenOver) as lost:
+                write()
+            assert (lost.value.pid, lost.value.host) == (4242, "elsewhere")
+        assert [s.number for s in other.steps("r1")] == [1, 2]
+        assert [line for _, _, line in other.output("r1")] == ["one"]
+        assert other.get_field("Main", "n") == (False, None)
+        assert (other.get_run("r1").status, other.get_run("r1").lease_token) == (base.RUNNING, "theirs")
+    finally:
+        for made in (claimer, runner, other):
+            made.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_one_grouped_commit_writes_many_runs_and_fences_each(kind: str, request, tmp_path: Path) -> None:
+    # The grouped commits' timer writes what every run held back in one transaction: each run's records and
+    # output lines only while its lease is this store's; a run taken over meanwhile gets nothing and is told
+    # who holds it, the others are written all the same. A run this store holds no lease of is not fenced.
+    import os
+    import socket
+
+    from sagepy.store.leases import lease_is_stale
+    made = make_store(kind, request, tmp_path)
+    other = make_store(kind, request, tmp_path)
+    pid, host = os.getpid(), socket.gethostname()
+    try:
+        for name in ("a", "b", "c", "free"):
+            made.create_run(run(name, 1.0))
+        for name in ("a", "b", "c"):
+            assert made.acquire_lease(name, pid, host, f"token-{name}", lease_is_stale) is None
+        assert other.acquire_lease("b", 4242, "elsewhere", "theirs", lambda owner: True) is None
+        usage = step(base.USAGE_PATH, 1, outcome={"turns": 1}, kind=base.USAGE)
+        taken = made.record_steps_of({
+            "a": base.Pending([step("Main", 1), usage, replace(usage, outcome={"turns": 2})],
+                              [("stdout", "a1"), ("stderr", "a2")]),
+            "b": base.Pending([step("Main", 1)], [("stdout", "b1")]),
+            "c": base.Pending([], [("stdout", "c1")]),
+            "empty": base.Pending()})
+        assert set(taken) == {"b"} and (taken["b"].pid, taken["b"].host) == (4242, "elsewhere")
+        # the same with a run it holds no lease of (PostgreSQL takes another path then)
+        taken = made.record_steps_of({"a": base.Pending([step("Main", 2)], [("stdout", "a3")]),
+                                      "b": base.Pending([step("Main", 2)]),
+                                      "free": base.Pending([step("Main", 1)], [("stdout", "f1")])})
+        assert set(taken) == {"b"}
+        assert [(s.path, s.number, s.outcome) for s in other.steps("a")] == [
+            (base.USAGE_PATH, 1, {"turns": 2}), ("Main", 1, None), ("Main", 2, None)]
+        assert other.output("a") == [(1, "stdout", "a1"), (2, "stderr", "a2"), (3, "stdout", "a3")]
+        assert other.steps("b") == [] and other.output("b") == []
+        assert other.steps("c") == [] and other.output("c") == [(1, "stdout", "c1")]
+        assert len(other.steps("free")) == 1 and other.output("free") == [(1, "stdout", "f1")]
+    finally:
+        made.close()
+        other.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_run_ends_with_its_last_writes_or_not_at_all(kind: str, request, tmp_path: Path) -> None:
+    # The end of a run commits what its journal still held back (outcomes, its last output lines) with the
+    # end itself; a deposed owner's end writes none of it.
+    import os
+    import socket
+
+    from sagepy.store.leases import lease_is_stale
+    made = make_store(kind, request, tmp_path)
+    other = make_store(kind, request, tmp_path)
+    pid, host = os.getpid(), socket.gethostname()
+    try:
+        for name in ("r1", "r2"):
+            made.create_run(run(name, 1.0))
+            assert made.acquire_lease(name, pid, host, f"token-{name}", lease_is_stale) is None
+        made.end_run("r1", base.COMPLETED, 0, base.Pending([step("Main", 1)], [("stdout", "bye")]))
+        ended = other.get_run("r1")
+        assert (ended.status, ended.exit_code, ended.lease_token, ended.lease_heartbeat) == (base.COMPLETED, 0, None,
+                                                                                              None)
+        assert len(other.steps("r1")) == 1 and other.output("r1") == [(1, "stdout", "bye")]
+        assert other.acquire_lease("r2", 4242, "elsewhere", "theirs", lambda owner: True) is None
+        with pytest.raises(base.TakenOver):
+            made.end_run("r2", base.COMPLETED, 0, base.Pending([step("Main", 1)], [("stdout", "late")]))
+        assert other.steps("r2") == [] and other.output("r2") == []
+        assert (other.get_run("r2").status, other.get_run("r2").lease_token) == (base.RUNNING, "theirs")
     finally:
         made.close()
         other.close()

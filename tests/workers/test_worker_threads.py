@@ -8,6 +8,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from worker_harness import make_project, runs_json, sage, sage_env, start_worker, submit, wait_until_gone
 
 
@@ -85,3 +87,27 @@ def test_a_run_halted_in_a_thread_worker_and_resolved_is_finished_by_that_worker
         assert worker.process.wait(30) in (0, 130)
     finally:
         worker.stop()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_line_is_stored_while_the_run_waits_not_only_at_its_next_step(
+        backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    # A thread-mode run keeps its printed lines with its pending outcomes: the group's timer commits them
+    # within 50 ms, so `sage runs logs` shows a line while the run sleeps, long before its next step.
+    url = request.getfixturevalue("pg_url") if backend == "postgres" else None
+    project = make_project(tmp_path, "slow")
+    env = sage_env(project, tmp_path / "cache", state_url=url)
+    run_id = submit(project, env, "0", "600000")
+    worker = start_worker(project, env, tmp_path / "w.log", "--poll-ms", "50")
+    try:
+        deadline = time.monotonic() + 120
+        while (logs := sage(project, env, "runs", "logs", run_id)).stdout != "step 0\n":
+            assert time.monotonic() < deadline, f"no line stored: {logs.stdout!r} {logs.stderr!r}"
+            time.sleep(0.1)
+        assert logs.stderr == "err 0\n" and statuses(project, env)[run_id] == "running"
+        assert sage(project, env, "runs", "cancel", run_id).returncode == 0
+        worker.wait_for(f"run {run_id}: cancelled")
+    finally:
+        worker.process.send_signal(signal.SIGTERM)
+        assert worker.process.wait(60) == 143
+    assert not wait_until_gone(project)
